@@ -24,7 +24,7 @@ for arch in ${ARCHS:-amd64 arm64}; do
   fi
   src="$base/bin/node"
   if [ "${STRIP:-1}" = 1 ]; then
-    s=strip; [ "$narch" = arm64 ] && [ "$HOST" != arm64 ] && s=aarch64-linux-gnu-strip
+    s="strip"; [ "$narch" = arm64 ] && [ "$HOST" != arm64 ] && s=aarch64-linux-gnu-strip
     if command -v "$s" >/dev/null; then
       [ -x "$base/bin/node.stripped" ] || "$s" -o "$base/bin/node.stripped" "$src"
       src="$base/bin/node.stripped"
@@ -44,4 +44,4 @@ for arch in ${ARCHS:-amd64 arm64}; do
   rm -f "dist/sea-$arch.json" "dist/sea-$arch.blob"
 done
 (cd dist && sha256sum rootless-k8s-linux-* >SHA256SUMS)
-ls -l dist/rootless-k8s-linux-* | awk '{print $5, $9}'
+stat -c '%s %n' dist/rootless-k8s-linux-*
