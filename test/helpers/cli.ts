@@ -3,7 +3,8 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 
 export const REPO = join(import.meta.dirname, "..", "..");
-export const CLI_BUNDLE = join(REPO, "dist", "test", "cli.cjs");
+/** The bundle built by global-setup for this test run. */
+export const CLI_BUNDLE = process.env.RK8S_TEST_CLI ?? join(REPO, "dist", "cli.cjs");
 
 export interface CliResult {
   code: number | null;
