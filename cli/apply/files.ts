@@ -1,0 +1,136 @@
+// File primitives of the only code that changes the machine: atomic writes (temp file in the same
+// folder, fsync, rename, fsync of the folder), folders created with exact modes, atomic symlink
+// switches, and content hashes. A crash or Ctrl-C at any point leaves either the old or the new
+// file, never a torn one; a leftover temp file is named `.<name>.rk8s-tmp-*` and swept on the next write.
+import { createHash, randomBytes } from "node:crypto";
+import { promises as fsp } from "node:fs";
+import * as path from "node:path";
+
+export function sha256(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** sha256 of a file's content, or null when it does not exist. */
+export async function hashFile(p: string): Promise<string | null> {
+  try {
+    return sha256(await fsp.readFile(p));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw e;
+  }
+}
+
+const TMP_MARK = ".rk8s-tmp-";
+
+function tempNameFor(target: string): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}${TMP_MARK}${randomBytes(4).toString("hex")}`);
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fd = await fsp.open(dir, "r");
+  try {
+    await fd.sync();
+  } finally {
+    await fd.close();
+  }
+}
+
+/**
+ * Creates every missing folder of `dir` with `mode`, and sets `mode` on `dir` itself even when it
+ * already existed (a PKI folder left 0755 by hand becomes 0700 again). Returns the folders it created,
+ * outermost first, so a receipt can list exactly what was added.
+ */
+export async function ensureDir(dir: string, mode = 0o755): Promise<string[]> {
+  const created: string[] = [];
+  const missing: string[] = [];
+  let cur = path.resolve(dir);
+  for (;;) {
+    const st = await fsp.lstat(cur).catch(() => null);
+    if (st) {
+      if (!st.isDirectory()) throw new Error(`${cur} exists and is not a folder`);
+      break;
+    }
+    missing.unshift(cur);
+    const up = path.dirname(cur);
+    if (up === cur) break;
+    cur = up;
+  }
+  for (const d of missing) {
+    await fsp.mkdir(d, { mode }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "EEXIST") throw e;
+    });
+    created.push(d);
+  }
+  await fsp.chmod(dir, mode);
+  return created;
+}
+
+export interface WriteOptions {
+  /** Permission bits of the file (default 0644). Keys and kubeconfigs: 0600. */
+  mode?: number;
+}
+
+/**
+ * Writes `content` to `target` atomically: a temp file in the same folder, written with its final
+ * mode from the start (a key is never world-readable, not even for a moment), fsync, rename over the
+ * target, fsync of the folder. The folder must exist.
+ */
+export async function writeFileAtomic(target: string, content: string | Uint8Array, opts: WriteOptions = {}): Promise<void> {
+  const mode = opts.mode ?? 0o644;
+  const tmp = tempNameFor(target);
+  const fd = await fsp.open(tmp, "wx", mode);
+  try {
+    await fd.writeFile(content);
+    await fd.chmod(mode); // the umask may have narrowed the mode given to open()
+    await fd.sync();
+  } catch (e) {
+    await fd.close().catch(() => {});
+    await fsp.rm(tmp, { force: true });
+    throw e;
+  }
+  await fd.close();
+  try {
+    await fsp.rename(tmp, target);
+  } catch (e) {
+    await fsp.rm(tmp, { force: true });
+    throw e;
+  }
+  await fsyncDir(path.dirname(target));
+}
+
+/** Points `link` at `target` atomically (a new link under a temp name, renamed over the old one). */
+export async function switchSymlink(link: string, target: string): Promise<void> {
+  const tmp = tempNameFor(link);
+  await fsp.symlink(target, tmp);
+  try {
+    await fsp.rename(tmp, link);
+  } catch (e) {
+    await fsp.rm(tmp, { force: true });
+    throw e;
+  }
+  await fsyncDir(path.dirname(link));
+}
+
+/** Removes temp files an interrupted write left in `dir` (ours only, by their marker). */
+export async function sweepTempFiles(dir: string): Promise<string[]> {
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
+  const stale = names.filter((n) => n.startsWith(".") && n.includes(TMP_MARK)).map((n) => path.join(dir, n));
+  for (const f of stale) await fsp.rm(f, { force: true, recursive: true });
+  return stale;
+}
+
+/** The file's permission bits, or null when it does not exist. */
+export async function modeOf(p: string): Promise<number | null> {
+  const st = await fsp.lstat(p).catch(() => null);
+  return st ? st.mode & 0o7777 : null;
+}
+
+export async function exists(p: string): Promise<boolean> {
+  return (await fsp.lstat(p).catch(() => null)) !== null;
+}
+
+/** True when `child` is `parent` or lies below it (lexically, after resolving `..`). */
+export function isWithin(child: string, parent: string): boolean {
+  const rel = path.relative(path.resolve(parent), path.resolve(child));
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}

@@ -1,0 +1,207 @@
+// Readiness of the node, seen from the host as a user would see it: the API server's /readyz through
+// the published port, then the node `Ready` through the API, both with the admin client certificate
+// from the rendered kubeconfig (mutual TLS, the server checked against the cluster CA). Bounded by a
+// timeout, stopped at once by the AbortSignal, and cut short when a unit has failed.
+import { promises as fsp } from "node:fs";
+import * as https from "node:https";
+import { InterruptedError, UserError, ExitCode } from "../errors";
+
+export interface KubeconfigCreds {
+  server: string;
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
+
+interface KubeconfigDoc {
+  "current-context"?: string;
+  contexts?: { name: string; context: { cluster: string; user: string } }[];
+  clusters?: { name: string; cluster: { server: string; "certificate-authority-data"?: string; "certificate-authority"?: string } }[];
+  users?: { name: string; user: { "client-certificate-data"?: string; "client-key-data"?: string; "client-certificate"?: string; "client-key"?: string } }[];
+}
+
+async function dataOrFile(data: string | undefined, file: string | undefined, what: string, kubeconfig: string): Promise<Buffer> {
+  if (data) return Buffer.from(data, "base64");
+  if (file) return fsp.readFile(file);
+  throw new UserError(`${kubeconfig} has no ${what}`, { fix: "re-run `rootless-k8s install` to render it again" });
+}
+
+/** Server URL, CA and client cert/key of the kubeconfig's current context. */
+export async function readKubeconfig(file: string): Promise<KubeconfigCreds> {
+  const { parse } = await import("yaml");
+  const doc = parse(await fsp.readFile(file, "utf8")) as KubeconfigDoc;
+  const ctxName = doc["current-context"] ?? doc.contexts?.[0]?.name;
+  const ctx = doc.contexts?.find((c) => c.name === ctxName)?.context;
+  const cluster = doc.clusters?.find((c) => c.name === ctx?.cluster)?.cluster ?? doc.clusters?.[0]?.cluster;
+  const user = doc.users?.find((u) => u.name === ctx?.user)?.user ?? doc.users?.[0]?.user;
+  if (!cluster?.server || !user) throw new UserError(`${file} has no usable context`, { fix: "re-run `rootless-k8s install`" });
+  return {
+    server: cluster.server,
+    ca: await dataOrFile(cluster["certificate-authority-data"], cluster["certificate-authority"], "cluster CA", file),
+    cert: await dataOrFile(user["client-certificate-data"], user["client-certificate"], "client certificate", file),
+    key: await dataOrFile(user["client-key-data"], user["client-key"], "client key", file),
+  };
+}
+
+export interface ApiResponse {
+  status: number;
+  body: string;
+}
+
+export interface ApiClient {
+  readonly server: string;
+  get(path: string, timeoutMs?: number): Promise<ApiResponse>;
+}
+
+export function apiClient(creds: KubeconfigCreds): ApiClient {
+  const agent = new https.Agent({ ca: creds.ca, cert: creds.cert, key: creds.key, keepAlive: false });
+  return {
+    server: creds.server,
+    get(p, timeoutMs = 5000) {
+      return new Promise((resolve, reject) => {
+        const req = https.get(new URL(p, creds.server), { agent, timeout: timeoutMs, headers: { accept: "application/json" } }, (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => (body += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+          res.on("error", reject);
+        });
+        req.on("timeout", () => req.destroy(new Error(`no answer from ${creds.server} within ${timeoutMs} ms`)));
+        req.on("error", reject);
+      });
+    },
+  };
+}
+
+export interface NodeCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface NodeView {
+  name: string;
+  ready: boolean;
+  conditions: NodeCondition[];
+  kubeletVersion: string | null;
+  labels: Record<string, string>;
+  taints: { key: string; value?: string; effect: string }[];
+}
+
+export function parseNode(body: string): NodeView {
+  const n = JSON.parse(body) as {
+    metadata?: { name?: string; labels?: Record<string, string> };
+    spec?: { taints?: NodeView["taints"] };
+    status?: { conditions?: NodeCondition[]; nodeInfo?: { kubeletVersion?: string } };
+  };
+  const conditions = n.status?.conditions ?? [];
+  return {
+    name: n.metadata?.name ?? "",
+    ready: conditions.some((c) => c.type === "Ready" && c.status === "True"),
+    conditions,
+    kubeletVersion: n.status?.nodeInfo?.kubeletVersion ?? null,
+    labels: n.metadata?.labels ?? {},
+    taints: n.spec?.taints ?? [],
+  };
+}
+
+export type ReadyPhase = "api" | "node";
+
+export interface WaitOptions {
+  client: ApiClient;
+  nodeName: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Called between polls; throws to stop waiting (e.g. a unit entered `failed`). */
+  probe?: () => Promise<void>;
+  onPhase?: (phase: ReadyPhase, elapsedMs: number) => void;
+  pollMs?: number;
+}
+
+export interface ReadyResult {
+  node: NodeView;
+  /** Milliseconds until /readyz answered ok, and until the node was Ready. */
+  apiMs: number;
+  nodeMs: number;
+}
+
+/** Thrown when readiness is not reached in time; `phase` names what was still missing. */
+export class NotReadyError extends UserError {
+  constructor(
+    readonly phase: ReadyPhase,
+    readonly lastSeen: string,
+    timeoutMs: number,
+  ) {
+    super(
+      phase === "api"
+        ? `the API server did not answer /readyz within ${Math.round(timeoutMs / 1000)} s (last: ${lastSeen})`
+        : `the node did not become Ready within ${Math.round(timeoutMs / 1000)} s (last: ${lastSeen})`,
+      { exitCode: ExitCode.Failure, fix: "see `rootless-k8s status` and `rootless-k8s logs`; a slow host may need a longer --timeout" },
+    );
+    this.name = "NotReadyError";
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new InterruptedError());
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new InterruptedError());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function describe(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  return err.code ? `${err.code}` : String(err.message ?? e).split("\n")[0] ?? "error";
+}
+
+/** Waits for /readyz = ok, then for the node's Ready condition = True. */
+export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
+  const start = Date.now();
+  const deadline = start + o.timeoutMs;
+  const poll = o.pollMs ?? 500;
+  let phase: ReadyPhase = "api";
+  let last = "no answer yet";
+  let apiMs = 0;
+  o.onPhase?.("api", 0);
+  for (;;) {
+    if (o.signal?.aborted) throw new InterruptedError();
+    await o.probe?.();
+    try {
+      if (phase === "api") {
+        const r = await o.client.get("/readyz", 5000);
+        last = `HTTP ${r.status} ${r.body.trim().split("\n").pop() ?? ""}`.trim();
+        if (r.status === 200) {
+          phase = "node";
+          apiMs = Date.now() - start;
+          o.onPhase?.("node", apiMs);
+          last = "node not registered yet";
+          continue;
+        }
+      } else {
+        const r = await o.client.get(`/api/v1/nodes/${encodeURIComponent(o.nodeName)}`, 5000);
+        if (r.status === 200) {
+          const node = parseNode(r.body);
+          if (node.ready) return { node, apiMs, nodeMs: Date.now() - start };
+          const rc = node.conditions.find((c) => c.type === "Ready");
+          last = rc ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}` : "no Ready condition yet";
+        } else {
+          last = r.status === 404 ? `node ${o.nodeName} not registered yet` : `HTTP ${r.status}`;
+        }
+      }
+    } catch (e) {
+      if (e instanceof UserError) throw e;
+      last = describe(e);
+    }
+    if (Date.now() >= deadline) throw new NotReadyError(phase, last, o.timeoutMs);
+    await sleep(Math.min(poll, Math.max(0, deadline - Date.now())), o.signal);
+  }
+}

@@ -1,0 +1,178 @@
+// Removal that cannot go astray. A path is removed only when the receipt lists it or it lies below
+// one of the tool's own folders, and those folders must themselves be named for the tool. Files owned
+// by sub-UIDs (containers' root filesystems, etcd data written inside the namespace) are removed from
+// inside a fresh user namespace mapped with the user's subordinate ids, as `rootlesskit rm -rf` does.
+import { spawn } from "node:child_process";
+import { promises as fsp } from "node:fs";
+import * as path from "node:path";
+import { UserError } from "../errors";
+import { runCommand } from "../host/host";
+import { isWithin } from "./files";
+import type { OwnedRoots, Receipt } from "./receipt";
+import { listedPaths } from "./receipt";
+
+const TOOL = "rootless-k8s";
+
+/** Every owned root must carry the tool's name in its path: a damaged receipt cannot aim at $HOME. */
+export function checkOwnedRoots(roots: OwnedRoots): void {
+  for (const [name, p] of Object.entries(roots)) {
+    if (p === undefined) continue;
+    const parts = path.resolve(p).split("/");
+    if (!path.isAbsolute(p) || !parts.some((s) => s.includes(TOOL))) {
+      throw new UserError(`refusing to remove files: the receipt's ${name} folder "${p}" is not a rootless-k8s folder`, {
+        fix: "the receipt is damaged; remove the node's files by hand",
+      });
+    }
+  }
+}
+
+export function ownedRootList(roots: OwnedRoots): string[] {
+  return Object.values(roots).filter((p): p is string => typeof p === "string");
+}
+
+/** True when `p` may be removed: listed by the receipt, or at/below one of the tool's own folders. */
+export function mayRemove(p: string, receipt: Pick<Receipt, "roots"> & Partial<Receipt>, listed?: Set<string>): boolean {
+  const abs = path.resolve(p);
+  if (listed?.has(abs) ?? (receipt.files ? listedPaths(receipt as Receipt).has(abs) : false)) return true;
+  return ownedRootList(receipt.roots).some((root) => isWithin(abs, root));
+}
+
+export interface SubIdRange {
+  start: number;
+  count: number;
+}
+
+/** The ranges of /etc/subuid or /etc/subgid text for a user, matched by name or numeric id. */
+export function subIdRanges(text: string, name: string, id: number): SubIdRange[] {
+  const out: SubIdRange[] = [];
+  for (const line of text.split("\n")) {
+    const [owner, start, count] = line.trim().split(":");
+    if (!owner || owner.startsWith("#") || start === undefined || count === undefined) continue;
+    if (owner !== name && owner !== String(id)) continue;
+    const s = Number(start);
+    const c = Number(count);
+    if (Number.isInteger(s) && Number.isInteger(c) && c > 0) out.push({ start: s, count: c });
+  }
+  return out;
+}
+
+export interface UsernsIdentity {
+  user: string;
+  uid: number;
+  gid: number;
+  subuids: SubIdRange[];
+  subgids: SubIdRange[];
+}
+
+/** The current user with the subordinate ids of /etc/subuid and /etc/subgid. */
+export async function currentIdentity(): Promise<UsernsIdentity> {
+  const os = await import("node:os");
+  const info = os.userInfo();
+  const [su, sg] = await Promise.all([fsp.readFile("/etc/subuid", "utf8").catch(() => ""), fsp.readFile("/etc/subgid", "utf8").catch(() => "")]);
+  return {
+    user: info.username,
+    uid: info.uid,
+    gid: info.gid,
+    subuids: subIdRanges(su, info.username, info.uid),
+    subgids: subIdRanges(sg, info.username, info.uid),
+  };
+}
+
+/** newuidmap/newgidmap arguments: our id as 0, then the subordinate ranges from 1 on. */
+export function idMapArgs(pid: number, own: number, ranges: SubIdRange[]): string[] {
+  const args = [String(pid), "0", String(own), "1"];
+  let inside = 1;
+  for (const r of ranges) {
+    args.push(String(inside), String(r.start), String(r.count));
+    inside += r.count;
+  }
+  return args;
+}
+
+/**
+ * `rm -rf` of `paths` as root of a fresh user namespace that maps our uid to 0 and the subordinate
+ * ids above it, so files owned by sub-UIDs can go. The paths must already have passed `mayRemove`.
+ */
+export async function removeInUserNamespace(paths: string[], id: UsernsIdentity, signal?: AbortSignal): Promise<void> {
+  if (!paths.length) return;
+  if (!id.subuids.length || !id.subgids.length) {
+    throw new UserError(`cannot remove files owned by sub-UIDs: ${id.user} has no ranges in /etc/subuid and /etc/subgid`, {
+      fix: `as root: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 ${id.user}`,
+    });
+  }
+  const child = spawn("unshare", ["--user", "--", "/bin/sh", "-c", 'echo ready; read -r _ && exec rm -rf -- "$@"', "sh", ...paths], {
+    stdio: ["pipe", "pipe", "pipe"],
+    signal,
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code));
+  });
+  const ready = await new Promise<boolean>((resolve) => {
+    child.stdout.once("data", () => resolve(true));
+    child.once("close", () => resolve(false));
+  });
+  if (!ready) {
+    await exited.catch(() => null);
+    throw new UserError(`could not enter a user namespace to remove ${paths.join(" ")}: ${stderr.trim() || "unshare failed"}`, {
+      fix: "check `rootless-k8s doctor` (user namespaces must be allowed)",
+    });
+  }
+  const pid = child.pid ?? 0;
+  for (const [tool, own, ranges] of [
+    ["newuidmap", id.uid, id.subuids],
+    ["newgidmap", id.gid, id.subgids],
+  ] as const) {
+    const r = await runCommand(tool, idMapArgs(pid, own, ranges), { timeoutMs: 10_000 });
+    if (r.code !== 0) {
+      child.kill("SIGKILL");
+      await exited.catch(() => null);
+      throw new UserError(`${tool} failed: ${(r.stderr || r.stdout).trim().split("\n")[0] ?? "not found"}`, {
+        fix: "install uidmap (newuidmap/newgidmap, setuid root) and check /etc/subuid and /etc/subgid",
+      });
+    }
+  }
+  child.stdin.end("go\n");
+  const code = await exited;
+  if (code !== 0) {
+    throw new UserError(`removing ${paths.join(" ")} inside the user namespace failed: ${stderr.trim().split("\n")[0] ?? `exit ${code}`}`);
+  }
+}
+
+function isPermissionError(e: unknown): boolean {
+  const c = (e as NodeJS.ErrnoException).code;
+  return c === "EACCES" || c === "EPERM" || c === "ENOTEMPTY";
+}
+
+/**
+ * Removes each path (file or tree). A plain removal first; where it meets files it may not delete
+ * (owned by sub-UIDs, or read-only folders), the rest goes from inside the user namespace.
+ */
+export async function removeTrees(paths: string[], identity: () => Promise<UsernsIdentity>, signal?: AbortSignal): Promise<void> {
+  const stubborn: string[] = [];
+  for (const p of paths) {
+    try {
+      await fsp.rm(p, { recursive: true, force: true });
+    } catch (e) {
+      if (!isPermissionError(e)) throw e;
+      stubborn.push(p);
+    }
+  }
+  if (stubborn.length) await removeInUserNamespace(stubborn, await identity(), signal);
+}
+
+/** Removes `dir` and then each parent up to (not including) `stopAt`, while they are empty. */
+export async function removeEmptyDirs(dir: string, stopAt: string): Promise<void> {
+  let cur = path.resolve(dir);
+  const stop = path.resolve(stopAt);
+  while (cur !== stop && isWithin(cur, stop)) {
+    try {
+      await fsp.rmdir(cur);
+    } catch {
+      return;
+    }
+    cur = path.dirname(cur);
+  }
+}

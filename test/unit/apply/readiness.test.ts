@@ -1,0 +1,125 @@
+// Readiness against a real mutual-TLS server on loopback: /readyz first, then the node's Ready
+// condition, with the admin client cert from a kubeconfig; timeouts, Ctrl-C and failed units.
+import { rmSync } from "node:fs";
+import * as https from "node:https";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient, NotReadyError, readKubeconfig, waitForReady } from "../../../cli/apply/readiness";
+import { InterruptedError, UserError } from "../../../cli/errors";
+import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+
+let tls: TlsFixture;
+let server: https.Server;
+let url: string;
+const seen: { path: string; cn: string }[] = [];
+let readyzFailures = 0;
+let nodeState: "absent" | "notready" | "ready" = "absent";
+
+function node(ready: boolean) {
+  return {
+    kind: "Node",
+    apiVersion: "v1",
+    metadata: { name: "n1", labels: { "rootless-k8s.io/resource-isolation": "none" } },
+    status: {
+      conditions: [{ type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady" }],
+      nodeInfo: { kubeletVersion: "v1.36.0" },
+    },
+  };
+}
+
+beforeAll(async () => {
+  tls = makeTlsFixture();
+  server = https.createServer({ key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+    const cn = (req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject?.CN ?? "";
+    seen.push({ path: req.url ?? "", cn: String(cn) });
+    if (req.url === "/readyz") {
+      if (readyzFailures > 0) {
+        readyzFailures--;
+        res.writeHead(500).end("[-]etcd failed: reason withheld\nreadyz check failed\n");
+      } else res.writeHead(200).end("ok");
+      return;
+    }
+    if (req.url === "/api/v1/nodes/n1") {
+      if (nodeState === "absent") res.writeHead(404).end(JSON.stringify({ kind: "Status", code: 404 }));
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node(nodeState === "ready")));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(() => {
+  server.close();
+  rmSync(tls.dir, { recursive: true, force: true });
+});
+
+describe("readKubeconfig", () => {
+  it("takes the server, CA and client pair of the current context", async () => {
+    const c = await readKubeconfig(tls.kubeconfig(url));
+    expect(c.server).toBe(url);
+    expect(c.ca.equals(tls.ca)).toBe(true);
+    expect(c.cert.equals(tls.clientCert)).toBe(true);
+  });
+});
+
+describe("waitForReady", () => {
+  it("waits for /readyz, then for the node to register and turn Ready, as the admin user", async () => {
+    readyzFailures = 2;
+    nodeState = "absent";
+    seen.length = 0;
+    const phases: string[] = [];
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    setTimeout(() => (nodeState = "notready"), 300);
+    setTimeout(() => (nodeState = "ready"), 700);
+    const r = await waitForReady({ client, nodeName: "n1", timeoutMs: 10_000, pollMs: 50, onPhase: (p) => phases.push(p) });
+    expect(r.node.ready).toBe(true);
+    expect(r.node.kubeletVersion).toBe("v1.36.0");
+    expect(r.node.labels["rootless-k8s.io/resource-isolation"]).toBe("none");
+    expect(phases).toEqual(["api", "node"]);
+    expect(r.nodeMs).toBeGreaterThanOrEqual(r.apiMs);
+    expect(seen.filter((s) => s.path === "/readyz").length).toBe(3);
+    expect(new Set(seen.map((s) => s.cn))).toEqual(new Set(["kubernetes-admin"]));
+  });
+
+  it("times out naming the phase and what it saw last", async () => {
+    readyzFailures = 0;
+    nodeState = "notready";
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 400, pollMs: 50 }).catch((x) => x);
+    expect(e).toBeInstanceOf(NotReadyError);
+    expect(e.phase).toBe("node");
+    expect(e.message).toMatch(/node did not become Ready within 0 s \(last: Ready=False \(KubeletNotReady\)\)/);
+  });
+
+  it("never gets past the handshake with a client cert from another CA", async () => {
+    readyzFailures = 0;
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url, { stranger: true })));
+    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 300, pollMs: 50 }).catch((x) => x);
+    expect(e).toBeInstanceOf(NotReadyError);
+    expect(e.phase).toBe("api");
+    expect(e.lastSeen).not.toMatch(/HTTP/);
+  });
+
+  it("stops at once on Ctrl-C (AbortSignal)", async () => {
+    nodeState = "absent";
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 150);
+    // Without the abort this would wait 10 minutes, far past the test's own limit.
+    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 600_000, pollMs: 50, signal: ac.signal }).catch((x) => x);
+    expect(e).toBeInstanceOf(InterruptedError);
+  });
+
+  it("stops when the probe reports a failed unit", async () => {
+    nodeState = "absent";
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    let calls = 0;
+    const probe = async () => {
+      if (++calls === 3) throw new UserError("unit rootless-k8s-kubelet.service failed");
+    };
+    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 60_000, pollMs: 20, probe }).catch((x) => x);
+    expect(e.message).toBe("unit rootless-k8s-kubelet.service failed");
+  });
+});

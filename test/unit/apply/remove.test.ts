@@ -1,0 +1,123 @@
+// What uninstall may remove, and the removal of sub-UID-owned files from inside a user namespace:
+// a real non-root user with real /etc/subuid ranges, real newuidmap, real files owned by sub-UIDs.
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { build } from "esbuild";
+import { afterAll, describe, expect, it } from "vitest";
+import { checkOwnedRoots, idMapArgs, mayRemove, removeEmptyDirs, subIdRanges } from "../../../cli/apply/remove";
+import type { OwnedRoots } from "../../../cli/apply/receipt";
+import { UserError } from "../../../cli/errors";
+import { REPO } from "../../helpers/cli";
+
+const H = "/home/u";
+const roots: OwnedRoots = {
+  state: `${H}/.local/share/rootless-k8s`,
+  data: `${H}/.local/share/rootless-k8s/data`,
+  config: `${H}/.config/rootless-k8s`,
+  pki: `${H}/.config/rootless-k8s/pki`,
+  runtime: "/run/user/1000/rootless-k8s",
+  versions: `${H}/.local/share/rootless-k8s/versions`,
+};
+
+describe("mayRemove", () => {
+  const receipt = { roots, files: [{ path: `${H}/.config/systemd/user/rootless-k8s.target`, sha256: "x", mode: 0o644, kind: "unit" as const }], sets: {}, currentLink: `${roots.versions}/current` };
+  it("allows listed files and anything below the tool's own folders", () => {
+    expect(mayRemove(`${H}/.config/systemd/user/rootless-k8s.target`, receipt)).toBe(true);
+    expect(mayRemove(`${roots.data}/etcd/member`, receipt)).toBe(true);
+    expect(mayRemove("/run/user/1000/rootless-k8s/containerd", receipt)).toBe(true);
+  });
+  it("refuses everything else, .. tricks included", () => {
+    expect(mayRemove(`${H}/.config/systemd/user/other.service`, receipt)).toBe(false);
+    expect(mayRemove(H, receipt)).toBe(false);
+    expect(mayRemove(`${roots.data}/../../../..`, receipt)).toBe(false);
+    expect(mayRemove(`${H}/.local/share/rootless-k8s-other`, receipt)).toBe(false);
+  });
+  it("refuses a receipt whose folders are not the tool's", () => {
+    expect(() => checkOwnedRoots(roots)).not.toThrow();
+    expect(() => checkOwnedRoots({ ...roots, data: H })).toThrow(UserError);
+    expect(() => checkOwnedRoots({ ...roots, runtime: "relative/rootless-k8s" })).toThrow(/not a rootless-k8s folder/);
+  });
+});
+
+describe("subordinate ids", () => {
+  const text = "# comment\nalice:100000:65536\n1001:300000:1000\nbob:165536:65536\nalice:400000:10\n";
+  it("reads ranges by name and by uid", () => {
+    expect(subIdRanges(text, "alice", 1000)).toEqual([
+      { start: 100000, count: 65536 },
+      { start: 400000, count: 10 },
+    ]);
+    expect(subIdRanges(text, "carol", 1001)).toEqual([{ start: 300000, count: 1000 }]);
+    expect(subIdRanges(text, "dave", 1002)).toEqual([]);
+  });
+  it("maps our id to 0 and the ranges from 1 on", () => {
+    expect(idMapArgs(42, 1000, [{ start: 100000, count: 65536 }, { start: 400000, count: 10 }])).toEqual(["42", "0", "1000", "1", "1", "100000", "65536", "65537", "400000", "10"]);
+  });
+});
+
+describe("removeEmptyDirs", () => {
+  it("removes empty folders up to the stop folder and keeps a non-empty one", () => {
+    const d = mkdtempSync(join(tmpdir(), "rk8s-rm-"));
+    mkdirSync(join(d, "a/b/c"), { recursive: true });
+    writeFileSync(join(d, "a/keep"), "");
+    return removeEmptyDirs(join(d, "a/b/c"), d).then(() => {
+      expect(existsSync(join(d, "a/b"))).toBe(false);
+      expect(existsSync(join(d, "a/keep"))).toBe(true);
+      rmSync(d, { recursive: true, force: true });
+    });
+  });
+});
+
+// The real thing needs a non-root user with subordinate ids; as root, the test makes one.
+const TEST_USER = "rk8s-apply-test";
+const canMakeUser = process.getuid?.() === 0 && spawnSync("which", ["newuidmap"]).status === 0;
+
+describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-root user)", () => {
+  let work: string;
+  afterAll(() => work && rmSync(work, { recursive: true, force: true }));
+
+  it("removes files owned by sub-UIDs and read-only folders that a plain rm cannot", async () => {
+    if (spawnSync("id", [TEST_USER]).status !== 0) execFileSync("useradd", ["-M", "-s", "/usr/sbin/nologin", TEST_USER]);
+    for (const f of ["/etc/subuid", "/etc/subgid"]) {
+      const has = spawnSync("grep", ["-q", `^${TEST_USER}:`, f]).status === 0;
+      if (!has) execFileSync("usermod", [f.endsWith("uid") ? "--add-subuids" : "--add-subgids", "700000-765535", TEST_USER]);
+    }
+    const uid = Number(execFileSync("id", ["-u", TEST_USER], { encoding: "utf8" }).trim());
+    const gid = Number(execFileSync("id", ["-g", TEST_USER], { encoding: "utf8" }).trim());
+    const subStart = subIdRanges(execFileSync("cat", ["/etc/subuid"], { encoding: "utf8" }), TEST_USER, uid)[0]!.start;
+    const subgStart = subIdRanges(execFileSync("cat", ["/etc/subgid"], { encoding: "utf8" }), TEST_USER, uid)[0]!.start;
+    work = mkdtempSync(join(tmpdir(), "rk8s-userns-"));
+    chmodSync(work, 0o755);
+    const data = join(work, "rootless-k8s", "data");
+    // A container's root file system as containerd leaves it: owned by sub-UIDs, some folders 0555.
+    mkdirSync(join(data, "snapshots/1/fs/etc"), { recursive: true });
+    writeFileSync(join(data, "snapshots/1/fs/etc/passwd"), "root:x:0:0::/:/bin/sh\n");
+    writeFileSync(join(data, "snapshots/1/fs/etc/shadow"), "", { mode: 0o000 });
+    writeFileSync(join(data, "mine"), "");
+    execFileSync("chown", ["-R", `${uid}:${gid}`, join(work, "rootless-k8s")]);
+    chownSync(join(data, "snapshots/1/fs"), subStart, subgStart); // uid 1 inside the namespace
+    chownSync(join(data, "snapshots/1/fs/etc"), subStart + 32, subgStart + 32);
+    chownSync(join(data, "snapshots/1/fs/etc/passwd"), subStart + 999, subgStart + 999);
+    chownSync(join(data, "snapshots/1/fs/etc/shadow"), subStart + 999, subgStart + 999);
+    chmodSync(join(data, "snapshots/1/fs/etc"), 0o555);
+
+    // Bundle a tiny runner that calls the product's removal, and run it as the user.
+    const runner = join(work, "runner.cjs");
+    const entry = join(work, "runner.ts");
+    writeFileSync(entry, `import { removeTrees, currentIdentity } from ${JSON.stringify(join(REPO, "cli/apply/remove.ts"))};\nremoveTrees(process.argv.slice(2), currentIdentity).then(() => console.log("removed"), (e) => { console.error(e.message); process.exit(1); });\n`);
+    await build({ entryPoints: [entry], bundle: true, platform: "node", format: "cjs", outfile: runner, logLevel: "error" });
+    chmodSync(runner, 0o644);
+
+    // A plain rm as the user fails on the sub-UID files: the case this code exists for.
+    const plain = spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "rm", "-rf", data], { encoding: "utf8" });
+    expect(plain.status).not.toBe(0);
+    expect(plain.stderr).toMatch(/Permission denied/);
+
+    const r = spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "env", "-i", "PATH=/usr/bin:/bin", process.execPath, runner, data], { encoding: "utf8" });
+    expect(r.stderr).toBe("");
+    expect(r.stdout.trim()).toBe("removed");
+    expect(existsSync(data)).toBe(false);
+    expect(existsSync(join(work, "rootless-k8s"))).toBe(true);
+  });
+});
