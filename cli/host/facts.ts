@@ -19,6 +19,8 @@ export interface DistroFacts {
 }
 
 export interface KernelFacts {
+  /** `uname -s`: "Linux" on every host rootless-k8s supports. */
+  sysname: string;
   release: string;
   /** [major, minor, patch] parsed from release; null if unparseable. */
   version: [number, number, number] | null;
@@ -45,6 +47,8 @@ export interface SubIdFacts {
   overlapsOtherUsers: { owner: string; range: SubIdRange }[];
   /** Real UIDs/GIDs (from /etc/passwd or /etc/group) that fall inside our ranges. */
   overlapsRealIds: { name: string; id: number }[];
+  /** Where the ranges came from: the file, or NSS through `getsubids` (SSSD, LDAP); null if none found. */
+  source: "file" | "getsubids" | null;
 }
 
 export interface IdMapBinary {
@@ -92,6 +96,19 @@ export interface UsernsFacts {
   apparmorEnabled: boolean | null;
   /** Profiles in /etc/apparmor.d that grant `userns` to a given binary path (attach path -> profile file). */
   apparmorUsernsProfiles: { attach: string; file: string }[];
+  /** The rootlesskit binary the node will run (gatherFacts option rootlesskitPath), as given. */
+  rootlesskitPath: string;
+  /**
+   * The real paths AppArmor will see for it: the `current` link resolved, or, before install, a
+   * representative versions/<set>/ path. A profile must cover every one of these.
+   */
+  rootlesskitRealPaths: string[];
+  /** Attachment the root script's profile uses: covers every version set (versions/*\/bin/rootlesskit). */
+  rootlesskitProfileAttach: string;
+  /** An AppArmor profile with `userns` covers the rootlesskit the node will run; null when AppArmor is not involved. */
+  rootlesskitCovered: boolean | null;
+  /** `unshare --user --map-root-user true` as the evaluated user: null when not run. */
+  smokeTest: { ok: boolean; error: string | null } | null;
 }
 
 export interface CgroupFacts {
@@ -106,6 +123,8 @@ export interface CgroupFacts {
   delegated: boolean;
   /** The v2 hierarchy this process sits in (0:: line of /proc/self/cgroup). */
   selfCgroup: string | null;
+  /** Mount point of the v2 hierarchy: /sys/fs/cgroup (v2) or /sys/fs/cgroup/unified (hybrid); null on pure v1. */
+  v2Mount: string | null;
 }
 
 export interface SystemdFacts {
@@ -164,11 +183,23 @@ export interface RuntimeFacts {
 
 export type ModuleState = "loaded" | "builtin" | "missing" | "unknown";
 
+export interface DeviceFacts {
+  exists: boolean;
+  /** The evaluated user can open it read-write (access(2) for the current user, mode bits for --user). */
+  usable: boolean | null;
+  /** Permission bits, e.g. 0o666. */
+  mode: number | null;
+}
+
 export interface KernelFeatureFacts {
   /** Rootless overlayfs works: by kernel >= 5.11 or a real mount test in a user namespace. */
   overlayRootless: { ok: boolean | null; basis: "kernel-version" | "mount-test" | "unknown" };
   devFuse: boolean;
   devNetTun: boolean;
+  /** Details of /dev/fuse and /dev/net/tun (slirp4netns and pasta open the tun device as the user). */
+  devices: { fuse: DeviceFacts; netTun: DeviceFacts };
+  /** Whether module state could be read at all (/proc/modules or modules.builtin present). */
+  modulesSource: "proc-modules" | "evidence" | "none";
   modules: Record<string, ModuleState>;
   ipForward: number | null;
   ipUnprivilegedPortStart: number | null;
@@ -179,6 +210,8 @@ export interface KernelFeatureFacts {
   memTotalKiB: number | null;
   selinux: "enforcing" | "permissive" | "disabled" | null;
   dmesgRestrict: number | null;
+  /** net.ipv4.ping_group_range as [low, high]. */
+  pingGroupRange: [number, number] | null;
 }
 
 export interface Route {
@@ -195,6 +228,9 @@ export interface NetworkFacts {
   hostname: string | null;
   /** Non-loopback IPv4 addresses of the host (for API server SANs). */
   addresses: string[];
+  /** The ports the node needs on the host (gatherFacts option ports) and those already taken. */
+  wantedPorts: number[];
+  busyPorts: number[];
 }
 
 export interface DiskFacts {

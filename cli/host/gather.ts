@@ -1,0 +1,76 @@
+// gatherFacts: everything rootless-k8s needs to know about a host, read through one Host, with all
+// probes running at once and every command bounded by a timeout. Read-only: nothing is written
+// (the one exception, the overlayfs mount test on kernels older than 5.11, works in a temporary
+// folder inside a throw-away namespace and removes it).
+import * as path from "node:path";
+import type { Arch, Facts } from "./facts";
+import type { Host } from "./host";
+import type { EvaluatedUser, ProbeContext } from "./probes/context";
+import { cgroupFacts } from "./probes/cgroup";
+import { distroFacts, featureFacts, kernelFacts } from "./probes/kernel";
+import { diskFacts, networkFacts } from "./probes/network";
+import { runtimeFacts } from "./probes/runtimes";
+import { systemdFacts } from "./probes/systemd";
+import { resolveUser, userFacts } from "./probes/user";
+import { usernsFacts } from "./probes/userns";
+
+export { UnknownUserError } from "./probes/user";
+
+export interface GatherOptions {
+  /** NAME or UID of the user to evaluate; default: the user running this process. */
+  user?: string;
+  /** Folder the node's data will live in; default: $XDG_DATA_HOME/rootless-k8s or ~/.local/share/rootless-k8s. */
+  dataDir?: string;
+  /** TCP ports the node needs on the host; default DEFAULT_PORTS. */
+  ports?: number[];
+  /** The rootlesskit binary the node will run (for the AppArmor pre-check); default <dataDir>/current/bin/rootlesskit. */
+  rootlesskitPath?: string;
+}
+
+/** Ports the node publishes on the host: the API server and the kubelet. */
+export const DEFAULT_PORTS = [6443, 10250];
+
+export function archOf(machine: string): Arch | string {
+  if (machine === "x86_64" || machine === "amd64") return "amd64";
+  if (machine === "aarch64" || machine === "arm64") return "arm64";
+  return machine;
+}
+
+/** Where rootless-k8s keeps its data for a user. */
+export function defaultDataDir(host: Host, user: EvaluatedUser): string {
+  const xdg = !user.other ? host.env.XDG_DATA_HOME : undefined;
+  if (xdg && xdg.startsWith("/")) return path.posix.join(xdg, "rootless-k8s");
+  return path.posix.join(user.home ?? `/home/${user.name}`, ".local/share/rootless-k8s");
+}
+
+export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {
+  const notes: string[] = [];
+  const user = await resolveUser(host, opts.user);
+  const dataDir = opts.dataDir ?? defaultDataDir(host, user);
+  const ctx: ProbeContext = {
+    host,
+    user,
+    dataDir,
+    ports: opts.ports ?? DEFAULT_PORTS,
+    rootlesskitPath: opts.rootlesskitPath ?? path.posix.join(dataDir, "current/bin/rootlesskit"),
+    note: (m) => notes.push(m),
+  };
+  if (!host.canRun) notes.push(`commands were not run (files read from ${host.root}): tool versions, the user manager and the user-namespace test are unknown`);
+  const kernelP = kernelFacts(ctx);
+  const distroP = distroFacts(ctx);
+  const userP = userFacts(ctx);
+  const runtimeDir = userP.then((u) => u.runtimeDir.path ?? `/run/user/${user.uid}`);
+  const [distro, kernel, userF, userns, cgroup, systemd, runtimes, features, network, disk] = await Promise.all([
+    distroP,
+    kernelP,
+    userP,
+    kernelP.then((k) => usernsFacts(ctx, k.release, k.cmdline)),
+    cgroupFacts(ctx),
+    runtimeDir.then((d) => systemdFacts(ctx, d)),
+    runtimeFacts(ctx),
+    Promise.all([kernelP, distroP]).then(([k, d]) => featureFacts(ctx, k, d.id)),
+    networkFacts(ctx),
+    diskFacts(ctx),
+  ]);
+  return { distro, kernel, arch: archOf(host.uname().machine), user: userF, userns, cgroup, systemd, runtimes, features, network, disk, notes };
+}

@@ -1,0 +1,69 @@
+// Container tools on the host and their versions, read from the plain text they print. Only tools
+// found on PATH (or in the sbin folders) are run, all at once, each with a timeout.
+import type { DockerFacts, IptablesFacts, RuntimeFacts, ToolFacts } from "../facts";
+import { dockerRootless, dockerVersion, emptyDockerReading, parseDockerDashVersion, parseDockerInfo, parseDockerVersion } from "../parse/docker";
+import * as v from "../parse/versions";
+import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
+
+type Parser = (text: string) => v.ParsedVersion;
+
+function firstLine(text: string, re: RegExp): string | null {
+  return text.split("\n").find((l) => re.test(l))?.trim() ?? null;
+}
+
+async function tool(ctx: ProbeContext, name: string, args: string[], parse: Parser, rawLine: RegExp): Promise<ToolFacts | null> {
+  const p = await findTool(ctx.host, name);
+  if (!p) return null;
+  const r = await probeRun(ctx, p, args);
+  const text = outputOf(r);
+  return { path: p, version: parse(text).version, raw: firstLine(text, rawLine) };
+}
+
+async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
+  const p = await findTool(ctx.host, "docker");
+  if (!p) return null;
+  const [ver, info] = await Promise.all([probeRun(ctx, p, ["version"], 3000), probeRun(ctx, p, ["info"], 3000)]);
+  const reading = parseDockerInfo(outputOf(info), parseDockerVersion(outputOf(ver)));
+  if (!reading.clientVersion) {
+    const dash = await probeRun(ctx, p, ["--version"]);
+    reading.clientVersion = parseDockerDashVersion(outputOf(dash));
+  }
+  const env = ctx.host.env;
+  return {
+    path: p,
+    version: dockerVersion(reading),
+    raw: firstLine(outputOf(ver), /Version:|version/),
+    clientVersion: v.upstreamVersion(reading.clientVersion),
+    serverVersion: v.upstreamVersion(reading.serverVersion),
+    serverReachable: reading.serverAnswered,
+    rootless: dockerRootless(reading),
+    cgroupDriver: reading.cgroupDriver,
+    cgroupVersion: reading.cgroupVersion,
+    socket: env.DOCKER_HOST ?? (env.XDG_RUNTIME_DIR ? `unix://${env.XDG_RUNTIME_DIR}/docker.sock` : null),
+  };
+}
+
+async function iptables(ctx: ProbeContext): Promise<IptablesFacts | null> {
+  const p = await findTool(ctx.host, "iptables");
+  if (!p) return null;
+  const text = outputOf(await probeRun(ctx, p, ["--version"]));
+  const parsed = v.parseIptablesVersion(text);
+  return { path: p, version: parsed.version, raw: firstLine(text, /^iptables/), backend: parsed.backend };
+}
+
+export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
+  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptablesF, nsenter] = await Promise.all([
+    docker(ctx),
+    tool(ctx, "containerd", ["--version"], v.parseContainerdVersion, /containerd/),
+    tool(ctx, "crio", ["--version"], v.parseCrioVersion, /^Version:|crio version \d/),
+    tool(ctx, "runc", ["--version"], v.parseRuncVersion, /runc version/),
+    tool(ctx, "crun", ["--version"], v.parseCrunVersion, /crun version/),
+    tool(ctx, "rootlesskit", ["--version"], v.parseRootlesskitVersion, /rootlesskit version/),
+    tool(ctx, "slirp4netns", ["--version"], v.parseSlirp4netnsVersion, /slirp4netns version/),
+    tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
+    tool(ctx, "fuse-overlayfs", ["--version"], v.parseFuseOverlayfsVersion, /fuse-overlayfs: version/),
+    iptables(ctx),
+    tool(ctx, "nsenter", ["--version"], v.parseUtilLinuxVersion, /util-linux/),
+  ]);
+  return { docker: dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptables: iptablesF, nsenter };
+}
