@@ -1,0 +1,169 @@
+// cli/plan: turns host facts and the user's choices into one typed Plan, with no side effects.
+//   buildPlan(facts, options, versions) → Plan        refuses an unusable choice (UserError, exit 3)
+//   validatePlan(plan, facts, {previous})              refuses a plan the host cannot run, before
+//                                                      anything is written (port in use, CIDR
+//                                                      overlapping a route, runtime too old, ...)
+// The plan is then rendered by cli/render and written by cli/apply.
+import { ExitCode, UserError } from "../errors";
+import type { Facts } from "../host/facts";
+import { overlapping } from "./cidr";
+import { decideKubelet } from "./kubelet";
+import { decideMode } from "./mode";
+import { DEFAULT_PORTS, chooseCidrs, decideNetwork, hostRouteCidrs } from "./network";
+import { decideNode } from "./node";
+import { planPaths } from "./paths";
+import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
+import { CONTAINERD_CRI_V1, RUNTIME_FLOORS, atLeast } from "./rules";
+import { decideRuntime } from "./runtime";
+import { requireVersion } from "./versions";
+
+export type * from "./plan";
+export { PLAN_SCHEMA_VERSION } from "./plan";
+export { versionSet } from "./versions";
+
+export const UNIT_PREFIX = "rootless-k8s";
+
+export function unitNames(plan: Pick<Plan, "runtime">): UnitNames {
+  const docker = plan.runtime.name === "docker";
+  return {
+    target: `${UNIT_PREFIX}.target`,
+    owner: docker ? (plan.runtime.docker?.unit ?? "docker.service") : `${UNIT_PREFIX}-rootlesskit.service`,
+    etcd: `${UNIT_PREFIX}-etcd.service`,
+    apiServer: `${UNIT_PREFIX}-kube-apiserver.service`,
+    controllerManager: `${UNIT_PREFIX}-kube-controller-manager.service`,
+    scheduler: `${UNIT_PREFIX}-kube-scheduler.service`,
+    kubelet: `${UNIT_PREFIX}-kubelet.service`,
+    kubeProxy: `${UNIT_PREFIX}-kube-proxy.service`,
+    criDockerd: docker ? `${UNIT_PREFIX}-cri-dockerd.service` : null,
+  };
+}
+
+export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionSet): Plan {
+  requireVersion(versions, "kubernetes");
+  const mode = decideMode(facts, options);
+  const paths = planPaths(facts, options, versions);
+  const ports: Ports = { ...DEFAULT_PORTS, apiServer: options.apiPort ?? DEFAULT_PORTS.apiServer };
+  const { cidrs, namespaceCidr } = chooseCidrs(facts);
+  const network = decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
+  const runtime = decideRuntime(facts, options, versions, mode.name, paths);
+  const iptables = facts.runtimes.iptables;
+  const proxy = iptables?.path
+    ? { mode: "iptables" as const, reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")] }
+    : { mode: "nftables" as const, reasons: ["iptables is not installed: kube-proxy uses nftables"] };
+  const hostAddresses = facts.network.addresses.filter((a) => !a.startsWith("127."));
+  const plan: Omit<Plan, "units"> = {
+    schemaVersion: PLAN_SCHEMA_VERSION,
+    user: { name: facts.user.name, uid: facts.user.uid, gid: facts.user.gid },
+    arch: facts.arch,
+    mode,
+    versions,
+    rootlesskit: {
+      version: requireVersion(versions, "rootlesskit"),
+      evacuateCgroup2: mode.name === "delegated" ? "rootlesskit_evacuation" : null,
+    },
+    runtime,
+    network,
+    cidrs,
+    ports,
+    node: decideNode(facts, mode.name, options),
+    kubelet: decideKubelet(facts, mode.name, options, versions),
+    proxy,
+    pki: {
+      algorithm: options.pkiAlgorithm ?? "ecdsa-p256",
+      hostnames: facts.network.hostname ? [facts.network.hostname] : [],
+      hostAddresses,
+    },
+    paths,
+    logging:
+      facts.systemd.journal === false
+        ? { to: "file", reasons: [`the user manager has no journal: each unit appends to ${paths.logDir}/<unit>.log`] }
+        : { to: "journal", reasons: ["unit output goes to the journal (journalctl --user -u UNIT)"] },
+  };
+  return { ...plan, units: unitNames(plan) };
+}
+
+export interface Problem {
+  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "crio-cgroups-per-qos";
+  message: string;
+  fix: string;
+}
+
+export interface ValidateOptions {
+  /** The plan of the node already installed (from the receipt): its own ports are not "in use". */
+  previous?: Plan | null;
+}
+
+/** Everything that stops this plan from running on this host; empty when it can run. */
+export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {}): Problem[] {
+  const problems: Problem[] = [];
+  const ours = new Set(opts.previous?.network.published.map((p) => p.hostPort) ?? []);
+  const listening = new Set(facts.network.listeningTcpPorts);
+  const unprivilegedStart = facts.features.ipUnprivilegedPortStart ?? 1024;
+  for (const p of plan.network.published) {
+    if (listening.has(p.hostPort) && !ours.has(p.hostPort)) {
+      problems.push({
+        id: "port-in-use",
+        message: `host port ${p.hostPort} is already in use`,
+        fix:
+          p.namespacePort === plan.ports.apiServer
+            ? `pick a free port with --api-port N, or stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}')`
+            : `stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}'), or use --network slirp4netns, which publishes only the API port`,
+      });
+    }
+    if (p.hostPort < unprivilegedStart) {
+      problems.push({
+        id: "port-privileged",
+        message: `host port ${p.hostPort} is below net.ipv4.ip_unprivileged_port_start (${unprivilegedStart})`,
+        fix: `use --api-port 6443 (or any port >= ${unprivilegedStart}), or as root: sysctl -w net.ipv4.ip_unprivileged_port_start=${p.hostPort}`,
+      });
+    }
+  }
+  const routes = hostRouteCidrs(facts);
+  const networks: [string, string][] = [
+    ["pod", plan.cidrs.pods],
+    ["service", plan.cidrs.services],
+    ["namespace", plan.network.namespaceCidr],
+  ];
+  for (const [what, cidr] of networks) {
+    const hit = overlapping(cidr, routes);
+    if (hit.length) {
+      problems.push({
+        id: "cidr-overlap",
+        message: `the ${what} network ${cidr} overlaps the host route ${hit.join(", ")}`,
+        fix: "re-run install without the old plan so it picks free networks (rootless-k8s uninstall, then install)",
+      });
+    }
+  }
+  const rt = plan.runtime;
+  const floor = RUNTIME_FLOORS[rt.name][plan.mode.name];
+  if (!atLeast(rt.version, floor.version)) {
+    problems.push({
+      id: "runtime-too-old",
+      message: `${rt.name} ${rt.version} is below ${floor.version}, the minimum for mode ${plan.mode.name}: ${floor.why}`,
+      fix: rt.source === "host" ? `upgrade ${rt.name}, or use the bundled containerd (--runtime containerd without --runtime-bin)` : "use a version set with a newer runtime",
+    });
+  } else if (rt.name === "containerd" && !atLeast(rt.version, CONTAINERD_CRI_V1.version)) {
+    problems.push({
+      id: "runtime-too-old",
+      message: `containerd ${rt.version} is below ${CONTAINERD_CRI_V1.version}: ${CONTAINERD_CRI_V1.why}`,
+      fix: "upgrade containerd to 1.6 or later, or drop --runtime-bin to use the bundled containerd",
+    });
+  }
+  if (rt.name === "crio" && !plan.kubelet.cgroupsPerQOS && plan.mode.cgroup === "v2") {
+    problems.push({
+      id: "crio-cgroups-per-qos",
+      message: "CRI-O with cgroupsPerQOS: false on cgroup v2 fails rootless: it tries to create /sys/fs/cgroup/crio-<id> (cri-o/cri-o#9980)",
+      fix: "use --runtime containerd, or delegate cgroup v2 controllers (see `rootless-k8s doctor`) for mode delegated",
+    });
+  }
+  return problems;
+}
+
+/** Throws the first problem as a UserError (exit 3), naming how many more there are. */
+export function validatePlan(plan: Plan, facts: Facts, opts: ValidateOptions = {}): void {
+  const problems = planProblems(plan, facts, opts);
+  const first = problems[0];
+  if (!first) return;
+  const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? "s" : ""})` : "";
+  throw new UserError(`refusing this plan: ${first.message}${more}`, { exitCode: ExitCode.Refused, fix: first.fix });
+}

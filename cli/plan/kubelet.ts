@@ -1,0 +1,47 @@
+// Kubelet settings per mode (anchors §3.2). `none` is built from stock kubelet settings because
+// upstream never merged a "none" cgroup driver; a patched kubelet that accepts
+// `--cgroup-driver=none` is used as such, but only when probed, never assumed.
+import type { Facts } from "../host/facts";
+import type { KubeletPlan, Mode, PlanOptions, VersionSet } from "./plan";
+import { FAIL_CGROUP_V1_SINCE, atLeast } from "./rules";
+
+export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, versions: VersionSet): KubeletPlan {
+  const featureGates: Record<string, boolean> = { KubeletInUserNamespace: true };
+  const reasons = ["KubeletInUserNamespace: the kubelet runs in a user namespace (KEP-2033)"];
+  const probe: KubeletPlan["probe"] = options.kubelet ? "probed" : "not-installed";
+  const onV1 = facts.cgroup.mode !== "v2";
+  const k8s = versions.components.kubernetes ?? "0";
+  const failCgroupV1 = onV1 ? false : null;
+  if (onV1) {
+    reasons.push(
+      atLeast(k8s, FAIL_CGROUP_V1_SINCE)
+        ? `failCgroupV1: false, because kubelet ${k8s} refuses cgroup v1 otherwise (kubernetes#134298)`
+        : "failCgroupV1: false, so a later kubelet (>= 1.35) keeps running on cgroup v1",
+    );
+  }
+  if (mode === "delegated") {
+    reasons.push("cgroupfs driver on the delegated subtree, inside RootlessKit's cgroup namespace", "cgroupsPerQOS: true: pods get QoS and per-pod cgroups");
+    return { cgroupDriver: "cgroupfs", cgroupsPerQOS: true, enforceNodeAllocatable: [], failCgroupV1, featureGates, probe, reasons };
+  }
+  const patched = options.kubelet?.cgroupDriverNone === true;
+  if (patched) {
+    reasons.push(`the kubelet at ${options.kubelet?.path} accepts --cgroup-driver=none (a patched kubelet): using it`);
+    if (options.kubelet?.supportNoneCgroupDriverGate) featureGates.SupportNoneCgroupDriver = true;
+  } else {
+    reasons.push(
+      probe === "probed"
+        ? `the kubelet at ${options.kubelet?.path} has no "none" cgroup driver: stock settings (cgroupsPerQOS: false, enforceNodeAllocatable: [])`
+        : "stock kubelet settings for no cgroup writes (cgroupsPerQOS: false, enforceNodeAllocatable: []); the kubelet is probed for a \"none\" driver once installed",
+    );
+  }
+  reasons.push("failSwapOn: false: swap is left to the host");
+  return {
+    cgroupDriver: patched ? "none" : "cgroupfs",
+    cgroupsPerQOS: false,
+    enforceNodeAllocatable: [],
+    failCgroupV1,
+    featureGates,
+    probe,
+    reasons,
+  };
+}

@@ -1,0 +1,148 @@
+// The node's network: a RootlessKit network driver (slirp4netns, pasta or RootlessKit 3's built-in
+// gvisor-tap-vsock, whichever the host has, in that order), MTU 65520, the API server port published
+// on the host, and pod/service/namespace networks that avoid every route of the host.
+import * as path from "node:path";
+import { ExitCode, UserError } from "../errors";
+import type { Facts } from "../host/facts";
+import { firstFree, nthAddress } from "./cidr";
+import type { Cidrs, NetworkDriver, NetworkPlan, Paths, PlanOptions, Ports, VersionSet } from "./plan";
+import { ROOTLESSKIT_NETWORK_FLOORS, atLeast } from "./rules";
+
+export const MTU = 65520;
+
+export const DEFAULT_PORTS: Ports = {
+  apiServer: 6443,
+  etcdClient: 2379,
+  etcdPeer: 2380,
+  kubelet: 10250,
+  kubeletHealthz: 10248,
+  controllerManager: 10257,
+  scheduler: 10259,
+  kubeProxyHealthz: 10256,
+  kubeProxyMetrics: 10249,
+};
+
+/** Candidates, most conventional first. Each list is tried in order against the host's routes. */
+export const NAMESPACE_CIDRS = ["10.0.2.0/24", "10.0.3.0/24", "10.203.0.0/24", "172.29.255.0/24", "192.168.203.0/24"];
+export const POD_CIDRS = ["10.244.0.0/16", "10.88.0.0/16", "10.42.0.0/16", "172.30.0.0/16", "192.168.128.0/18"];
+export const SERVICE_CIDRS = ["10.96.0.0/16", "10.43.0.0/16", "10.112.0.0/16", "172.31.0.0/16", "192.168.192.0/18"];
+
+/** The host's routes that a node network must not overlap (the default route excluded). */
+export function hostRouteCidrs(facts: Facts): string[] {
+  return facts.network.routes.map((r) => r.cidr).filter((c) => !c.endsWith("/0"));
+}
+
+export function chooseCidrs(facts: Facts): { cidrs: Cidrs; namespaceCidr: string } {
+  const routes = hostRouteCidrs(facts);
+  const pick = (what: string, candidates: string[], taken: string[]): string => {
+    const free = firstFree(candidates, taken);
+    if (!free) {
+      throw new UserError(`every candidate ${what} network overlaps a route of this host (${candidates.join(", ")})`, {
+        exitCode: ExitCode.Refused,
+        fix: "free one of those ranges on the host, or report the host's `ip route` output as a bug",
+      });
+    }
+    return free;
+  };
+  const namespaceCidr = pick("namespace", NAMESPACE_CIDRS, routes);
+  const pods = pick("pod", POD_CIDRS, [...routes, namespaceCidr]);
+  const services = pick("service", SERVICE_CIDRS, [...routes, namespaceCidr, pods]);
+  const reasons = [
+    routes.length
+      ? `pod ${pods}, service ${services} and namespace ${namespaceCidr} avoid the host's routes (${routes.join(", ")})`
+      : "the host has no routes besides the default one",
+  ];
+  return { cidrs: { pods, services, firstServiceIP: nthAddress(services, 1), reasons }, namespaceCidr };
+}
+
+interface DriverCandidate {
+  driver: NetworkDriver;
+  binary: string | null;
+  why: string;
+}
+
+export function decideNetwork(
+  facts: Facts,
+  options: PlanOptions,
+  versions: VersionSet,
+  paths: Paths,
+  ports: Ports,
+  namespaceCidr: string,
+): NetworkPlan {
+  const rk = versions.components.rootlesskit ?? "0";
+  const supports = (d: NetworkDriver) => atLeast(rk, ROOTLESSKIT_NETWORK_FLOORS[d].version);
+  const hostSlirp = facts.runtimes.slirp4netns?.path ?? null;
+  const hostPasta = facts.runtimes.pasta?.path ?? null;
+  const bundledSlirp = versions.components.slirp4netns ? path.join(paths.binDir, "slirp4netns") : null;
+
+  const candidate = (d: NetworkDriver): DriverCandidate | string => {
+    if (!supports(d)) return `RootlessKit ${rk} has no ${d} driver (${ROOTLESSKIT_NETWORK_FLOORS[d].why})`;
+    switch (d) {
+      case "slirp4netns":
+        if (hostSlirp) return { driver: d, binary: hostSlirp, why: `slirp4netns ${facts.runtimes.slirp4netns?.version ?? ""} found at ${hostSlirp}`.replace("  ", " ") };
+        if (bundledSlirp) return { driver: d, binary: bundledSlirp, why: `slirp4netns ${versions.components.slirp4netns} from the version set` };
+        return "slirp4netns is not installed and not in the version set";
+      case "pasta":
+        return hostPasta ? { driver: d, binary: hostPasta, why: `pasta found at ${hostPasta}` } : "pasta (passt) is not installed";
+      case "builtin":
+        return { driver: d, binary: null, why: `RootlessKit ${rk}'s built-in gvisor-tap-vsock driver` };
+    }
+  };
+
+  let chosen: DriverCandidate;
+  const reasons: string[] = [];
+  if (options.network) {
+    const c = candidate(options.network);
+    if (typeof c === "string") {
+      throw new UserError(`--network ${options.network} is not possible: ${c}`, {
+        exitCode: ExitCode.Refused,
+        fix: "leave --network out to pick what this host has, or install the driver",
+      });
+    }
+    chosen = c;
+    reasons.push(`--network ${c.driver}: ${c.why}`);
+  } else {
+    // The host's own slirp4netns, then pasta, then RootlessKit 3's built-in driver; the bundled
+    // slirp4netns last, for a RootlessKit that has neither pasta nor the built-in driver.
+    const order: DriverCandidate[] = [];
+    if (hostSlirp && supports("slirp4netns")) order.push(candidate("slirp4netns") as DriverCandidate);
+    const pasta = candidate("pasta");
+    if (typeof pasta !== "string") order.push(pasta);
+    const builtin = candidate("builtin");
+    if (typeof builtin !== "string") order.push(builtin);
+    const slirp = candidate("slirp4netns");
+    if (typeof slirp !== "string") order.push(slirp);
+    const first = order[0];
+    if (!first) {
+      throw new UserError(`no usable RootlessKit network driver: RootlessKit ${rk} with neither slirp4netns nor pasta on this host`, {
+        exitCode: ExitCode.Refused,
+        fix: "install slirp4netns (apt-get install slirp4netns / dnf install slirp4netns)",
+      });
+    }
+    chosen = first;
+    reasons.push(`${first.driver}: ${first.why} (preference: slirp4netns, pasta, built-in)`);
+  }
+
+  const forwardsAllPorts = chosen.driver === "pasta";
+  const published = forwardsAllPorts
+    ? namespacePorts(ports).map((p) => ({ hostIP: "0.0.0.0", hostPort: p, namespacePort: p, protocol: "tcp" as const }))
+    : [{ hostIP: "0.0.0.0", hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" as const }];
+  if (forwardsAllPorts) reasons.push("pasta forwards every port the node listens on to the host (RootlessKit's implicit port driver)");
+  else reasons.push(`RootlessKit's builtin port driver publishes the API server on host port ${ports.apiServer}`);
+  return {
+    driver: chosen.driver,
+    binary: chosen.binary,
+    portDriver: forwardsAllPorts ? "implicit" : "builtin",
+    mtu: MTU,
+    namespaceCidr,
+    namespaceIP: nthAddress(namespaceCidr, 100),
+    published,
+    forwardsAllPorts,
+    reasons,
+  };
+}
+
+/** Every TCP port the node listens on inside the namespace, sorted. */
+export function namespacePorts(ports: Ports): number[] {
+  return [...new Set(Object.values(ports))].sort((a, b) => a - b);
+}

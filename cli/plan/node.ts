@@ -1,0 +1,41 @@
+// The node object: its name, and the honest label (and optional taint) of a node without limits.
+import { ExitCode, UserError } from "../errors";
+import type { Facts } from "../host/facts";
+import type { Mode, NodePlan, PlanOptions } from "./plan";
+
+/** Set on every `none` node: schedulers and people can see it enforces no resource limits. */
+export const RESOURCE_ISOLATION_LABEL = "rootless-k8s.io/resource-isolation";
+export const MODE_LABEL = "rootless-k8s.io/mode";
+
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A host name as a valid node name: lower case, no characters Kubernetes refuses. */
+export function nodeNameFrom(hostname: string): string {
+  return hostname
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, "-")
+    .replace(/^[-.]+|[-.]+$/g, "")
+    .slice(0, 253);
+}
+
+export function decideNode(facts: Facts, mode: Mode, options: PlanOptions): NodePlan {
+  const name = options.nodeName ?? nodeNameFrom(facts.network.hostname ?? "");
+  if (!name || name.length > 253 || !DNS1123_SUBDOMAIN.test(name)) {
+    throw new UserError(
+      options.nodeName ? `--node-name "${options.nodeName}" is not a valid node name` : `the host name "${facts.network.hostname ?? ""}" gives no valid node name`,
+      { exitCode: ExitCode.Refused, fix: "pass --node-name NAME with lower-case letters, digits, '-' and '.'" },
+    );
+  }
+  const labels: Record<string, string> = { [MODE_LABEL]: mode };
+  const taints: NodePlan["taints"] = [];
+  if (mode === "none") {
+    labels[RESOURCE_ISOLATION_LABEL] = "none";
+    if (options.taintNone) taints.push({ key: RESOURCE_ISOLATION_LABEL, value: "none", effect: "NoSchedule" });
+  } else if (options.taintNone) {
+    throw new UserError("--taint-none applies to mode none only, and this node is delegated", {
+      exitCode: ExitCode.Usage,
+      fix: "drop --taint-none, or add --mode none",
+    });
+  }
+  return { name, labels, taints };
+}

@@ -1,0 +1,235 @@
+// The node plan: every decision rootless-k8s makes about a node, as one typed, serializable
+// object. cli/plan builds it from host facts (pure), cli/render turns it into files (pure),
+// cli/apply writes those files. `rootless-k8s install --dry-run --json` prints it as is.
+//
+// Everything here is data: no functions, no Dates, no Buffers, so a plan round-trips through
+// JSON (the receipt stores it) and two plans compare with a deep equality.
+
+export const PLAN_SCHEMA_VERSION = 1;
+
+/** `delegated`: cgroup v2 with cpu, memory and pids delegated. `none`: no cgroup writes at all. */
+export type Mode = "delegated" | "none";
+export type RuntimeName = "containerd" | "crio" | "docker";
+/** RootlessKit network drivers; `builtin` is RootlessKit 3's gvisor-tap-vsock. */
+export type NetworkDriver = "slirp4netns" | "pasta" | "builtin";
+export type Snapshotter = "overlayfs" | "fuse-overlayfs" | "native";
+export type PkiAlgorithm = "ecdsa-p256" | "rsa-2048";
+export type ProxyMode = "iptables" | "nftables";
+
+/** A decision and the plain-words reasons for it, so `--dry-run` can explain itself. */
+export interface Reasoned {
+  reasons: string[];
+}
+
+export interface ModePlan extends Reasoned {
+  name: Mode;
+  /** What a `none` node gives up, point by point; empty for `delegated`. */
+  givesUp: string[];
+  /** The host's cgroup layout the mode was chosen for. */
+  cgroup: "v1" | "hybrid" | "v2";
+}
+
+/** The versions of one version set (from the components manifest). */
+export interface VersionSet {
+  /** Names the folder versions/<id>; stable for the same set of versions. */
+  id: string;
+  /** Component name → upstream version without a leading "v" (kubernetes, etcd, containerd, ...). */
+  components: Readonly<Record<string, string>>;
+}
+
+export interface RuntimePlan extends Reasoned {
+  name: RuntimeName;
+  /** The runtime's version: the pinned one we install, or the user's (--runtime-bin, docker). */
+  version: string;
+  /** "bundled": from the version set, installed by us. "host": the user's own binary or daemon. */
+  source: "bundled" | "host";
+  /** The daemon binary the owner unit runs (containerd, crio); for docker, cri-dockerd. */
+  binary: string;
+  /** CRI socket the kubelet talks to (absolute path). */
+  criSocket: string;
+  /** containerd only: config format version (3 for containerd 2.x, 2 for 1.x). */
+  containerdConfigVersion: 2 | 3 | null;
+  /** OCI runtime binary (runc from the version set; crun for CRI-O's bundle). */
+  ociRuntime: { name: "runc" | "crun"; path: string } | null;
+  /** Whether the runtime must not touch cgroups (containerd `disable_cgroup`, crio has none). */
+  disableCgroup: boolean;
+  /** docker only: the user's rootless dockerd socket and its RootlessKit state dir. */
+  docker: { socket: string; rootlesskitStateDir: string; unit: string } | null;
+  /** Snapshotter (containerd) or storage driver (CRI-O); null for docker (dockerd decides). */
+  snapshotter: { name: Snapshotter; reasons: string[]; fuseOverlayfs: string | null } | null;
+}
+
+export interface NetworkPlan extends Reasoned {
+  driver: NetworkDriver;
+  /** Binary RootlessKit runs for the driver (slirp4netns, pasta); null for builtin. */
+  binary: string | null;
+  /** RootlessKit's port driver for this network driver. */
+  portDriver: "builtin" | "implicit";
+  mtu: number;
+  /** The namespace's own network (RootlessKit --cidr) and the node's address in it. */
+  namespaceCidr: string;
+  namespaceIP: string;
+  /** Ports published on the host: for pasta every listening port is forwarded implicitly. */
+  published: { hostIP: string; hostPort: number; namespacePort: number; protocol: "tcp" }[];
+  /** True when the driver forwards every port bound in the namespace (pasta's implicit driver). */
+  forwardsAllPorts: boolean;
+}
+
+export interface Cidrs extends Reasoned {
+  pods: string;
+  services: string;
+  /** First address of the service range: the `kubernetes` service, a SAN of the API server. */
+  firstServiceIP: string;
+}
+
+/** TCP ports inside the namespace. Only apiServer is published unless the driver forwards all. */
+export interface Ports {
+  apiServer: number;
+  etcdClient: number;
+  etcdPeer: number;
+  kubelet: number;
+  kubeletHealthz: number;
+  controllerManager: number;
+  scheduler: number;
+  kubeProxyHealthz: number;
+  kubeProxyMetrics: number;
+}
+
+export interface NodePlan {
+  name: string;
+  labels: Record<string, string>;
+  taints: { key: string; value: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }[];
+}
+
+export interface KubeletPlan extends Reasoned {
+  /** "none" only when the kubelet in use was probed and accepts it (a patched kubelet). */
+  cgroupDriver: "cgroupfs" | "none";
+  cgroupsPerQOS: boolean;
+  enforceNodeAllocatable: string[];
+  /** Set (false) on cgroup v1/hybrid: kubelet >= 1.35 refuses v1 otherwise. */
+  failCgroupV1: boolean | null;
+  featureGates: Record<string, boolean>;
+  /** How the cgroup driver was found: probed from the binary, or the binary is not there yet. */
+  probe: "probed" | "not-installed";
+}
+
+export interface Paths {
+  home: string;
+  /** --prefix, when given: binaries, data, config and PKI move below it. */
+  prefix: string | null;
+  /** ~/.local/share/rootless-k8s (or the prefix). */
+  shareDir: string;
+  /** shareDir/versions; each set in versions/<set>, the active one behind the `current` link. */
+  versionsDir: string;
+  /** versions/<set> of this plan. */
+  versionDir: string;
+  /** versions/<set>/bin: where the binaries of this plan's set are installed. */
+  versionBinDir: string;
+  /** versions/current: a symlink to versions/<set>, switched atomically on upgrade. */
+  currentLink: string;
+  /** versions/current/bin: what units run, so an upgrade is a link switch plus restarts. */
+  binDir: string;
+  /** Helper scripts rendered from the plan (the namespace child, the nsenter wrapper). */
+  libexecDir: string;
+  /** Persistent node data: etcd, kubelet, containerd/CRI-O storage, CNI state, logs. */
+  dataDir: string;
+  /** ~/.config/rootless-k8s: component configs, env files, kubeconfigs. */
+  configDir: string;
+  /** configDir/pki: keys and certificates (0700). */
+  pkiDir: string;
+  /** $XDG_RUNTIME_DIR/rootless-k8s: sockets and pid files. */
+  runtimeDir: string;
+  /** RootlessKit's --state-dir (child_pid, api.sock). */
+  rootlesskitStateDir: string;
+  /** ~/.config/systemd/user: the only place the user's systemd reads units from (not moved by --prefix). */
+  unitDir: string;
+  /** The environment file every unit reads (ours) and the user's optional one (never written by us). */
+  envFile: string;
+  userEnvFile: string;
+  /** The install receipt (written by cli/apply). */
+  receipt: string;
+  /** The admin kubeconfig (0600). */
+  adminKubeconfig: string;
+  /** ~/.kube/config: where the admin context is offered for merging. */
+  userKubeconfig: string;
+  /** Download cache of cli/fetch. */
+  cacheDir: string;
+  /** Unit output when the user manager has no journal: $XDG_STATE_HOME/rootless-k8s/logs/<unit>.log. */
+  logDir: string;
+}
+
+export interface UserPlan {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+export interface Plan {
+  schemaVersion: typeof PLAN_SCHEMA_VERSION;
+  user: UserPlan;
+  arch: string;
+  mode: ModePlan;
+  versions: VersionSet;
+  rootlesskit: {
+    version: string;
+    /** Create a cgroup namespace and move RootlessKit's own processes to a leaf (delegated mode). */
+    evacuateCgroup2: string | null;
+  };
+  runtime: RuntimePlan;
+  network: NetworkPlan;
+  cidrs: Cidrs;
+  ports: Ports;
+  node: NodePlan;
+  kubelet: KubeletPlan;
+  proxy: { mode: ProxyMode } & Reasoned;
+  pki: { algorithm: PkiAlgorithm; hostnames: string[]; hostAddresses: string[] };
+  paths: Paths;
+  /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */
+  logging: { to: "journal" | "file" } & Reasoned;
+  /** systemd unit names, by role. */
+  units: UnitNames;
+}
+
+export interface UnitNames {
+  target: string;
+  /** The namespace owner (RootlessKit + runtime); for docker, the user's docker.service. */
+  owner: string;
+  etcd: string;
+  apiServer: string;
+  controllerManager: string;
+  scheduler: string;
+  kubelet: string;
+  kubeProxy: string;
+  /** docker only: cri-dockerd. */
+  criDockerd: string | null;
+}
+
+/** What the user asked for on the command line; everything is optional. */
+export interface PlanOptions {
+  mode?: Mode;
+  runtime?: RuntimeName;
+  /** An existing runtime binary to use instead of the bundled one (containerd 1.x or 2.x). */
+  runtimeBin?: string;
+  /** Version of runtimeBin, probed by the caller (the plan stays pure). */
+  runtimeBinVersion?: string | null;
+  network?: NetworkDriver;
+  apiPort?: number;
+  prefix?: string;
+  taintNone?: boolean;
+  pkiAlgorithm?: PkiAlgorithm;
+  nodeName?: string;
+  /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */
+  kubelet?: KubeletCapabilities | null;
+  /** XDG_* variables of the user's environment. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Probed from the kubelet binary (cli/host/kubelet.ts). */
+export interface KubeletCapabilities {
+  path: string;
+  version: string | null;
+  /** `--cgroup-driver` lists "none" (a patched kubelet such as Usernetes' 2019-2021 builds). */
+  cgroupDriverNone: boolean;
+  /** The patched kubelet also needs the SupportNoneCgroupDriver feature gate. */
+  supportNoneCgroupDriverGate: boolean;
+}

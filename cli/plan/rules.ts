@@ -1,0 +1,64 @@
+// The version floors the plan enforces, each with where it comes from.
+import semver from "semver";
+import type { Mode, NetworkDriver, RuntimeName } from "./plan";
+
+export interface Floor {
+  version: string;
+  why: string;
+}
+
+/**
+ * Minimum runtime versions per mode. `none`: running without any cgroup permission
+ * (kubernetes/enhancements#1084: Docker 19.03 moby#38050, containerd 1.3 containerd/cri#970,
+ * CRI-O 1.12 cri-o#1729). `delegated`: cgroup v2 limits (kubelet-in-userns docs: containerd 1.4,
+ * CRI-O 1.22; rootlesscontaine.rs: Docker 20.10).
+ */
+export const RUNTIME_FLOORS: Record<RuntimeName, Record<Mode, Floor>> = {
+  containerd: {
+    none: { version: "1.3.0", why: "rootless containerd without cgroups needs 1.3 (containerd/cri#970)" },
+    delegated: { version: "1.4.0", why: "rootless cgroup v2 support arrived in containerd 1.4" },
+  },
+  crio: {
+    none: { version: "1.12.0", why: "CRI-O ignores cgroups when rootless from 1.12 (cri-o/cri-o#1729)" },
+    delegated: { version: "1.22.0", why: "CRI-O enforces limits rootless from 1.22 (cri-o/cri-o#4528)" },
+  },
+  docker: {
+    none: { version: "19.03.0", why: "rootless Docker exists from 19.03 (moby/moby#38050)" },
+    delegated: { version: "20.10.0", why: "rootless Docker applies cgroup v2 limits from 20.10" },
+  },
+};
+
+/**
+ * The kubelet since 1.26 speaks only CRI v1 (runtime.v1), which containerd serves from 1.6 on
+ * (Kubernetes 1.26 release notes: "containerd 1.6.0 or later is required").
+ */
+export const CONTAINERD_CRI_V1: Floor = {
+  version: "1.6.0",
+  why: "the kubelet (>= 1.26) speaks only CRI v1, which containerd serves from 1.6",
+};
+
+/** RootlessKit versions that have each network driver. */
+export const ROOTLESSKIT_NETWORK_FLOORS: Record<NetworkDriver, Floor> = {
+  slirp4netns: { version: "0.1.0", why: "slirp4netns is RootlessKit's original driver" },
+  pasta: { version: "2.0.0", why: "RootlessKit's pasta driver arrived in 2.0" },
+  builtin: { version: "3.0.0", why: "RootlessKit 3 has gvisor-tap-vsock built in" },
+};
+
+/** Kubelet >= 1.35 refuses cgroup v1 unless failCgroupV1 is false (kubernetes/kubernetes#134298). */
+export const FAIL_CGROUP_V1_SINCE = "1.35.0";
+
+/** A loose version ("1.6.20~ds1", "v2.3.4", "20.10") as semver, or null. */
+export function coerce(version: string | null | undefined): string | null {
+  if (!version) return null;
+  return semver.coerce(version, { loose: true })?.version ?? null;
+}
+
+export function atLeast(version: string | null | undefined, floor: string): boolean {
+  const v = coerce(version);
+  const f = coerce(floor);
+  return v !== null && f !== null && semver.gte(v, f);
+}
+
+export function majorOf(version: string): number {
+  return semver.major(coerce(version) ?? "0.0.0");
+}

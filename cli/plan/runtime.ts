@@ -1,0 +1,154 @@
+// The container runtime: containerd (default; ours, or the user's with --runtime-bin), CRI-O
+// (the static bundle), or the user's running rootless Docker through cri-dockerd.
+import * as path from "node:path";
+import { ExitCode, UserError } from "../errors";
+import type { Facts } from "../host/facts";
+import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
+import { majorOf } from "./rules";
+import { requireVersion } from "./versions";
+
+export function decideRuntime(facts: Facts, options: PlanOptions, versions: VersionSet, mode: Mode, paths: Paths): RuntimePlan {
+  const name = options.runtime ?? "containerd";
+  if (options.runtimeBin && name !== "containerd") {
+    throw new UserError(`--runtime-bin works with --runtime containerd only (got --runtime ${name})`, {
+      exitCode: ExitCode.Refused,
+      fix: "drop --runtime-bin, or use --runtime containerd",
+    });
+  }
+  switch (name) {
+    case "containerd":
+      return containerd(facts, options, versions, mode, paths);
+    case "crio":
+      return crio(facts, versions, mode, paths);
+    case "docker":
+      return docker(facts, mode, paths);
+  }
+}
+
+function containerd(facts: Facts, options: PlanOptions, versions: VersionSet, mode: Mode, paths: Paths): RuntimePlan {
+  const reasons: string[] = [];
+  let version: string;
+  let binary: string;
+  let source: RuntimePlan["source"];
+  if (options.runtimeBin) {
+    binary = path.resolve(options.runtimeBin);
+    const probed = options.runtimeBinVersion ?? (facts.runtimes.containerd?.path === binary ? facts.runtimes.containerd.version : null);
+    if (!probed) {
+      throw new UserError(`could not read the version of ${binary}`, {
+        exitCode: ExitCode.Refused,
+        fix: `check that \`${binary} --version\` prints a containerd version`,
+      });
+    }
+    version = probed;
+    source = "host";
+    reasons.push(`--runtime-bin: the user's containerd ${version} at ${binary}`);
+  } else {
+    version = requireVersion(versions, "containerd");
+    binary = path.join(paths.binDir, "containerd");
+    source = "bundled";
+    reasons.push(`containerd ${version} from version set ${versions.id}, inside our RootlessKit`);
+  }
+  const configVersion = majorOf(version) >= 2 ? 3 : 2;
+  reasons.push(`config version ${configVersion} (containerd ${configVersion === 3 ? "2.x" : "1.x"})`);
+  return {
+    name: "containerd",
+    version,
+    source,
+    binary,
+    criSocket: path.join(paths.runtimeDir, "containerd", "containerd.sock"),
+    containerdConfigVersion: configVersion,
+    ociRuntime: { name: "runc", path: path.join(paths.binDir, "runc") },
+    disableCgroup: mode === "none",
+    docker: null,
+    snapshotter: chooseSnapshotter(facts, "containerd"),
+    reasons,
+  };
+}
+
+function crio(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): RuntimePlan {
+  const version = requireVersion(versions, "cri-o");
+  return {
+    name: "crio",
+    version,
+    source: "bundled",
+    binary: path.join(paths.binDir, "crio"),
+    criSocket: path.join(paths.runtimeDir, "crio", "crio.sock"),
+    containerdConfigVersion: null,
+    ociRuntime: { name: "crun", path: path.join(paths.binDir, "crun") },
+    disableCgroup: mode === "none",
+    docker: null,
+    snapshotter: chooseSnapshotter(facts, "crio"),
+    reasons: [`CRI-O ${version} from the static bundle of version set ${versions.id}, with cgroup_manager "cgroupfs" and conmon_cgroup "pod"`],
+  };
+}
+
+function docker(facts: Facts, mode: Mode, paths: Paths): RuntimePlan {
+  const d = facts.runtimes.docker;
+  const refuse = (what: string, fix: string): never => {
+    throw new UserError(`--runtime docker: ${what}`, { exitCode: ExitCode.Refused, fix });
+  };
+  if (!d || (!d.serverVersion && !d.version)) {
+    return refuse("Docker is not installed", "install rootless Docker (dockerd-rootless-setuptool.sh install), or use --runtime containerd");
+  }
+  if (!d.serverReachable) {
+    return refuse("the Docker daemon does not answer", "start it with `systemctl --user start docker`, or use --runtime containerd");
+  }
+  if (d.rootless !== true) {
+    return refuse(
+      d.rootless === false ? "the Docker daemon is not rootless" : "could not tell whether the Docker daemon is rootless",
+      "point DOCKER_HOST at your rootless dockerd (unix://$XDG_RUNTIME_DIR/docker.sock), or use --runtime containerd",
+    );
+  }
+  if (mode === "delegated" && d.cgroupDriver === "systemd") {
+    return refuse(
+      "dockerd uses the systemd cgroup driver, which the kubelet cannot share from inside dockerd's namespace",
+      'add "exec-opts": ["native.cgroupdriver=cgroupfs"] to ~/.config/docker/daemon.json and restart docker, or use --runtime containerd',
+    );
+  }
+  const runtimeBase = path.dirname(paths.runtimeDir);
+  const socket = d.socket?.replace(/^unix:\/\//, "") ?? path.join(runtimeBase, "docker.sock");
+  const version = d.serverVersion ?? d.version ?? "0";
+  return {
+    name: "docker",
+    version,
+    source: "host",
+    binary: path.join(paths.binDir, "cri-dockerd"),
+    criSocket: path.join(paths.runtimeDir, "cri-dockerd.sock"),
+    containerdConfigVersion: null,
+    ociRuntime: null,
+    disableCgroup: mode === "none",
+    docker: {
+      socket,
+      // dockerd-rootless.sh runs RootlessKit with --state-dir=$XDG_RUNTIME_DIR/dockerd-rootless.
+      rootlesskitStateDir: path.join(runtimeBase, "dockerd-rootless"),
+      unit: "docker.service",
+    },
+    snapshotter: null,
+    reasons: [
+      `the user's rootless Docker ${version} (cgroup driver ${d.cgroupDriver ?? "unknown"}) through cri-dockerd`,
+      "kubelet and cri-dockerd enter dockerd's RootlessKit namespaces; no anchor covers this path (experimental)",
+    ],
+  };
+}
+
+/** overlayfs when rootless overlay works, else fuse-overlayfs where the runtime can use it, else native. */
+export function chooseSnapshotter(facts: Facts, runtime: "containerd" | "crio"): NonNullable<RuntimePlan["snapshotter"]> {
+  const overlay = facts.features.overlayRootless;
+  if (overlay.ok === true) {
+    const basis = overlay.basis === "mount-test" ? "a real overlay mount in a user namespace worked" : `kernel ${facts.kernel.release} (>= 5.11)`;
+    return { name: "overlayfs", reasons: [`rootless overlayfs works: ${basis}`], fuseOverlayfs: null };
+  }
+  const why = overlay.ok === false ? "rootless overlayfs does not work on this kernel" : "rootless overlayfs could not be confirmed";
+  const fuse = facts.runtimes.fuseOverlayfs?.path ?? null;
+  if (fuse && facts.features.devFuse) {
+    if (runtime === "crio") {
+      return { name: "fuse-overlayfs", reasons: [why, `fuse-overlayfs at ${fuse} with /dev/fuse`], fuseOverlayfs: fuse };
+    }
+    return {
+      name: "native",
+      reasons: [why, "containerd needs the separate fuse-overlayfs snapshotter plugin for fuse-overlayfs, which is not part of the version set"],
+      fuseOverlayfs: null,
+    };
+  }
+  return { name: "native", reasons: [why, fuse ? "/dev/fuse is missing" : "fuse-overlayfs is not installed"], fuseOverlayfs: null };
+}

@@ -1,0 +1,113 @@
+// Facts for plan tests that vary one thing at a time. The base is a Debian 12 host like the
+// development machine (cgroup v1 hybrid, no delegation); golden tests use real fixture hosts instead.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Facts } from "../../../cli/host/facts";
+import { versionSet } from "../../../cli/plan/versions";
+import type { VersionSet } from "../../../cli/plan/plan";
+
+/** The pinned version set, from ../shared/upstream/components.json (until cli/fetch's manifest lands). */
+export function upstreamVersions(): VersionSet {
+  const file = join(import.meta.dirname, "..", "..", "..", "..", "shared", "upstream", "components.json");
+  const json = JSON.parse(readFileSync(file, "utf8")) as { version_set: Record<string, string> };
+  return versionSet(json.version_set);
+}
+
+const tool = (version: string, path: string) => ({ version, raw: version, path });
+
+export function baseFacts(): Facts {
+  return {
+    distro: { id: "debian", versionId: "12", idLike: [], prettyName: "Debian GNU/Linux 12 (bookworm)", versionCodename: "bookworm", family: "debian", source: "/etc/os-release" },
+    kernel: { sysname: "Linux", release: "6.1.0-18-amd64", version: [6, 1, 0], wsl: 0, cmdline: null },
+    arch: "amd64",
+    user: {
+      name: "alice",
+      uid: 1000,
+      gid: 1000,
+      home: "/home/alice",
+      isRoot: false,
+      evaluatedOther: false,
+      homeWritable: true,
+      runtimeDir: { path: "/run/user/1000", fromEnv: true, exists: true, ownedByUser: true, writable: true },
+      viaSuOrSudo: false,
+      subuid: { file: "/etc/subuid", ranges: [{ start: 100000, count: 65536 }], matchedBy: "name", total: 65536, overlapsOtherUsers: [], overlapsRealIds: [], source: "file" },
+      subgid: { file: "/etc/subgid", ranges: [{ start: 100000, count: 65536 }], matchedBy: "name", total: 65536, overlapsOtherUsers: [], overlapsRealIds: [], source: "file" },
+      newuidmap: { path: "/usr/bin/newuidmap", setuidRoot: true, capabilities: null, capabilitiesKnown: true, privileged: true },
+      newgidmap: { path: "/usr/bin/newgidmap", setuidRoot: true, capabilities: null, capabilitiesKnown: true, privileged: true },
+    },
+    userns: { unprivilegedUsernsClone: null, maxUserNamespaces: 63704, rhel7BootFlagMissing: false, apparmorRestrict: null, apparmorEnabled: false, apparmorUsernsProfiles: [],
+      rootlesskitPath: "/home/alice/.local/share/rootless-k8s/versions/current/bin/rootlesskit",
+      rootlesskitRealPaths: [],
+      rootlesskitProfileAttach: "/home/alice/.local/share/rootless-k8s/versions/*/bin/rootlesskit",
+      rootlesskitCovered: null,
+      smokeTest: { ok: true, error: null },
+    },
+    cgroup: { mode: "hybrid", rootControllers: [], userServicePath: null, userControllers: null, delegated: false, selfCgroup: "/", v2Mount: "/sys/fs/cgroup/unified" },
+    systemd: { version: 252, userManager: true, dbusUserSession: true, linger: true, pid1: true, journal: true },
+    runtimes: {
+      docker: null,
+      containerd: null,
+      crio: null,
+      runc: null,
+      crun: null,
+      rootlesskit: null,
+      slirp4netns: tool("1.2.0", "/usr/bin/slirp4netns"),
+      pasta: null,
+      fuseOverlayfs: null,
+      iptables: { ...tool("1.8.9", "/usr/sbin/iptables"), backend: "nf_tables" },
+      nsenter: tool("2.38.1", "/usr/bin/nsenter"),
+    },
+    features: {
+      overlayRootless: { ok: true, basis: "kernel-version" },
+      devFuse: true,
+      devNetTun: true,
+      devices: { fuse: { exists: true, usable: true, mode: 0o666 }, netTun: { exists: true, usable: true, mode: 0o666 } },
+      modulesSource: "proc-modules",
+      modules: {},
+      ipForward: 1,
+      ipUnprivilegedPortStart: 1024,
+      inotifyMaxUserWatches: 65536,
+      inotifyMaxUserInstances: 128,
+      swapTotalKiB: 0,
+      memTotalKiB: 8 * 1024 * 1024,
+      selinux: null,
+      dmesgRestrict: 1,
+      pingGroupRange: [0, 2147483647],
+    },
+    network: {
+      routes: [
+        { cidr: "0.0.0.0/0", iface: "eth0" },
+        { cidr: "192.168.1.0/24", iface: "eth0" },
+      ],
+      listeningTcpPorts: [22],
+      hostname: "devbox",
+      addresses: ["192.168.1.20"],
+      wantedPorts: [6443, 10250],
+      busyPorts: [],
+    },
+    disk: { dataDir: "/home/alice/.local/share", freeBytes: 50e9, fsType: null },
+    notes: [],
+  };
+}
+
+/** Cgroup v2 with cpu, memory and pids delegated to user@1000.service. */
+export function delegatedFacts(): Facts {
+  const f = baseFacts();
+  f.cgroup = {
+    mode: "v2",
+    rootControllers: ["cpuset", "cpu", "io", "memory", "hugetlb", "pids"],
+    userServicePath: "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service",
+    userControllers: ["cpuset", "cpu", "io", "memory", "pids"],
+    delegated: true,
+    selfCgroup: "/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope",
+    v2Mount: "/sys/fs/cgroup",
+  };
+  return f;
+}
+
+/** Deep-merge helper for one-off variations: facts({network: {...}}) keeps the rest. */
+export function withFacts(f: Facts, change: (f: Facts) => void): Facts {
+  const copy = structuredClone(f);
+  change(copy);
+  return copy;
+}

@@ -1,0 +1,276 @@
+import { describe, expect, it } from "vitest";
+import { ExitCode, UserError } from "../../../cli/errors";
+import { buildPlan, planProblems, validatePlan } from "../../../cli/plan";
+import { firstFree, nthAddress, overlapping, parseCidr } from "../../../cli/plan/cidr";
+import type { PlanOptions } from "../../../cli/plan/plan";
+import { baseFacts, delegatedFacts, upstreamVersions, withFacts } from "./facts-builder";
+
+const versions = upstreamVersions();
+
+function refused(fn: () => unknown): UserError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(UserError);
+    return e as UserError;
+  }
+  throw new Error("expected a UserError");
+}
+
+describe("mode", () => {
+  it("is none on cgroup v1 hybrid, with what it gives up, the honest label and failCgroupV1: false", () => {
+    const plan = buildPlan(baseFacts(), {}, versions);
+    expect(plan.mode.name).toBe("none");
+    expect(plan.mode.reasons[0]).toMatch(/hybrid/);
+    expect(plan.mode.givesUp.length).toBeGreaterThanOrEqual(5);
+    expect(plan.node.labels["rootless-k8s.io/resource-isolation"]).toBe("none");
+    expect(plan.node.taints).toEqual([]);
+    expect(plan.kubelet).toMatchObject({ cgroupsPerQOS: false, enforceNodeAllocatable: [], failCgroupV1: false, cgroupDriver: "cgroupfs" });
+    expect(plan.kubelet.featureGates).toEqual({ KubeletInUserNamespace: true });
+    expect(plan.runtime.disableCgroup).toBe(true);
+    expect(plan.rootlesskit.evacuateCgroup2).toBeNull();
+  });
+
+  it("is delegated on cgroup v2 with cpu, memory and pids delegated", () => {
+    const plan = buildPlan(delegatedFacts(), {}, versions);
+    expect(plan.mode.name).toBe("delegated");
+    expect(plan.mode.givesUp).toEqual([]);
+    expect(plan.kubelet).toMatchObject({ cgroupsPerQOS: true, failCgroupV1: null, cgroupDriver: "cgroupfs" });
+    expect(plan.runtime.disableCgroup).toBe(false);
+    expect(plan.rootlesskit.evacuateCgroup2).toBe("rootlesskit_evacuation");
+    expect(plan.node.labels["rootless-k8s.io/resource-isolation"]).toBeUndefined();
+  });
+
+  it("is none on cgroup v2 when a required controller is not delegated, naming it", () => {
+    const f = withFacts(delegatedFacts(), (x) => {
+      x.cgroup.userControllers = ["cpu", "pids"];
+      x.cgroup.delegated = false;
+    });
+    const plan = buildPlan(f, {}, versions);
+    expect(plan.mode.name).toBe("none");
+    expect(plan.mode.reasons[0]).toContain("memory not delegated to user@1000.service");
+    expect(plan.kubelet.failCgroupV1).toBeNull();
+  });
+
+  it("--mode overrides only delegated → none", () => {
+    expect(buildPlan(delegatedFacts(), { mode: "none" }, versions).mode.name).toBe("none");
+    const e = refused(() => buildPlan(baseFacts(), { mode: "delegated" }, versions));
+    expect(e.exitCode).toBe(ExitCode.Refused);
+    expect(e.message).toMatch(/--mode delegated is not possible here/);
+    expect(e.fix).toMatch(/doctor/);
+  });
+
+  it("--taint-none taints a none node and is refused on a delegated one", () => {
+    const plan = buildPlan(baseFacts(), { taintNone: true }, versions);
+    expect(plan.node.taints).toEqual([{ key: "rootless-k8s.io/resource-isolation", value: "none", effect: "NoSchedule" }]);
+    expect(refused(() => buildPlan(delegatedFacts(), { taintNone: true }, versions)).fix).toMatch(/--mode none/);
+  });
+
+  it("uses --cgroup-driver=none only when the probed kubelet accepts it", () => {
+    const probed = { path: "/k/kubelet", version: "1.20.0", cgroupDriverNone: true, supportNoneCgroupDriverGate: true };
+    const plan = buildPlan(baseFacts(), { kubelet: probed }, versions);
+    expect(plan.kubelet.cgroupDriver).toBe("none");
+    expect(plan.kubelet.featureGates.SupportNoneCgroupDriver).toBe(true);
+    expect(plan.kubelet.probe).toBe("probed");
+    const stock = buildPlan(baseFacts(), { kubelet: { ...probed, cgroupDriverNone: false, supportNoneCgroupDriverGate: false } }, versions);
+    expect(stock.kubelet.cgroupDriver).toBe("cgroupfs");
+    expect(buildPlan(baseFacts(), {}, versions).kubelet.probe).toBe("not-installed");
+  });
+});
+
+describe("runtime", () => {
+  it("defaults to the bundled containerd 2.x with config version 3", () => {
+    const plan = buildPlan(baseFacts(), {}, versions);
+    expect(plan.runtime).toMatchObject({ name: "containerd", source: "bundled", version: versions.components.containerd, containerdConfigVersion: 3 });
+    expect(plan.runtime.binary).toBe(`/home/alice/.local/share/rootless-k8s/versions/current/bin/containerd`);
+    expect(plan.runtime.criSocket).toBe("/run/user/1000/rootless-k8s/containerd/containerd.sock");
+  });
+
+  it("uses config version 2 for a containerd 1.x given with --runtime-bin", () => {
+    const plan = buildPlan(baseFacts(), { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.6.20~ds1" }, versions);
+    expect(plan.runtime).toMatchObject({ source: "host", binary: "/usr/bin/containerd", containerdConfigVersion: 2 });
+  });
+
+  it("refuses --runtime-bin whose version is unknown, and with another runtime", () => {
+    expect(refused(() => buildPlan(baseFacts(), { runtimeBin: "/opt/x/containerd" }, versions)).message).toMatch(/could not read the version/);
+    expect(refused(() => buildPlan(baseFacts(), { runtime: "crio", runtimeBin: "/x" }, versions)).message).toMatch(/--runtime containerd only/);
+  });
+
+  it("takes the version of --runtime-bin from the facts when it is the detected containerd", () => {
+    const f = withFacts(baseFacts(), (x) => (x.runtimes.containerd = { version: "1.7.24", raw: "containerd 1.7.24", path: "/usr/bin/containerd" }));
+    expect(buildPlan(f, { runtimeBin: "/usr/bin/containerd" }, versions).runtime.version).toBe("1.7.24");
+  });
+
+  it("refuses docker unless a rootless daemon answers", () => {
+    expect(refused(() => buildPlan(baseFacts(), { runtime: "docker" }, versions)).message).toMatch(/not installed/);
+    const docker = {
+      version: "24.0.7",
+      raw: "",
+      path: "/usr/bin/docker",
+      clientVersion: "24.0.7",
+      serverVersion: "24.0.7",
+      serverReachable: true,
+      rootless: false,
+      cgroupDriver: "cgroupfs",
+      cgroupVersion: "1" as const,
+      socket: "/var/run/docker.sock",
+    };
+    const rootful = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
+    expect(refused(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
+    const rootless = withFacts(baseFacts(), (x) => (x.runtimes.docker = { ...docker, rootless: true, cgroupDriver: "none", socket: "unix:///run/user/1000/docker.sock" }));
+    const plan = buildPlan(rootless, { runtime: "docker" }, versions);
+    expect(plan.runtime.docker).toEqual({ socket: "/run/user/1000/docker.sock", rootlesskitStateDir: "/run/user/1000/dockerd-rootless", unit: "docker.service" });
+    expect(plan.units.owner).toBe("docker.service");
+    expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
+  });
+
+  it("picks overlayfs, fuse-overlayfs (CRI-O) or native as the host allows", () => {
+    expect(buildPlan(baseFacts(), {}, versions).runtime.snapshotter?.name).toBe("overlayfs");
+    const noOverlay = withFacts(baseFacts(), (x) => {
+      x.features.overlayRootless = { ok: false, basis: "kernel-version" };
+      x.runtimes.fuseOverlayfs = { version: "1.10", raw: "", path: "/usr/bin/fuse-overlayfs" };
+    });
+    expect(buildPlan(noOverlay, { runtime: "crio" }, versions).runtime.snapshotter).toMatchObject({ name: "fuse-overlayfs", fuseOverlayfs: "/usr/bin/fuse-overlayfs" });
+    expect(buildPlan(noOverlay, {}, versions).runtime.snapshotter?.name).toBe("native");
+    const noFuse = withFacts(noOverlay, (x) => (x.features.devFuse = false));
+    expect(buildPlan(noFuse, { runtime: "crio" }, versions).runtime.snapshotter?.reasons.join(" ")).toMatch(/\/dev\/fuse is missing/);
+  });
+});
+
+describe("network", () => {
+  it("prefers the host's slirp4netns, then pasta, then RootlessKit 3's built-in driver", () => {
+    expect(buildPlan(baseFacts(), {}, versions).network).toMatchObject({ driver: "slirp4netns", binary: "/usr/bin/slirp4netns", portDriver: "builtin", mtu: 65520 });
+    const pasta = withFacts(baseFacts(), (x) => {
+      x.runtimes.slirp4netns = null;
+      x.runtimes.pasta = { version: "2024", raw: "", path: "/usr/bin/pasta" };
+    });
+    expect(buildPlan(pasta, {}, versions).network).toMatchObject({ driver: "pasta", portDriver: "implicit", forwardsAllPorts: true });
+    const none = withFacts(pasta, (x) => (x.runtimes.pasta = null));
+    expect(buildPlan(none, {}, versions).network).toMatchObject({ driver: "builtin", binary: null });
+  });
+
+  it("uses the bundled slirp4netns on request, and refuses drivers the RootlessKit lacks", () => {
+    const noSlirp = withFacts(baseFacts(), (x) => (x.runtimes.slirp4netns = null));
+    expect(buildPlan(noSlirp, { network: "slirp4netns" }, versions).network.binary).toBe("/home/alice/.local/share/rootless-k8s/versions/current/bin/slirp4netns");
+    const rk11 = { ...versions, components: { ...versions.components, rootlesskit: "1.1.0" } };
+    expect(refused(() => buildPlan(baseFacts(), { network: "builtin" }, rk11)).message).toMatch(/RootlessKit 1\.1\.0 has no builtin driver/);
+    expect(refused(() => buildPlan(noSlirp, { network: "pasta" }, versions)).message).toMatch(/pasta \(passt\) is not installed/);
+  });
+
+  it("publishes only the API port, on --api-port", () => {
+    const plan = buildPlan(baseFacts(), { apiPort: 7443 }, versions);
+    expect(plan.network.published).toEqual([{ hostIP: "0.0.0.0", hostPort: 7443, namespacePort: 7443, protocol: "tcp" }]);
+    expect(plan.network.namespaceIP).toBe("10.0.2.100");
+  });
+
+  it("chooses pod, service and namespace networks that avoid every host route", () => {
+    const crowded = withFacts(baseFacts(), (x) => {
+      x.network.routes.push({ cidr: "10.0.0.0/16", iface: "tun0" }, { cidr: "10.244.5.0/24", iface: "br0" }, { cidr: "10.96.0.0/12", iface: "vpn0" });
+    });
+    const plan = buildPlan(crowded, {}, versions);
+    expect(plan.network.namespaceCidr).toBe("10.203.0.0/24");
+    expect(plan.cidrs.pods).toBe("10.88.0.0/16");
+    expect(plan.cidrs.services).toBe("10.43.0.0/16");
+    expect(plan.cidrs.firstServiceIP).toBe("10.43.0.1");
+    expect(planProblems(plan, crowded)).toEqual([]);
+  });
+});
+
+describe("paths", () => {
+  it("follows XDG, and --prefix moves everything but units and sockets", () => {
+    const p = buildPlan(baseFacts(), { env: { XDG_CONFIG_HOME: "/home/alice/cfg", XDG_DATA_HOME: "relative/ignored" } }, versions).paths;
+    expect(p.configDir).toBe("/home/alice/cfg/rootless-k8s");
+    expect(p.shareDir).toBe("/home/alice/.local/share/rootless-k8s");
+    expect(p.versionBinDir).toBe(`/home/alice/.local/share/rootless-k8s/versions/${versions.id}/bin`);
+    expect(p.unitDir).toBe("/home/alice/.config/systemd/user");
+    const q = buildPlan(baseFacts(), { prefix: "/srv/k8s" }, versions).paths;
+    expect(q).toMatchObject({ shareDir: "/srv/k8s", configDir: "/srv/k8s/config", dataDir: "/srv/k8s/data", pkiDir: "/srv/k8s/config/pki", binDir: "/srv/k8s/versions/current/bin" });
+    expect(q.unitDir).toBe("/home/alice/.config/systemd/user");
+    expect(q.runtimeDir).toBe("/run/user/1000/rootless-k8s");
+  });
+
+  it("refuses without XDG_RUNTIME_DIR, saying how to get one", () => {
+    const f = withFacts(baseFacts(), (x) => (x.user.runtimeDir.path = null));
+    const e = refused(() => buildPlan(f, {}, versions));
+    expect(e.message).toMatch(/XDG_RUNTIME_DIR/);
+    expect(e.exitCode).toBe(ExitCode.Refused);
+  });
+});
+
+describe("validatePlan refuses bad plans before anything is written", () => {
+  const expectRefusal = (opts: PlanOptions, change: (f: ReturnType<typeof baseFacts>) => void, pattern: RegExp) => {
+    const facts = withFacts(baseFacts(), change);
+    const plan = buildPlan(facts, opts, versions);
+    const e = refused(() => validatePlan(plan, facts));
+    expect(e.exitCode).toBe(ExitCode.Refused);
+    expect(e.message).toMatch(pattern);
+    expect(e.fix).toBeTruthy();
+    return e;
+  };
+
+  it("a port in use (but not our own node's on re-install)", () => {
+    const e = expectRefusal({}, (f) => f.network.listeningTcpPorts.push(6443), /host port 6443 is already in use/);
+    expect(e.fix).toMatch(/--api-port/);
+    const facts = withFacts(baseFacts(), (f) => f.network.listeningTcpPorts.push(6443));
+    const plan = buildPlan(facts, {}, versions);
+    expect(() => validatePlan(plan, facts, { previous: plan })).not.toThrow();
+  });
+
+  it("a privileged API port", () => {
+    expectRefusal({ apiPort: 443 }, () => {}, /below net.ipv4.ip_unprivileged_port_start/);
+  });
+
+  it("a CIDR overlapping a host route (a route added after the plan was made)", () => {
+    const plan = buildPlan(baseFacts(), {}, versions);
+    const later = withFacts(baseFacts(), (f) => f.network.routes.push({ cidr: "10.244.0.0/16", iface: "flannel.1" }));
+    const e = refused(() => validatePlan(plan, later));
+    expect(e.message).toMatch(/pod network 10\.244\.0\.0\/16 overlaps the host route 10\.244\.0\.0\/16/);
+  });
+
+  it("a runtime below its minimum version", () => {
+    expectRefusal({ runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.2.13" }, () => {}, /containerd 1\.2\.13 is below 1\.3\.0/);
+    expectRefusal({ runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.5.9" }, () => {}, /speaks only CRI v1/);
+    const old = delegatedFacts();
+    const plan = buildPlan(old, { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.3.4" }, versions);
+    expect(planProblems(plan, old).map((p) => p.id)).toContain("runtime-too-old");
+  });
+
+  it("rootless Docker below 19.03 (none) or 20.10 (delegated)", () => {
+    const docker = (v: string, f = baseFacts()) =>
+      withFacts(f, (x) => {
+        x.runtimes.docker = { version: v, raw: "", path: "/usr/bin/docker", clientVersion: v, serverVersion: v, serverReachable: true, rootless: true, cgroupDriver: "cgroupfs", cgroupVersion: "2", socket: null };
+      });
+    const f1 = docker("19.03.15", delegatedFacts());
+    expect(planProblems(buildPlan(f1, { runtime: "docker" }, versions), f1)[0]?.message).toMatch(/docker 19\.03\.15 is below 20\.10\.0/);
+    const f2 = docker("19.03.15");
+    expect(planProblems(buildPlan(f2, { runtime: "docker" }, versions), f2)).toEqual([]);
+  });
+
+  it("CRI-O with cgroupsPerQOS: false on cgroup v2 (cri-o#9980), but not on v1", () => {
+    const v2none = withFacts(delegatedFacts(), (x) => {
+      x.cgroup.delegated = false;
+      x.cgroup.userControllers = [];
+    });
+    const plan = buildPlan(v2none, { runtime: "crio" }, versions);
+    expect(() => validatePlan(plan, v2none)).toThrow(/cri-o#9980/);
+    const v1 = baseFacts();
+    expect(planProblems(buildPlan(v1, { runtime: "crio" }, versions), v1)).toEqual([]);
+  });
+
+  it("names how many more problems there are", () => {
+    const facts = withFacts(baseFacts(), (f) => f.network.listeningTcpPorts.push(7443));
+    const plan = buildPlan(facts, { apiPort: 7443, runtimeBin: "/c", runtimeBinVersion: "1.0.0" }, versions);
+    expect(refused(() => validatePlan(plan, facts)).message).toMatch(/\(and 1 more problem\)/);
+  });
+});
+
+describe("cidr", () => {
+  it("parses, overlaps and picks", () => {
+    expect(parseCidr("10.96.3.4/16")).toEqual({ base: (10 << 24) + (96 << 16), prefix: 16 });
+    expect(parseCidr("10.0.0.256/8")).toBeNull();
+    expect(nthAddress("10.96.0.0/16", 1)).toBe("10.96.0.1");
+    expect(overlapping("10.0.0.0/8", ["10.1.2.0/24", "192.168.0.0/16"])).toEqual(["10.1.2.0/24"]);
+    expect(firstFree(["10.0.0.0/8", "172.16.0.0/12"], ["10.5.0.0/16"])).toBe("172.16.0.0/12");
+    expect(firstFree(["10.0.0.0/8"], ["0.0.0.0/1"])).toBeNull();
+  });
+});
