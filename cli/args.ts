@@ -9,7 +9,10 @@ export interface OptionSpec {
   multiple?: boolean;
   /** One line for --help. */
   description: string;
-  /** Placeholder shown in --help, e.g. "DIR" for --root DIR. */
+  /**
+   * Placeholder shown in --help, e.g. "DIR" for --root DIR. Shell completion offers folders for a
+   * name ending in DIR and files for one ending in FILE or PATH.
+   */
   valueName?: string;
   /** For completion: fixed choices of a string option. */
   choices?: readonly string[];
@@ -25,15 +28,61 @@ export interface CommandSpec {
   description?: string;
   options: Record<string, OptionSpec>;
   /** Names of positional arguments, for help; "..." suffix = variadic. */
-  positionals?: { name: string; description: string; required?: boolean }[];
+  positionals?: PositionalSpec[];
+  /** Environment variables the command reads, for --help. */
+  environment?: { name: string; description: string }[];
   /** Examples for --help. */
   examples?: string[];
+}
+
+export interface PositionalSpec {
+  name: string;
+  description: string;
+  required?: boolean;
+  /** Fixed choices, checked when parsing and offered by shell completion. */
+  choices?: readonly string[];
 }
 
 export interface Parsed {
   values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   help: boolean;
+}
+
+/**
+ * True when -h/--help appears before a "--": help wins over every other flag, even a bad one,
+ * as in git and the GNU tools.
+ */
+export function asksForHelp(argv: readonly string[]): boolean {
+  for (const a of argv) {
+    if (a === "--") return false;
+    if (a === "--help" || a === "-h") return true;
+  }
+  return false;
+}
+
+/** The closest of `candidates` to a mistyped `word` (edit distance ≤ 2, or a unique prefix). */
+export function suggest(word: string, candidates: readonly string[]): string | undefined {
+  const prefixed = candidates.filter((c) => c.startsWith(word));
+  if (word.length >= 2 && prefixed.length === 1) return prefixed[0];
+  let best: { c: string; d: number } | undefined;
+  for (const c of candidates) {
+    const d = editDistance(word, c);
+    if (d <= 2 && (!best || d < best.d)) best = { c, d };
+  }
+  return best?.c;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
 }
 
 export function parseCommandArgs(spec: CommandSpec, argv: string[]): Parsed {
@@ -68,6 +117,12 @@ export function parseCommandArgs(spec: CommandSpec, argv: string[]): Parsed {
       const missing = spec.positionals?.[parsed.positionals.length]?.name ?? "argument";
       throw new UsageError(`missing ${missing.replace(/\.\.\.$/, "")}`, spec.name);
     }
+    spec.positionals?.forEach((p, i) => {
+      const v = parsed.positionals[i];
+      if (p.choices && v !== undefined && !p.choices.includes(v)) {
+        throw new UsageError(`${p.name} must be one of ${p.choices.join(", ")} (got "${v}")`, spec.name);
+      }
+    });
   }
   return { values, positionals: parsed.positionals, help };
 }
@@ -116,13 +171,18 @@ export const opt = {
   },
 };
 
-export function formatHelp(spec: CommandSpec, bin = "rootless-k8s"): string {
+/** `<command> --help`: usage, summary, description, arguments, options, environment, examples. */
+export function formatHelp(spec: CommandSpec, bin = "rootless-k8s", aliases: readonly string[] = []): string {
   const lines: string[] = [];
   lines.push(`Usage: ${spec.usage.replace(/^rootless-k8s/, bin)}`, "", spec.summary);
+  if (aliases.length) lines.push(`Also: ${aliases.map((a) => `${bin} ${a}`).join(", ")}`);
   if (spec.description) lines.push("", spec.description.trim());
   if (spec.positionals?.length) {
     lines.push("", "Arguments:");
-    for (const p of spec.positionals) lines.push(`  ${p.name.padEnd(24)} ${p.description}`);
+    for (const p of spec.positionals) {
+      const extra = p.choices ? ` (${p.choices.join("|")})` : "";
+      lines.push(`  ${p.name.padEnd(24)} ${p.description}${extra}`);
+    }
   }
   const rows: [string, string][] = [];
   for (const [name, o] of Object.entries(spec.options)) {
@@ -134,6 +194,11 @@ export function formatHelp(spec: CommandSpec, bin = "rootless-k8s"): string {
   lines.push("", "Options:");
   const w = Math.min(34, Math.max(...rows.map((r) => r[0].length)) + 2);
   for (const [f, d] of rows) lines.push(`  ${f.padEnd(w)}${d}`);
+  if (spec.environment?.length) {
+    lines.push("", "Environment:");
+    const ew = Math.max(...spec.environment.map((e) => e.name.length)) + 2;
+    for (const e of spec.environment) lines.push(`  ${e.name.padEnd(ew)}${e.description}`);
+  }
   if (spec.examples?.length) {
     lines.push("", "Examples:");
     for (const ex of spec.examples) lines.push(`  ${ex}`);

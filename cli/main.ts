@@ -1,25 +1,36 @@
-// Entry point of the rootless-k8s binary. Keeps imports minimal: each subcommand is loaded on demand.
-import { formatHelp, parseCommandArgs } from "./args";
+// Entry point of the rootless-k8s binary. Keeps imports minimal: each subcommand is loaded on demand,
+// so `--version` and `--help` start in about the time of `node -e 0`.
+import { dropPreviousBinary } from "./apply/previous-binary";
+import { UPDATE_CHECK_ARG } from "./apply/update-check";
+import { asksForHelp, formatHelp, parseCommandArgs, suggest } from "./args";
 import { commands, findCommand, type Context } from "./commands/registry";
 import { ExitCode, UsageError, UserError, messageOf } from "./errors";
 import { createOutput, type Output } from "./ui/output";
-import { VERSION } from "./version";
+import { BIN_NAME, VERSION } from "./version";
 
-const BIN = "rootless-k8s";
+const BIN = BIN_NAME;
 
 export function topLevelHelp(): string {
-  const w = Math.max(...commands.map((c) => c.name.length)) + 2;
+  const names = commands.map((c) => (c.aliases?.length ? `${c.name} (${c.aliases.join(", ")})` : c.name));
+  const w = Math.max(...names.map((n) => n.length)) + 2;
   return [
     `${BIN} ${VERSION}: run a Kubernetes node as an ordinary user, in the user's systemd.`,
     "",
     `Usage: ${BIN} <command> [options]`,
+    `       ${BIN} help <command>`,
     "",
     "Commands:",
-    ...commands.map((c) => `  ${c.name.padEnd(w)}${c.summary}`),
+    ...commands.map((c, i) => `  ${names[i]!.padEnd(w)}${c.summary}`),
     "",
-    "Global options:",
+    "Options:",
     "  -h, --help       Show help (also: <command> --help)",
     "  -V, --version    Print the version",
+    "",
+    "Environment:",
+    "  NO_COLOR=1                      No colours",
+    "  CI=true                         Plain output: no spinners, prompts or update check",
+    "  ROOTLESS_K8S_NO_UPDATE_CHECK=1  No daily check for a newer release",
+    "  ROOTLESS_K8S_DEBUG=1            Show the cause of errors in full",
     "",
     `Start with \`${BIN} doctor\`. Exit codes: 0 ok, 1 failure, 2 bad usage, 3 refused,`,
     "4 verification failed, 5 network failure, 6 locked by another run, 130 interrupted.",
@@ -27,21 +38,29 @@ export function topLevelHelp(): string {
 }
 
 export async function main(argv: string[], out: Output = createOutput()): Promise<number> {
+  dropPreviousBinary();
   const [first, ...rest] = argv;
-  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
-    if (first === "help" && rest[0]) return main([rest[0], "--help"], out);
+  if (first === UPDATE_CHECK_ARG) return (await import("./apply/update-check")).runUpdateCheck(process.env);
+  if (first === undefined || first === "--help" || first === "-h") {
     out.out(topLevelHelp());
     return first === undefined ? ExitCode.Usage : ExitCode.Ok;
   }
+  if (first === "help") return rest[0] ? main([rest[0], "--help"], out) : main(["--help"], out);
   if (first === "--version" || first === "-V" || first === "version") {
     out.out(`${BIN} ${VERSION}`);
     return ExitCode.Ok;
   }
   const entry = findCommand(first);
   if (!entry) {
-    out.err(`error: unknown command "${first}"`);
-    out.err(`Run \`${BIN} --help\` for the list of commands.`);
+    const guess = first.startsWith("-") ? undefined : suggest(first, commands.flatMap((c) => [c.name, ...(c.aliases ?? [])]));
+    out.err(`${out.errStyle.red("error:")} ${first.startsWith("-") ? `unknown option ${first}` : `unknown command "${first}"`}`);
+    out.err(guess ? `Did you mean \`${BIN} ${guess}\`?` : `Run \`${BIN} --help\` for the list of commands.`);
     return ExitCode.Usage;
+  }
+  const mod = await entry.load();
+  if (asksForHelp(rest)) {
+    out.out(formatHelp(mod.spec, BIN, entry.aliases));
+    return ExitCode.Ok;
   }
   const controller = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
@@ -50,13 +69,9 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const mod = await entry.load();
+  let code: number;
   try {
     const parsed = parseCommandArgs(mod.spec, rest);
-    if (parsed.help) {
-      out.out(formatHelp(mod.spec, BIN));
-      return ExitCode.Ok;
-    }
     const ctx: Context = {
       out,
       env: process.env,
@@ -64,21 +79,27 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
       stdinIsTTY: process.stdin.isTTY === true,
       signal: controller.signal,
     };
-    return await mod.run(ctx, parsed);
+    code = await mod.run(ctx, parsed);
   } catch (e) {
-    return reportError(e, out, mod.spec.usage);
+    code = reportError(e, out, mod.spec.usage, mod.spec.name);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+  if (!controller.signal.aborted) {
+    const { afterCommand } = await import("./apply/update-check");
+    await afterCommand({ command: entry.name, env: process.env, onTerminal: process.stderr.isTTY === true, version: VERSION, notify: (l) => out.err(l) });
+  }
+  return code;
 }
 
 /** One line for the error, one for the fix; the usage line for bad usage. Never a stack trace. */
-export function reportError(e: unknown, out: Output, usage?: string): number {
+export function reportError(e: unknown, out: Output, usage?: string, command?: string): number {
   const s = out.errStyle;
   if (e instanceof UsageError) {
     out.err(`${s.red("error:")} ${e.message}`);
-    if (usage) out.err(`usage: ${usage}  (see --help)`);
+    if (usage) out.err(`usage: ${usage}`);
+    out.err(`Run \`${BIN} ${command ?? e.command ?? ""}${command || e.command ? " " : ""}--help\` for all options.`);
     return ExitCode.Usage;
   }
   if (e instanceof UserError) {

@@ -1,5 +1,15 @@
-// The tool's own version. scripts/bundle.mjs replaces __RK8S_VERSION__ at build time
-// (from package.json, or RK8S_VERSION for test builds); `npm run dev` shows the package.json one.
+// The tool's name, version and release location. scripts/bundle.mjs replaces __RK8S_VERSION__ at
+// build time (from package.json, or RK8S_VERSION for test builds); `npm run dev` shows "0.0.0-dev".
 declare const __RK8S_VERSION__: string | undefined;
 
 export const VERSION: string = typeof __RK8S_VERSION__ === "string" ? __RK8S_VERSION__ : "0.0.0-dev";
+
+/** The command's name, as installed and as shown in help. */
+export const BIN_NAME = "rootless-k8s";
+
+/**
+ * Where releases are published, in the layout of README "Release layout" (latest.txt,
+ * <version>/rootless-k8s-linux-<arch>, <version>/SHA256SUMS, install.sh). Overridden by
+ * ROOTLESS_K8S_DOWNLOAD_URL or --base-url. scripts/install.sh holds the same default.
+ */
+export const DEFAULT_DOWNLOAD_URL = "https://dl.rootless-k8s.dev";

@@ -1,15 +1,68 @@
-// `rootless-k8s self-upgrade`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s self-upgrade`: replace this binary with a newer verified release (cli/apply/self-upgrade.ts).
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { ExitCode, UsageError, UserError } from "../errors";
+import { BIN_NAME, DEFAULT_DOWNLOAD_URL, VERSION } from "../version";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
   name: "self-upgrade",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s self-upgrade",
-  options: {},
+  summary: "Replace this binary with a newer verified release",
+  usage: "rootless-k8s self-upgrade [--to VERSION] [--dry-run] [options]",
+  description: `Downloads the release's binary and SHA256SUMS, checks the SHA-256, runs the new binary's
+--version, then renames it over this one in the same folder. The old binary stays beside it as
+<binary>.previous until the new one has run once. Nothing changes when any step fails.
+This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
+  options: {
+    to: { type: "string", valueName: "VERSION", description: "Install this version (also older ones) instead of the latest" },
+    "dry-run": { type: "boolean", description: "Download, verify and test the new binary, but keep this one" },
+    force: { type: "boolean", description: "Reinstall even when this version is already running" },
+    "base-url": { type: "string", valueName: "URL", description: `Release base to download from (default ${DEFAULT_DOWNLOAD_URL})` },
+  },
+  environment: [{ name: "ROOTLESS_K8S_DOWNLOAD_URL", description: "Release base, when --base-url is not given (mirrors)" }],
+  examples: [`${BIN_NAME} self-upgrade`, `${BIN_NAME} self-upgrade --dry-run`, `${BIN_NAME} self-upgrade --to 0.2.0`],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`self-upgrade` is not available in this build yet", { exitCode: ExitCode.Refused });
+export async function run(ctx: Context, args: Parsed): Promise<number> {
+  const [{ isSea }, { realpathSync }, { selfUpgrade }, { hostArch, normalizeVersion, resolveBaseUrl }] = await Promise.all([
+    import("node:sea"),
+    import("node:fs"),
+    import("../apply/self-upgrade"),
+    import("../apply/releases"),
+  ]);
+  const toFlag = opt.str(args, "to");
+  const to = toFlag === undefined ? undefined : normalizeVersion(toFlag);
+  if (toFlag !== undefined && !to) throw new UsageError(`--to must be a release version like 0.2.0 (got "${toFlag}")`, spec.name);
+  const base = resolveBaseUrl(opt.str(args, "base-url"), ctx.env);
+  if (!isSea()) {
+    throw new UserError(`self-upgrade replaces the ${BIN_NAME} binary, but this is the JavaScript bundle running under node`, {
+      exitCode: ExitCode.Refused,
+      fix: `run the installed binary (e.g. ~/.local/bin/${BIN_NAME} self-upgrade); a source checkout updates with git pull && make build`,
+    });
+  }
+  const dryRun = opt.bool(args, "dry-run");
+  const outcome = await selfUpgrade({
+    binary: realpathSync(process.execPath),
+    current: VERSION,
+    ...(to ? { to } : {}),
+    base,
+    arch: hostArch(),
+    dryRun,
+    force: opt.bool(args, "force"),
+    signal: ctx.signal,
+    progress: (line) => ctx.out.err(line),
+  });
+  const s = ctx.out.style;
+  switch (outcome.kind) {
+    case "current":
+      ctx.out.out(`${BIN_NAME} ${outcome.version} is up to date (latest release: ${outcome.latest})`);
+      break;
+    case "checked":
+      ctx.out.out(`dry run: ${outcome.from} → ${outcome.to} would work (downloaded, verified, tested); nothing was replaced`);
+      break;
+    case "upgraded":
+      ctx.out.out(`${s.green("upgraded")} ${BIN_NAME} ${outcome.from} → ${outcome.to}`);
+      ctx.out.out(`the previous binary is kept as ${outcome.previous} until the new one has run once`);
+      break;
+  }
+  return ExitCode.Ok;
 }

@@ -1,0 +1,155 @@
+// `rootless-k8s self-upgrade`: replace the running binary with a verified release.
+// Order: can we replace it at all? → which version → SHA256SUMS → download beside the binary →
+// checksum → `--version` smoke test → hard-link the old one to `.previous` → one rename.
+// Any failure before the rename leaves the binary as it was and removes the download.
+import { constants } from "node:fs";
+import { access, chmod, copyFile, link, open, rename, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { execFile } from "node:child_process";
+import { ExitCode, UserError, messageOf } from "../errors";
+import { BIN_NAME } from "../version";
+import { previousPathOf } from "./previous-binary";
+import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, releaseUrl, tempPathBeside } from "./releases";
+
+export interface SelfUpgradeRequest {
+  /** The real path of the running binary (symlinks resolved). */
+  binary: string;
+  /** The running binary's version. */
+  current: string;
+  /** A pinned version (--to); otherwise the base's latest.txt. */
+  to?: string;
+  base: string;
+  arch: Arch;
+  /** Download, verify and smoke-test, but do not replace. */
+  dryRun: boolean;
+  /** Reinstall even when the version is the same. */
+  force: boolean;
+  signal: AbortSignal;
+  progress(line: string): void;
+}
+
+export type SelfUpgradeOutcome =
+  | { kind: "current"; version: string; latest: string }
+  | { kind: "checked"; from: string; to: string; sha256: string }
+  | { kind: "upgraded"; from: string; to: string; sha256: string; previous: string };
+
+export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeOutcome> {
+  await assertReplaceable(req.binary);
+  const target = req.to ?? (await latestVersion(req.base, req.signal));
+  if (!req.force && (await nothingToDo(target, req.current, req.to !== undefined))) {
+    return { kind: "current", version: req.current, latest: target };
+  }
+  const name = binaryName(req.arch);
+  const sums = await fetchText(releaseUrl.sums(req.base, target), { signal: req.signal });
+  const expected = checksumFor(sums, name);
+  if (!expected) {
+    throw new UserError(`${releaseUrl.sums(req.base, target)} has no checksum for ${name}`, {
+      exitCode: ExitCode.Verification,
+      fix: `this release has no ${req.arch} binary, or the mirror is incomplete: pick another version with --to`,
+    });
+  }
+  const url = releaseUrl.binary(req.base, target, req.arch);
+  const tmp = tempPathBeside(req.binary, "upgrade");
+  try {
+    req.progress(`downloading ${url}`);
+    const { sha256 } = await downloadFile(url, tmp, { signal: req.signal });
+    if (sha256 !== expected) {
+      throw new UserError(`checksum mismatch for ${name} ${target}: got ${sha256}, SHA256SUMS says ${expected}; ${req.binary} is unchanged`, {
+        exitCode: ExitCode.Verification,
+        fix: "run self-upgrade again (a download may have been cut); if it persists, the release base serves a tampered or broken file",
+      });
+    }
+    req.progress(`verified SHA-256 ${sha256}`);
+    await chmod(tmp, (await stat(req.binary)).mode & 0o755);
+    await smokeTest(tmp, target, req.binary, req.signal);
+    req.progress(`the new binary runs and reports ${BIN_NAME} ${target}`);
+    if (req.dryRun) return { kind: "checked", from: req.current, to: target, sha256 };
+    const previous = await replace(req.binary, tmp);
+    return { kind: "upgraded", from: req.current, to: target, sha256, previous };
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/** Refuses (exit 3, before any download) when the binary's folder does not let us rename into it. */
+export async function assertReplaceable(binary: string): Promise<void> {
+  const dir = dirname(binary);
+  const [d, f] = await Promise.all([stat(dir), stat(binary)]);
+  const uid = process.getuid?.() ?? -1;
+  const why = await access(dir, constants.W_OK).then(
+    () => (d.mode & 0o1000 && f.uid !== uid && d.uid !== uid ? `${dir} is sticky and ${binary} belongs to uid ${f.uid}` : undefined),
+    () => `${dir} is not writable by you (uid ${uid}; the folder belongs to ${d.uid === 0 ? "root" : `uid ${d.uid}`}, mode ${(d.mode & 0o7777).toString(8)})`,
+  );
+  if (why) {
+    throw new UserError(`cannot replace ${binary}: ${why}`, {
+      exitCode: ExitCode.Refused,
+      fix: `install ${BIN_NAME} into a folder you own (curl -fsSL <base>/install.sh | sh puts it in ~/.local/bin), or update it the way it was installed there`,
+    });
+  }
+}
+
+async function latestVersion(base: string, signal: AbortSignal): Promise<string> {
+  const text = await fetchText(releaseUrl.latest(base), { signal });
+  const v = normalizeVersion(text);
+  if (!v) {
+    throw new UserError(`${releaseUrl.latest(base)} does not hold a release version`, {
+      exitCode: ExitCode.Verification,
+      fix: "check the release base (--base-url, ROOTLESS_K8S_DOWNLOAD_URL), or pin a version with --to",
+    });
+  }
+  return v;
+}
+
+/** Latest not newer than what runs, or a pinned version equal to it. */
+async function nothingToDo(target: string, current: string, pinned: boolean): Promise<boolean> {
+  const semver = await import("semver");
+  const running = semver.valid(current);
+  if (!running) return false; // a development build: any release replaces it
+  return pinned ? semver.eq(target, running) : semver.lte(target, running);
+}
+
+/** `<new binary> --version` must print exactly "rootless-k8s <version>". */
+async function smokeTest(file: string, version: string, binary: string, signal: AbortSignal): Promise<void> {
+  const want = `${BIN_NAME} ${version}`;
+  const got = await new Promise<string>((resolve, reject) => {
+    execFile(
+      file,
+      ["--version"],
+      { timeout: 30_000, signal, env: { ...process.env, ROOTLESS_K8S_NO_UPDATE_CHECK: "1" } },
+      (err, stdout, stderr) => (err ? reject(new Error(firstLine(stderr) || messageOf(err))) : resolve(stdout.trim())),
+    );
+  }).catch((e: Error) => {
+    throw new UserError(`the new binary (${version}) failed its smoke test: ${e.message}; ${binary} is unchanged`, {
+      exitCode: ExitCode.Verification,
+      fix: "this release does not run here: stay on this version, or pick another with --to",
+    });
+  });
+  if (got !== want) {
+    throw new UserError(`the new binary failed its smoke test: \`--version\` printed "${firstLine(got)}", expected "${want}"; ${binary} is unchanged`, {
+      exitCode: ExitCode.Verification,
+      fix: "the release is mislabelled: stay on this version, or pick another with --to",
+    });
+  }
+}
+
+function firstLine(s: string): string {
+  return s.trim().split("\n")[0] ?? "";
+}
+
+/** Keeps the old binary as `.previous` (a hard link, else a copy), then renames the new one over it. */
+async function replace(binary: string, tmp: string): Promise<string> {
+  const previous = previousPathOf(binary);
+  const fh = await open(tmp, "r");
+  await fh.sync().finally(() => fh.close());
+  await rm(previous, { force: true });
+  await link(binary, previous).catch(() => copyFile(binary, previous));
+  try {
+    await rename(tmp, binary);
+  } catch (e) {
+    await rm(previous, { force: true });
+    throw new UserError(`could not replace ${binary}: ${messageOf(e)}; it is unchanged`, { exitCode: ExitCode.Failure, cause: e });
+  }
+  const dir = await open(dirname(binary), "r");
+  await dir.sync().catch(() => undefined).finally(() => dir.close());
+  return previous;
+}
