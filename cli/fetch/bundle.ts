@@ -1,0 +1,282 @@
+// Offline bundles: one uncompressed tar (its contents are already compressed) holding
+//   rootless-k8s-bundle.json         first entry: the manifest for one arch, with sizes, and the file list
+//   artifacts/<id>/<upstream name>   each artifact, byte for byte as downloaded and verified
+// Using a bundle needs no network at all. Every artifact is verified again while it is copied
+// into the cache, and the bundle's checksums must equal the pinned ones unless --trust-bundle.
+import { createWriteStream, promises as fsp } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { createHash } from "node:crypto";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { VERSION } from "../version";
+import { fromCache, pinText, type CacheLayout } from "./cache";
+import { parseManifest } from "./manifest";
+import type { FetchProgress } from "./progress";
+import { resolveArtifact } from "./select";
+import { StopWalk, UnsafeArchiveError, isRegularFile, walkTar, type ReadEntry } from "./tar";
+import type { Arch, FetchedArtifact, Manifest, ManifestArtifact, PinnedChecksum, ResolvedArtifact } from "./types";
+
+export const BUNDLE_INDEX = "rootless-k8s-bundle.json";
+const INDEX_MAX = 4 << 20;
+
+export interface BundleFile {
+  id: string;
+  /** Path inside the bundle tar. */
+  path: string;
+  algorithm: PinnedChecksum["algorithm"];
+  value: string;
+  size: number;
+}
+
+export interface BundleIndex {
+  schema: 1;
+  kind: "rootless-k8s-bundle";
+  createdBy: string;
+  createdAt: string;
+  arch: Arch;
+  /** The manifest of this bundle: only this arch, with sizes (schema: docs/manifest.md). */
+  manifest: Omit<Manifest, "origin">;
+  files: BundleFile[];
+}
+
+/** Writes the verified `fetched` files and their manifest into `outFile` (atomically: temp + rename). */
+export async function writeBundle(
+  fetched: FetchedArtifact[],
+  manifest: Manifest,
+  arch: Arch,
+  outFile: string,
+  signal?: AbortSignal,
+): Promise<{ file: string; size: number; index: BundleIndex }> {
+  const index = bundleIndex(fetched, manifest, arch);
+  const tmpOut = `${outFile}.tmp-${process.pid}`;
+  const stage = await fsp.mkdtemp(join(dirname(outFile), `.${basename(outFile)}.stage-`));
+  try {
+    await fsp.writeFile(join(stage, BUNDLE_INDEX), JSON.stringify(index, null, 2) + "\n");
+    for (const f of index.files) {
+      const src = fetched.find((x) => x.artifact.id === f.id)?.file as string;
+      await fsp.mkdir(dirname(join(stage, f.path)), { recursive: true });
+      await fsp.symlink(src, join(stage, f.path));
+    }
+    const tar = await import("tar");
+    const pack = tar.c({ cwd: stage, follow: true, portable: true }, [BUNDLE_INDEX, "artifacts"]);
+    await pipeline(pack, createWriteStream(tmpOut, { mode: 0o644 }), signal ? { signal } : {});
+    await fsp.rename(tmpOut, outFile);
+    return { file: outFile, size: (await fsp.stat(outFile)).size, index };
+  } catch (e) {
+    await fsp.rm(tmpOut, { force: true });
+    if (signal?.aborted) throw new InterruptedError("interrupted while writing the bundle; no bundle was written");
+    throw e;
+  } finally {
+    await fsp.rm(stage, { recursive: true, force: true });
+  }
+}
+
+function bundleIndex(fetched: FetchedArtifact[], manifest: Manifest, arch: Arch): BundleIndex {
+  const byId = new Map(fetched.map((f) => [f.artifact.id, f]));
+  const artifacts: ManifestArtifact[] = [];
+  for (const a of manifest.artifacts) {
+    const f = byId.get(a.id);
+    const token = a.arch[arch];
+    const sum = a.checksums[arch];
+    if (!f || token === undefined || sum === undefined) continue;
+    artifacts.push({ ...a, arch: { [arch]: token }, checksums: { [arch]: { ...sum, size: f.size } } });
+  }
+  const { origin: _origin, ...rest } = manifest;
+  return {
+    schema: 1,
+    kind: "rootless-k8s-bundle",
+    createdBy: `rootless-k8s ${VERSION}`,
+    createdAt: new Date().toISOString(),
+    arch,
+    manifest: { ...rest, artifacts },
+    files: fetched.map((f) => ({
+      id: f.artifact.id,
+      path: `artifacts/${f.artifact.id}/${f.artifact.fileName}`,
+      algorithm: f.artifact.checksum.algorithm,
+      value: f.artifact.checksum.value,
+      size: f.size,
+    })),
+  };
+}
+
+/** The bundle's own manifest, e.g. to plan a --trust-bundle install with the bundle's versions. */
+export async function readBundleManifest(file: string, signal?: AbortSignal): Promise<Manifest> {
+  return (await readBundleIndex(file, signal)).manifest as Manifest;
+}
+
+/** Reads and validates the index (the first entry) of a bundle, without reading the rest. */
+export async function readBundleIndex(file: string, signal?: AbortSignal): Promise<BundleIndex & { manifest: Manifest }> {
+  const found: { index?: BundleIndex & { manifest: Manifest } } = {};
+  await walkBundle(file, signal, async (entry, path) => {
+    found.index = await parseIndexEntry(file, entry, path);
+    throw new StopWalk();
+  });
+  if (!found.index) throw notABundle(file, "it is empty");
+  return found.index;
+}
+
+/**
+ * Copies the wanted artifacts from the bundle into the cache, verifying each while it streams.
+ * Artifacts already in the cache are re-hashed instead. No network access.
+ */
+export async function importFromBundle(
+  artifacts: ResolvedArtifact[],
+  file: string,
+  layout: CacheLayout,
+  opts: { trustBundle: boolean; signal?: AbortSignal | undefined; progress?: FetchProgress | undefined },
+): Promise<FetchedArtifact[]> {
+  const results = new Map<string, FetchedArtifact>();
+  const wanted = new Map<string, ResolvedArtifact>(); // bundle path → artifact to import
+  let indexed = false;
+  await walkBundle(file, opts.signal, async (entry, path, walk) => {
+    if (!indexed) {
+      const index = await parseIndexEntry(file, entry, path);
+      indexed = true;
+      for (const a of artifacts) {
+        const chosen = chooseArtifact(a, index, file, opts.trustBundle);
+        const cached = await fromCache(chosen.artifact, layout, opts.signal);
+        if (cached) results.set(a.id, { ...cached, verification: `${cached.verification} (bundle not needed)` });
+        else wanted.set(chosen.path, chosen.artifact);
+      }
+      return;
+    }
+    const a = wanted.get(path);
+    if (!a) {
+      entry.resume();
+      return;
+    }
+    if (!isRegularFile(entry)) throw new UnsafeArchiveError(`"${entry.path}" is a ${entry.type}, not a regular file`);
+    wanted.delete(path);
+    const r = await copyVerified(entry, a, layout, file, walk);
+    results.set(a.id, r);
+    opts.progress?.done?.(r);
+  });
+  if (!indexed) throw notABundle(file, "it is empty");
+  const missing = [...wanted.values()];
+  if (missing.length > 0) {
+    throw new UserError(`bundle ${file} lists ${missing.map((a) => a.label).join(", ")} but does not contain the file`, {
+      exitCode: ExitCode.Verification,
+      fix: "the bundle is truncated or damaged: copy it again, or make a new one with `rootless-k8s bundle`",
+    });
+  }
+  return artifacts.map((a) => results.get(a.id) as FetchedArtifact);
+}
+
+/** The artifact to take from the bundle for `a`, and its path in the bundle. */
+function chooseArtifact(a: ResolvedArtifact, index: BundleIndex & { manifest: Manifest }, file: string, trust: boolean): { artifact: ResolvedArtifact; path: string } {
+  if (index.arch !== a.arch) {
+    throw new UserError(`bundle ${file} is for ${index.arch}, but ${a.arch} is needed`, {
+      exitCode: ExitCode.Refused,
+      fix: `make a bundle for this machine: rootless-k8s bundle --arch ${a.arch} -o FILE`,
+    });
+  }
+  const entry = index.files.find((f) => f.id === a.id);
+  const inManifest = index.manifest.artifacts.find((m) => m.id === a.id);
+  if (!entry || !inManifest) {
+    throw new UserError(`bundle ${file} has no ${a.label}`, {
+      exitCode: ExitCode.Verification,
+      fix: "make the bundle with the same rootless-k8s version and --manifest as this install",
+    });
+  }
+  if (entry.algorithm === a.checksum.algorithm && entry.value === a.checksum.value) return { artifact: a, path: entry.path };
+  if (!trust) {
+    throw new UserError(
+      `bundle ${file} does not match the pinned checksums: ${a.label} is ${entry.algorithm} ${entry.value} in the bundle, pinned as ${a.checksum.algorithm} ${a.checksum.value}`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "use a bundle made for this rootless-k8s version and manifest, or pass --trust-bundle to install the bundle's own versions (only for a bundle you built)",
+      },
+    );
+  }
+  const own = resolveArtifact(inManifest, a.arch, `bundle ${file}`);
+  if (own.checksum.algorithm !== entry.algorithm || own.checksum.value !== entry.value) {
+    throw notABundle(file, `its file list and manifest disagree about ${a.id}`);
+  }
+  return { artifact: own, path: entry.path };
+}
+
+async function copyVerified(entry: AsyncIterable<Buffer>, a: ResolvedArtifact, layout: CacheLayout, file: string, signal: AbortSignal): Promise<FetchedArtifact> {
+  const part = layout.part(a.checksum);
+  const dest = layout.blob(a.checksum);
+  await fsp.mkdir(dirname(part), { recursive: true });
+  await fsp.mkdir(dirname(dest), { recursive: true });
+  const hash = createHash(a.checksum.algorithm);
+  let size = 0;
+  const hashing = new Transform({
+    transform(chunk: Buffer, _e, cb) {
+      hash.update(chunk);
+      size += chunk.length;
+      cb(null, chunk);
+    },
+  });
+  try {
+    await pipeline(entry, hashing, createWriteStream(part, { mode: 0o644 }), { signal });
+  } catch (e) {
+    await fsp.rm(part, { force: true });
+    throw e;
+  }
+  const actual = hash.digest("hex");
+  if (actual !== a.checksum.value) {
+    await fsp.rm(part, { force: true });
+    throw new UserError(`bundle ${file}: ${a.label} does not match its checksum: expected ${a.checksum.algorithm} ${a.checksum.value}, got ${actual}`, {
+      exitCode: ExitCode.Verification,
+      fix: "the bundle is damaged or was altered: nothing from it was installed. Copy it again or make a new one",
+    });
+  }
+  await fsp.rename(part, dest);
+  return { artifact: a, file: dest, size, source: "bundle", verification: `${pinText(a)}, re-checked from the bundle` };
+}
+
+async function walkBundle(
+  file: string,
+  signal: AbortSignal | undefined,
+  visit: (entry: ReadEntry, path: string, walk: AbortSignal) => Promise<void>,
+): Promise<void> {
+  const st = await fsp.stat(file).catch(() => null);
+  if (!st?.isFile()) {
+    throw new UserError(`bundle ${file} not found`, { exitCode: ExitCode.Usage, fix: "pass the path of a file made by `rootless-k8s bundle` to --bundle" });
+  }
+  try {
+    await walkTar(file, visit, signal);
+  } catch (e) {
+    if (signal?.aborted) throw new InterruptedError("interrupted while reading the bundle; re-run to continue");
+    if (e instanceof UserError) throw e;
+    throw notABundle(file, e instanceof UnsafeArchiveError ? `it has an unsafe entry: ${e.message}` : messageOf(e));
+  }
+}
+
+async function parseIndexEntry(file: string, entry: ReadEntry, path: string): Promise<BundleIndex & { manifest: Manifest }> {
+  if (path !== BUNDLE_INDEX || !isRegularFile(entry)) throw notABundle(file, `its first entry is "${entry.path}", not ${BUNDLE_INDEX}`);
+  if (entry.size > INDEX_MAX) throw notABundle(file, `${BUNDLE_INDEX} is larger than 4 MiB`);
+  const chunks: Buffer[] = [];
+  for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c);
+  let data: Record<string, unknown>;
+  try {
+    data = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
+  } catch (e) {
+    throw notABundle(file, `${BUNDLE_INDEX} is not valid JSON (${messageOf(e)})`);
+  }
+  if (data.kind !== "rootless-k8s-bundle" || data.schema !== 1) throw notABundle(file, `${BUNDLE_INDEX} is not a schema 1 rootless-k8s bundle index`);
+  if (data.arch !== "amd64" && data.arch !== "arm64") throw notABundle(file, `its arch "${String(data.arch)}" is unknown`);
+  const manifest = parseManifest(data.manifest, `bundle ${file}`);
+  if (!Array.isArray(data.files)) throw notABundle(file, "its file list is missing");
+  const files = (data.files as Record<string, unknown>[]).map((f): BundleFile => {
+    const ok =
+      typeof f.id === "string" &&
+      typeof f.path === "string" &&
+      (f.algorithm === "sha256" || f.algorithm === "sha512") &&
+      typeof f.value === "string" &&
+      typeof f.size === "number";
+    if (!ok) throw notABundle(file, `its file list has a malformed entry (${JSON.stringify(f).slice(0, 80)})`);
+    return f as unknown as BundleFile;
+  });
+  return { ...(data as unknown as BundleIndex), manifest, files };
+}
+
+function notABundle(file: string, why: string): UserError {
+  return new UserError(`${file} is not a usable rootless-k8s bundle: ${why}`, {
+    exitCode: ExitCode.Verification,
+    fix: "make one with `rootless-k8s bundle --arch ARCH -o FILE` on a machine with network access",
+  });
+}

@@ -1,0 +1,223 @@
+// One verified download into the cache: stream to <blob>.part while hashing in the same pass,
+// rename into place only when the digest matches the pin. An interrupted or failed transfer keeps
+// the part file and resumes it with Range / If-Range, in the next attempt or the next run.
+import { createHash, type Hash } from "node:crypto";
+import { createWriteStream, promises as fsp } from "node:fs";
+import { dirname } from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { ExitCode, InterruptedError, UserError } from "../errors";
+import { hashInto } from "./digest";
+import { formatBytes } from "./format";
+import { HttpStatusError, TLS_ERROR_CODES, backoffMs, describeNetworkError, errorCode, isRetryable, sleep, type HttpClient } from "./http";
+import type { PinnedChecksum } from "./types";
+
+export interface DownloadJob {
+  /** URL to ask (already rewritten for a mirror). */
+  url: string;
+  /** "etcd 3.6.14 for amd64", for messages. */
+  label: string;
+  checksum: PinnedChecksum;
+  /** Final path (the cache blob), and the part and metadata files beside the download. */
+  dest: string;
+  part: string;
+  meta: string;
+  /** Called when the body starts: total size if known, and how many bytes were already there. */
+  onStart?(total: number | undefined, resumedFrom: number): void;
+  onBytes?(n: number): void;
+}
+
+export interface DownloadResult {
+  size: number;
+  resumedFrom: number;
+  attempts: number;
+}
+
+interface PartMeta {
+  url: string;
+  etag?: string;
+  lastModified?: string;
+}
+
+/** Downloads and verifies `job`, retrying network errors and 5xx with backoff. */
+export async function download(client: HttpClient, job: DownloadJob, signal?: AbortSignal): Promise<DownloadResult> {
+  await fsp.mkdir(dirname(job.part), { recursive: true });
+  await fsp.mkdir(dirname(job.dest), { recursive: true });
+  let retry = 0;
+  let restartedAfterMismatch = false;
+  for (;;) {
+    const state: AttemptState = { resumedFrom: 0, diskError: null };
+    try {
+      const size = await attempt(client, job, state, signal);
+      return { size, resumedFrom: state.resumedFrom, attempts: retry + 1 };
+    } catch (e) {
+      if (signal?.aborted) throw await interrupted(job);
+      if (state.diskError) {
+        await removePart(job);
+        throw diskError(job, state.diskError);
+      }
+      if (e instanceof ChecksumMismatch) {
+        await removePart(job);
+        // A resumed part may have come from an older file at the same URL: start over once.
+        if (state.resumedFrom > 0 && !restartedAfterMismatch) {
+          restartedAfterMismatch = true;
+          continue;
+        }
+        throw e.toUserError();
+      }
+      if (!isRetryable(e) || retry >= client.settings.retries) throw networkError(job, e, retry + 1);
+      retry++;
+      await sleep(backoffMs(retry, client.settings), signal).catch(async () => {
+        throw await interrupted(job);
+      });
+    }
+  }
+}
+
+interface AttemptState {
+  resumedFrom: number;
+  diskError: NodeJS.ErrnoException | null;
+}
+
+async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState, signal?: AbortSignal): Promise<number> {
+  const meta = await readMeta(job.meta);
+  let offset = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
+  const headers: Record<string, string> = {};
+  if (offset > 0) {
+    headers.range = `bytes=${offset}-`;
+    const validator = meta?.url === job.url ? (meta.etag && !meta.etag.startsWith("W/") ? meta.etag : meta.lastModified) : undefined;
+    if (validator) headers["if-range"] = validator;
+  }
+  const res = await client.get(job.url, headers, signal);
+  const range = res.status === 206 ? parseContentRange(header(res.headers, "content-range")) : null;
+  if (offset > 0 && (res.status === 416 || (res.status === 206 && range?.start !== offset))) {
+    // The part no longer fits the file: throw it away and start from zero.
+    await res.body.dump().catch(() => undefined);
+    await removePart(job);
+    return attempt(client, job, state, signal);
+  }
+  if (res.status === 404 || res.status === 410) {
+    await res.body.dump().catch(() => undefined);
+    throw new UserError(`not found (HTTP ${res.status}): ${res.url} (${job.label})`, {
+      exitCode: ExitCode.Network,
+      fix: "that version is not published at this URL: check the manifest's version and URL, or that --mirror carries the file at the upstream path",
+    });
+  }
+  if (res.status !== 200 && res.status !== 206) {
+    await res.body.dump().catch(() => undefined);
+    throw new HttpStatusError(res.status, res.url);
+  }
+  if (res.status === 200) offset = 0; // the server sent the whole file (no Range support, or If-Range failed)
+  state.resumedFrom = offset;
+
+  const hash = createHash(job.checksum.algorithm);
+  if (offset > 0) await hashInto(hash, job.part, signal);
+  const newMeta: PartMeta = { url: job.url };
+  const etag = header(res.headers, "etag");
+  const lastModified = header(res.headers, "last-modified");
+  if (etag) newMeta.etag = etag;
+  if (lastModified) newMeta.lastModified = lastModified;
+  await fsp.writeFile(job.meta, JSON.stringify(newMeta));
+
+  const length = Number(header(res.headers, "content-length"));
+  const total = range?.total ?? (Number.isFinite(length) && length >= 0 ? offset + length : undefined);
+  job.onStart?.(total, offset);
+  const out = createWriteStream(job.part, { flags: offset > 0 ? "a" : "w", mode: 0o644 });
+  out.on("error", (e) => (state.diskError = e));
+  const received = await pipeline(res.body, hashing(hash, job.onBytes), out, { signal }).then(() => out.bytesWritten);
+  const actual = hash.digest("hex");
+  if (actual !== job.checksum.value) throw new ChecksumMismatch(job, actual);
+  await fsp.rename(job.part, job.dest);
+  await fsp.rm(job.meta, { force: true });
+  return offset + received;
+}
+
+function hashing(hash: Hash, onBytes?: (n: number) => void): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      hash.update(chunk);
+      onBytes?.(chunk.length);
+      cb(null, chunk);
+    },
+  });
+}
+
+export class ChecksumMismatch extends Error {
+  constructor(
+    readonly job: Pick<DownloadJob, "label" | "checksum" | "url">,
+    readonly actual: string,
+  ) {
+    super(`checksum mismatch for ${job.label}`);
+  }
+  toUserError(): UserError {
+    const { label, checksum, url } = this.job;
+    return new UserError(`checksum mismatch for ${label}: expected ${checksum.algorithm} ${checksum.value}, got ${this.actual} (from ${url})`, {
+      exitCode: ExitCode.Verification,
+      fix: "nothing was installed and the bad download was deleted; re-run to fetch it again. If it happens again, the server or mirror serves a different file than the pinned one",
+    });
+  }
+}
+
+function parseContentRange(v: string | undefined): { start: number; total: number | undefined } | null {
+  const m = v ? /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(v.trim()) : null;
+  if (!m) return null;
+  return { start: Number(m[1]), total: m[3] === "*" ? undefined : Number(m[3]) };
+}
+
+function header(h: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+async function readMeta(file: string): Promise<PartMeta | null> {
+  try {
+    const m = JSON.parse(await fsp.readFile(file, "utf8")) as PartMeta;
+    return typeof m.url === "string" ? m : null;
+  } catch {
+    return null;
+  }
+}
+
+async function removePart(job: Pick<DownloadJob, "part" | "meta">): Promise<void> {
+  await fsp.rm(job.part, { force: true });
+  await fsp.rm(job.meta, { force: true });
+}
+
+async function interrupted(job: DownloadJob): Promise<InterruptedError> {
+  const kept = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
+  return new InterruptedError(`interrupted while downloading ${job.label}${kept ? ` (${formatBytes(kept)} kept; re-running resumes it)` : ""}`);
+}
+
+function networkError(job: DownloadJob, e: unknown, attempts: number): UserError {
+  if (e instanceof UserError) return e;
+  const code = errorCode(e);
+  if (code && TLS_ERROR_CODES.test(code)) {
+    return new UserError(`could not download ${job.label}: the TLS certificate of ${new URL(job.url).host} is not trusted (${code})`, {
+      exitCode: ExitCode.Network,
+      cause: e,
+      fix: "if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)",
+    });
+  }
+  const status = e instanceof HttpStatusError ? ` from ${e.url}` : ` from ${job.url}`;
+  return new UserError(`could not download ${job.label}${status}: ${describeNetworkError(e)} (${attempts} attempt${attempts === 1 ? "" : "s"})`, {
+    exitCode: ExitCode.Network,
+    cause: e,
+    fix: "check the network and proxy (HTTPS_PROXY, NO_PROXY) and re-run: finished files are kept and a partial download resumes; or install offline with --bundle FILE",
+  });
+}
+
+function diskError(job: DownloadJob, e: NodeJS.ErrnoException): UserError {
+  const dir = dirname(dirname(job.part));
+  if (e.code === "ENOSPC" || e.code === "EDQUOT") {
+    return new UserError(`no space left on the device of ${dir} while downloading ${job.label}; the partial file was removed`, {
+      exitCode: ExitCode.Failure,
+      cause: e,
+      fix: `free ${job.checksum.size ? `at least ${formatBytes(job.checksum.size)}` : "some space"} there (or set XDG_CACHE_HOME to a folder with room) and re-run`,
+    });
+  }
+  return new UserError(`cannot write the download cache ${dir} (${e.code ?? e.message}) while downloading ${job.label}`, {
+    exitCode: ExitCode.Failure,
+    cause: e,
+    fix: "make the folder writable by you, or set XDG_CACHE_HOME to another folder, and re-run",
+  });
+}

@@ -1,0 +1,218 @@
+// HTTP for downloads, on undici: one dispatcher that honours HTTPS_PROXY / HTTP_PROXY / NO_PROXY
+// (EnvHttpProxyAgent) and a custom CA (--ca-file, on top of the system roots and NODE_EXTRA_CA_CERTS),
+// timeouts for connect, headers and body inactivity, redirects followed by hand so that an
+// https → http downgrade is refused, and the classification of failures into user errors.
+import { readFileSync } from "node:fs";
+import * as tls from "node:tls";
+import type { Dispatcher } from "undici";
+import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+
+export interface HttpOptions {
+  /** PEM file of extra trusted CAs (--ca-file); added to the system roots and NODE_EXTRA_CA_CERTS. */
+  caFile?: string;
+  /** Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY are read (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  connectTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  /** Longest wait for the next bytes of a body before the attempt fails (and is retried/resumed). */
+  bodyTimeoutMs?: number;
+  /** Retries after the first attempt, for network errors and 5xx. */
+  retries?: number;
+  /** First backoff; each retry doubles it (jittered), up to retryMaxMs. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+  maxRedirects?: number;
+}
+
+export const HTTP_DEFAULTS = {
+  connectTimeoutMs: 15_000,
+  headersTimeoutMs: 30_000,
+  bodyTimeoutMs: 30_000,
+  retries: 4,
+  retryBaseMs: 500,
+  retryMaxMs: 8_000,
+  maxRedirects: 10,
+} as const;
+
+export type HttpSettings = Omit<Required<HttpOptions>, "caFile" | "env">;
+
+export interface HttpClient {
+  readonly settings: HttpSettings;
+  /** GET with redirects followed; the response is not a 3xx. */
+  get(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export interface Response {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData["body"];
+  /** The URL that answered, after redirects. */
+  url: string;
+}
+
+export async function createHttpClient(opts: HttpOptions = {}): Promise<HttpClient> {
+  const { EnvHttpProxyAgent, request } = await import("undici");
+  const settings: HttpSettings = {
+    connectTimeoutMs: opts.connectTimeoutMs ?? HTTP_DEFAULTS.connectTimeoutMs,
+    headersTimeoutMs: opts.headersTimeoutMs ?? HTTP_DEFAULTS.headersTimeoutMs,
+    bodyTimeoutMs: opts.bodyTimeoutMs ?? HTTP_DEFAULTS.bodyTimeoutMs,
+    retries: opts.retries ?? HTTP_DEFAULTS.retries,
+    retryBaseMs: opts.retryBaseMs ?? HTTP_DEFAULTS.retryBaseMs,
+    retryMaxMs: opts.retryMaxMs ?? HTTP_DEFAULTS.retryMaxMs,
+    maxRedirects: opts.maxRedirects ?? HTTP_DEFAULTS.maxRedirects,
+  };
+  const env = opts.env ?? process.env;
+  const ca = opts.caFile ? trustedCas(opts.caFile) : undefined;
+  const tlsOpts = ca ? { ca } : {};
+  const dispatcher = new EnvHttpProxyAgent({
+    httpProxy: env.http_proxy ?? env.HTTP_PROXY ?? "",
+    httpsProxy: env.https_proxy ?? env.HTTPS_PROXY ?? "",
+    noProxy: env.no_proxy ?? env.NO_PROXY ?? "",
+    connect: { timeout: settings.connectTimeoutMs, ...tlsOpts },
+    requestTls: { timeout: settings.connectTimeoutMs, ...tlsOpts },
+    proxyTls: { timeout: settings.connectTimeoutMs, ...tlsOpts },
+    headersTimeout: settings.headersTimeoutMs,
+    bodyTimeout: settings.bodyTimeoutMs,
+  });
+
+  async function get(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> {
+    let current = url;
+    for (let hop = 0; hop <= settings.maxRedirects; hop++) {
+      const res = await request(current, {
+        dispatcher,
+        method: "GET",
+        headers: { "user-agent": "rootless-k8s", ...headers },
+        signal,
+        headersTimeout: settings.headersTimeoutMs,
+        bodyTimeout: settings.bodyTimeoutMs,
+      });
+      const location = res.headers.location;
+      if (res.statusCode >= 300 && res.statusCode < 400 && res.statusCode !== 304 && typeof location === "string") {
+        await res.body.dump().catch(() => undefined);
+        const next = new URL(location, current);
+        if (new URL(current).protocol === "https:" && next.protocol !== "https:") throw new DowngradeError(current, next.href);
+        current = next.href;
+        continue;
+      }
+      return { status: res.statusCode, headers: res.headers, body: res.body, url: current };
+    }
+    throw new UserError(`too many redirects (more than ${settings.maxRedirects}) from ${url}`, {
+      exitCode: ExitCode.Network,
+      fix: "check the URL or --mirror; the server redirects in a loop",
+    });
+  }
+
+  return { settings, get, close: () => dispatcher.close() };
+}
+
+/** The system roots (with NODE_EXTRA_CA_CERTS) plus every certificate in `file`. */
+function trustedCas(file: string): string[] {
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new UserError(`--ca-file ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? messageOf(e)})`, {
+      exitCode: ExitCode.Usage,
+      fix: "pass a readable PEM file with the CA certificate(s) to trust",
+    });
+  }
+  if (!pem.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new UserError(`--ca-file ${file} holds no PEM certificate`, {
+      exitCode: ExitCode.Usage,
+      fix: 'pass a PEM file ("-----BEGIN CERTIFICATE-----" blocks)',
+    });
+  }
+  return [...tls.getCACertificates("default"), pem];
+}
+
+/** A redirect from https to http: refused, since it would drop transport security mid-way. */
+export class DowngradeError extends UserError {
+  constructor(from: string, to: string) {
+    super(`refused a redirect from https to http: ${from} → ${to}`, {
+      exitCode: ExitCode.Verification,
+      fix: "use an https mirror, or fix the server's redirect (rootless-k8s never follows https → http)",
+    });
+  }
+}
+
+/** An HTTP status that ends the attempt. */
+export class HttpStatusError extends Error {
+  constructor(
+    readonly status: number,
+    readonly url: string,
+  ) {
+    super(`HTTP ${status} from ${url}`);
+  }
+  get retryable(): boolean {
+    return this.status >= 500 || this.status === 408 || this.status === 429;
+  }
+}
+
+/** Error codes of a TLS handshake that failed verification: retrying cannot help. */
+export const TLS_ERROR_CODES = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL/;
+
+/** Whether another attempt could succeed: network errors, timeouts and 5xx, not 404, TLS or disk. */
+export function isRetryable(e: unknown): boolean {
+  if (e instanceof HttpStatusError) return e.retryable;
+  if (e instanceof UserError) return false;
+  const code = errorCode(e);
+  if (code && TLS_ERROR_CODES.test(code)) return false;
+  return true;
+}
+
+export function errorCode(e: unknown): string | undefined {
+  let cur: unknown = e;
+  for (let i = 0; i < 4 && cur; i++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Delay before retry number `attempt` (1-based): an exponential ceiling, jittered between half and all of it. */
+export function backoffMs(attempt: number, s: Pick<HttpSettings, "retryBaseMs" | "retryMaxMs">, random = Math.random): number {
+  const ceiling = Math.min(s.retryMaxMs, s.retryBaseMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/** Waits, or throws InterruptedError as soon as the signal aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new InterruptedError());
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new InterruptedError());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** One line for a network failure, naming what failed and how. */
+export function describeNetworkError(e: unknown): string {
+  if (e instanceof HttpStatusError) return `HTTP ${e.status}`;
+  const code = errorCode(e);
+  switch (code) {
+    case "UND_ERR_CONNECT_TIMEOUT":
+      return "connection timed out";
+    case "UND_ERR_HEADERS_TIMEOUT":
+      return "no response headers in time";
+    case "UND_ERR_BODY_TIMEOUT":
+      return "the server stopped sending data (inactivity timeout)";
+    case "UND_ERR_SOCKET":
+    case "ECONNRESET":
+      return "the connection was closed mid-transfer";
+    case "ECONNREFUSED":
+      return "connection refused";
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return "the host name could not be resolved";
+    default:
+      return code ? `${messageOf(e)} (${code})` : messageOf(e);
+  }
+}

@@ -1,0 +1,121 @@
+// The data of cli/fetch: the manifest as written in assets/components.json (schema: docs/manifest.md),
+// an artifact resolved for one architecture, and what a fetch hands back. Plain types, no code.
+import type { Arch } from "../host/facts";
+
+export type { Arch };
+export const ARCHES: readonly Arch[] = ["amd64", "arm64"];
+
+export type Runtime = "containerd" | "crio" | "docker";
+export const RUNTIMES: readonly Runtime[] = ["containerd", "crio", "docker"];
+
+export type Network = "slirp4netns" | "pasta" | "builtin";
+export const NETWORKS: readonly Network[] = ["slirp4netns", "pasta", "builtin"];
+
+export type HashAlgorithm = "sha256" | "sha512";
+export const HASH_ALGORITHMS: readonly HashAlgorithm[] = ["sha256", "sha512"];
+
+/** How an artifact is packed: a bare executable, or a tar archive (gzip-compressed or not). */
+export type ArtifactFormat = "binary" | "tar.gz" | "tar";
+
+/** What the node needs: the components that are downloaded depend on these three choices. */
+export interface Selection {
+  arch: Arch;
+  runtime: Runtime;
+  network: Network;
+}
+
+/** A pinned checksum: the normal, strongest way an artifact is verified. */
+export interface PinnedChecksum {
+  algorithm: HashAlgorithm;
+  /** Lower-case hex digest. */
+  value: string;
+  /** Where the value was read (repository, path, commit), for `rootless-k8s components`. */
+  source: string;
+  /** Size in bytes, when known (bundles record it). */
+  size?: number;
+}
+
+/** A checksum file that upstream publishes next to the artifact, compared with the pin when fetched. */
+export interface SideFile {
+  /** URL template; same placeholders as the artifact URL. */
+  url: string;
+  algorithm: HashAlgorithm;
+}
+
+/** One binary taken from an artifact. */
+export interface BinarySpec {
+  /** Its name once installed. */
+  name: string;
+  /** Member path inside the archive (templated); absent for format "binary". */
+  path?: string;
+  /** Sub-folder of the bin folder it goes to ("cni" for CNI plugins); absent = the bin folder itself. */
+  dir?: string;
+}
+
+/** Which selections need the artifact; an absent list means "any". */
+export interface When {
+  runtime?: Runtime[];
+  network?: Network[];
+}
+
+/** One downloadable file, as written in the manifest. */
+export interface ManifestArtifact {
+  /** Unique within the manifest, e.g. "kubernetes-server", "etcd". */
+  id: string;
+  /** The component it provides, e.g. "kubernetes", "cni-plugins" (the key of the version set). */
+  component: string;
+  version: string;
+  /** Download URL template with {version} (no leading v) and {arch} (upstream's token). */
+  url: string;
+  /** Our arch → upstream's arch token. The artifact exists for exactly these arches. */
+  arch: Partial<Record<Arch, string>>;
+  format: ArtifactFormat;
+  binaries: BinarySpec[];
+  /** Mandatory for every arch listed in `arch`. */
+  checksums: Partial<Record<Arch, PinnedChecksum>>;
+  sideFiles?: SideFile[];
+  when?: When;
+  license?: string;
+  homepage?: string;
+  notes?: string;
+}
+
+export interface Manifest {
+  schema: 1;
+  name: string;
+  description?: string;
+  artifacts: ManifestArtifact[];
+  /** Where it was loaded from: "built-in", a file path, or "bundle FILE" (not part of the JSON). */
+  origin: string;
+}
+
+/** An artifact with its templates expanded for one arch. */
+export interface ResolvedArtifact {
+  id: string;
+  component: string;
+  version: string;
+  arch: Arch;
+  /** Upstream URL (before any --mirror rewrite). */
+  url: string;
+  /** Last path segment of the URL: the name in a bundle and in SHA256SUMS-style side files. */
+  fileName: string;
+  format: ArtifactFormat;
+  binaries: { name: string; path: string | null; dir: string | null }[];
+  checksum: PinnedChecksum;
+  sideFiles: SideFile[];
+  /** "etcd 3.6.14 (amd64)", for messages. */
+  label: string;
+}
+
+export type FetchSource = "cache" | "network" | "bundle";
+
+/** A verified local file, in the cache, addressed by its checksum. */
+export interface FetchedArtifact {
+  artifact: ResolvedArtifact;
+  /** Absolute path of the verified file in the cache. */
+  file: string;
+  size: number;
+  source: FetchSource;
+  /** How it was verified, in words: "sha256 pinned (…); side file agrees". */
+  verification: string;
+}
