@@ -1,15 +1,65 @@
-// `rootless-k8s doctor`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s doctor`: can this host run a rootless node, in which mode, and what fixes each
+// problem. Thin: facts (cli/host/gather) -> checks (cli/doctor) -> text, JSON or the root script.
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { ExitCode, UsageError } from "../errors";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
   name: "doctor",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s doctor",
-  options: {},
+  summary: "Check whether this host can run a rootless node, and how to fix it",
+  usage: "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]",
+  description: `
+Reads the host (nothing is changed) and prints one line per check: ok, warn, fail or skip, with the
+exact fix, root commands kept apart from your own. Then the verdict: delegated (cgroup v2 with cpu,
+memory and pids delegated: real per-pod limits), none (runs without cgroup control, and says what
+that gives up) or blocked (no rootless node until the failures are fixed).
+
+Exit status: 0 when no check failed (warnings allowed), 1 when any check failed, 2 for bad usage.`,
+  options: {
+    json: { type: "boolean", description: "Print the result as JSON (schemaVersion 1, see docs/doctor-json.md)" },
+    "root-script": { type: "boolean", description: "Print only the root-side fixes as one script, for review then `| sudo sh`" },
+    user: { type: "string", valueName: "NAME|UID", description: "Evaluate the host for this user (subids, delegation, linger); default: you" },
+    root: { type: "string", valueName: "DIR", description: "Read host files under DIR instead of / (a mounted system image); no commands are run" },
+    "data-dir": { type: "string", valueName: "DIR", description: "Folder the node's data would live in (free space, file system)" },
+  },
+  examples: ["rootless-k8s doctor", "rootless-k8s doctor --root-script | sudo sh", "sudo rootless-k8s doctor --user alice", "rootless-k8s doctor --json | jq .mode"],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`doctor` is not available in this build yet", { exitCode: ExitCode.Refused });
+export async function run(ctx: Context, parsed: Parsed): Promise<number> {
+  return hostDoctor(ctx, parsed);
+}
+
+async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
+  const json = opt.bool(parsed, "json");
+  const script = opt.bool(parsed, "root-script");
+  if (json && script) throw new UsageError("--json and --root-script cannot be combined", spec.name);
+  const root = opt.str(parsed, "root");
+  const dataDir = opt.str(parsed, "data-dir");
+  if (dataDir !== undefined && !dataDir.startsWith("/")) throw new UsageError(`--data-dir must be an absolute path (got "${dataDir}")`, spec.name);
+  const [{ localHost }, { gatherFacts, UnknownUserError }, doctor] = await Promise.all([import("../host/host"), import("../host/gather"), import("../doctor/index")]);
+  if (root !== undefined) {
+    const { statSync } = await import("node:fs");
+    if (!statSync(root, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--root ${root}: no such directory`, spec.name);
+  }
+  const host = localHost({ root, env: ctx.env });
+  let facts;
+  try {
+    facts = await gatherFacts(host, { user: opt.str(parsed, "user"), dataDir });
+  } catch (e) {
+    if (e instanceof UnknownUserError) throw new UsageError(`--user: ${e.message}`, spec.name);
+    throw e;
+  }
+  const d = doctor.diagnose(facts);
+  if (script) {
+    ctx.out.out(doctor.rootScript(d.outcomes, facts));
+    return ExitCode.Ok;
+  }
+  if (json) {
+    const { doctorJson } = await import("../doctor/json");
+    ctx.out.out(JSON.stringify(doctorJson(facts, d), null, 2));
+  } else {
+    const { renderReport } = await import("../doctor/report");
+    ctx.out.out(renderReport(facts, d, ctx.out.style));
+  }
+  return doctor.anyFailed(d.outcomes) ? ExitCode.Failure : ExitCode.Ok;
 }

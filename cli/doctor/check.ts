@@ -19,6 +19,11 @@ export interface CheckResult {
   fix: Fix | null;
   /** Optional extra lines shown under the summary (details, links). */
   details?: string[];
+  /**
+   * False when the root fix is not for the one root script (it needs a reboot or a choice, such as
+   * switching the whole host to cgroup v2): it is shown with the check only. Default true.
+   */
+  rootFixInScript?: boolean;
 }
 
 export type Group = "host" | "user" | "userns" | "cgroup" | "systemd" | "runtimes" | "kernel" | "network";
@@ -29,6 +34,8 @@ export interface Check {
   group: Group;
   /** Short human label: "subordinate UIDs". */
   label: string;
+  /** A failure means no rootless node can run here at all (the verdict is `blocked`). */
+  blocks?: boolean;
   run(facts: Facts): CheckResult;
 }
 
@@ -36,8 +43,19 @@ export interface CheckOutcome extends CheckResult {
   id: string;
   group: Group;
   label: string;
+  blocks: boolean;
 }
 
 export function runChecks(checks: readonly Check[], facts: Facts): CheckOutcome[] {
-  return checks.map((c) => ({ id: c.id, group: c.group, label: c.label, ...c.run(facts) }));
+  return checks.map((c) => ({ id: c.id, group: c.group, label: c.label, blocks: c.blocks === true, ...c.run(facts) }));
+}
+
+/** Shorthands for check bodies. */
+export const ok = (summary: string, details?: string[]): CheckResult => ({ status: "ok", summary, fix: null, ...(details ? { details } : {}) });
+export const skip = (summary: string): CheckResult => ({ status: "skip", summary, fix: null });
+export function warn(summary: string, fix: Partial<Fix> | null = null, details?: string[]): CheckResult {
+  return { status: "warn", summary, fix: fix && { root: fix.root ?? [], user: fix.user ?? [] }, ...(details ? { details } : {}) };
+}
+export function fail(summary: string, fix: Partial<Fix> | null = null, details?: string[]): CheckResult {
+  return { status: "fail", summary, fix: fix && { root: fix.root ?? [], user: fix.user ?? [] }, ...(details ? { details } : {}) };
 }

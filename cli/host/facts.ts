@@ -49,6 +49,8 @@ export interface SubIdFacts {
   overlapsRealIds: { name: string; id: number }[];
   /** Where the ranges came from: the file, or NSS through `getsubids` (SSSD, LDAP); null if none found. */
   source: "file" | "getsubids" | null;
+  /** First start (>= 100000, a multiple of 65536) above every range in the file: where a new range fits. */
+  nextFreeStart: number;
 }
 
 export interface IdMapBinary {

@@ -37,6 +37,14 @@ export async function resolveUser(host: Host, spec: string | undefined): Promise
   return { name, uid: self, gid: e?.gid ?? host.ids.gid, home: host.env.HOME || e?.home || null, other: false };
 }
 
+const SUBID_BLOCK = 65536;
+
+/** Where a new 65536-id range fits: above every existing range, aligned, never below 100000. */
+export function nextFreeStart(entries: readonly SubIdEntry[]): number {
+  const top = Math.max(100000, ...entries.map((e) => e.start + e.count));
+  return Math.ceil(top / SUBID_BLOCK) * SUBID_BLOCK;
+}
+
 function subIdFacts(
   file: string,
   entries: SubIdEntry[] | null,
@@ -60,6 +68,7 @@ function subIdFacts(
       .map((o) => ({ owner: o.owner, range: { start: o.start, count: o.count } })),
     overlapsRealIds: realIds.filter((x) => x.id !== user.uid && inRanges(x.id, ranges)),
     source: ranges.length === 0 ? null : useNss ? "getsubids" : "file",
+    nextFreeStart: nextFreeStart(all),
   };
 }
 

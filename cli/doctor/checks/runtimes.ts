@@ -1,0 +1,105 @@
+// Container tools already on the host. The node brings its own containerd, runc, RootlessKit and
+// slirp4netns, so none of these is required; each is judged against what a node would need from
+// it in this host's mode (Docker >= 19.03, CRI-O >= 1.12, containerd >= 1.3 without cgroups;
+// Docker >= 20.10, CRI-O >= 1.22, containerd >= 1.4 with delegated cgroup v2), and iptables is
+// needed by kube-proxy inside the node's namespaces.
+import { ok, skip, warn, type Check, type CheckResult } from "../check";
+import type { Facts, ToolFacts } from "../../host/facts";
+import { atLeast, isBadIptablesNft } from "../../host/parse/versions";
+import { installPackage } from "../fixes";
+
+type CgroupCapability = "delegated" | "none";
+
+/** What the host's cgroups allow, independent of any other check. */
+export function cgroupCapability(f: Facts): CgroupCapability {
+  return f.cgroup.delegated ? "delegated" : "none";
+}
+
+const FLOORS: Record<"docker" | "containerd" | "crio", Record<CgroupCapability, string>> = {
+  docker: { none: "19.03", delegated: "20.10" },
+  containerd: { none: "1.3", delegated: "1.4" },
+  crio: { none: "1.12", delegated: "1.22" },
+};
+
+const NOT_NEEDED = "not installed (not needed: the node brings its own containerd)";
+
+function judged(name: string, key: keyof typeof FLOORS, t: ToolFacts | null, f: Facts, extra = ""): CheckResult {
+  if (!t) return skip(NOT_NEEDED);
+  const mode = cgroupCapability(f);
+  const floor = FLOORS[key][mode];
+  if (!t.version) return warn(`${name} at ${t.path}: version unknown${extra}`);
+  if (!atLeast(t.version, floor)) return warn(`${name} ${t.version}${extra} is older than ${floor}, the least a node needs in mode ${mode}; the node uses its own`);
+  return ok(`${name} ${t.version}${extra}`);
+}
+
+export const runtimeChecks: Check[] = [
+  {
+    id: "docker",
+    group: "runtimes",
+    label: "Docker",
+    run: (f) => {
+      const d = f.runtimes.docker;
+      if (!d) return judged("Docker", "docker", null, f);
+      const daemon = !d.serverReachable
+        ? "; daemon not reachable"
+        : `; ${d.rootless ? "rootless" : "rootful"} daemon${d.cgroupDriver ? `, cgroup driver ${d.cgroupDriver}` : ""}`;
+      return judged("Docker", "docker", d, f, daemon);
+    },
+  },
+  { id: "containerd", group: "runtimes", label: "containerd", run: (f) => judged("containerd", "containerd", f.runtimes.containerd, f) },
+  { id: "crio", group: "runtimes", label: "CRI-O", run: (f) => judged("CRI-O", "crio", f.runtimes.crio, f) },
+  {
+    id: "oci-runtime",
+    group: "runtimes",
+    label: "OCI runtimes",
+    run: (f) => {
+      const found = [
+        ["runc", f.runtimes.runc],
+        ["crun", f.runtimes.crun],
+      ].filter((x): x is [string, ToolFacts] => !!x[1]);
+      if (!found.length) return skip("no runc or crun installed (not needed: the node brings its own runc)");
+      return ok(found.map(([n, t]) => `${n} ${t.version ?? "(version unknown)"}`).join(", "));
+    },
+  },
+  {
+    id: "userns-tools",
+    group: "runtimes",
+    label: "RootlessKit, network",
+    run: (f) => {
+      const r = f.runtimes;
+      const found = [
+        ["rootlesskit", r.rootlesskit],
+        ["slirp4netns", r.slirp4netns],
+        ["pasta", r.pasta],
+      ].filter((x): x is [string, ToolFacts] => !!x[1]);
+      if (!found.length) return skip("none installed (not needed: the node brings its own RootlessKit and slirp4netns)");
+      return ok(`${found.map(([n, t]) => `${n} ${t.version ?? "(version unknown)"}`).join(", ")}; the node uses its own`);
+    },
+  },
+  {
+    id: "iptables",
+    group: "runtimes",
+    label: "iptables",
+    run: (f) => {
+      const t = f.runtimes.iptables;
+      if (!t) return warn("iptables not found: kube-proxy and the CNI port mappings need it inside the node", { root: [installPackage(f, "iptables")] });
+      const v = `iptables ${t.version ?? "(version unknown)"}${t.backend ? ` (${t.backend})` : ""}`;
+      if (isBadIptablesNft({ version: t.version, raw: t.raw, backend: t.backend })) {
+        const fix = f.distro.family === "debian" ? ["update-alternatives --set iptables /usr/sbin/iptables-legacy", "update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy"] : [];
+        return warn(`${v}: nf_tables 1.8.0 to 1.8.3 mangle kube-proxy's rules; use 1.8.4+ or the legacy backend`, { root: fix });
+      }
+      return ok(v);
+    },
+  },
+  {
+    id: "fuse-overlayfs",
+    group: "runtimes",
+    label: "fuse-overlayfs",
+    run: (f) => {
+      const t = f.runtimes.fuseOverlayfs;
+      if (f.features.overlayRootless.ok === true) return t ? ok(`fuse-overlayfs ${t.version ?? ""} (not needed: rootless overlayfs works)`.replace("  ", " ")) : skip("not needed: rootless overlayfs works");
+      if (t && f.features.devices.fuse.usable) return ok(`fuse-overlayfs ${t.version ?? "(version unknown)"}: the snapshotter falls back to it`);
+      return warn("no rootless overlayfs and no usable fuse-overlayfs: images are unpacked by full copies (slow, large)", { root: [installPackage(f, "fuseOverlayfs")] });
+    },
+  },
+];

@@ -1,0 +1,137 @@
+// The user the node runs as: not root, a home, a runtime dir from a real login, subordinate ids,
+// and privileged newuidmap/newgidmap.
+import { fail, ok, skip, warn, type Check, type CheckResult } from "../check";
+import type { Facts, IdMapBinary, SubIdFacts } from "../../host/facts";
+import { installPackage } from "../fixes";
+
+const MIN_SUBIDS = 65536;
+
+const LOGIN_HINT = (user: string) => `log in as ${user} directly (ssh ${user}@localhost, or machinectl shell ${user}@), not through su or sudo`;
+
+function rangeText(s: SubIdFacts): string {
+  return s.ranges.map((r) => `${r.start}-${r.start + r.count - 1}`).join(", ");
+}
+
+function subIdCheck(kind: "uid" | "gid"): Check {
+  const file = `/etc/sub${kind}`;
+  return {
+    id: `sub${kind}`,
+    group: "user",
+    label: `subordinate ${kind.toUpperCase()}s`,
+    blocks: true,
+    run: (f) => {
+      const s = kind === "uid" ? f.user.subuid : f.user.subgid;
+      const user = f.user.name;
+      const start = s.nextFreeStart;
+      const add = [`touch ${file}`, `usermod --add-sub${kind}s ${start}-${start + MIN_SUBIDS - 1} ${user}`];
+      if (s.ranges.length === 0) {
+        const where = s.file === null ? `${file} does not exist` : `no line for ${user} or ${f.user.uid} in ${file}`;
+        return fail(`${where}: user namespaces get no ${kind}s to map`, { root: add });
+      }
+      const from = s.source === "getsubids" ? " (from NSS, via getsubids)" : "";
+      const many = s.ranges.length > 1 ? `${s.ranges.length} ranges, ` : "";
+      if (s.total < MIN_SUBIDS) {
+        return fail(`${many}only ${s.total} ${kind}s (${rangeText(s)})${from}: at least ${MIN_SUBIDS} are needed for container images`, { root: add });
+      }
+      return ok(`${rangeText(s)}: ${many}${s.total} ${kind}s${from}`);
+    },
+  };
+}
+
+function overlapResult(f: Facts): CheckResult {
+  const problems: string[] = [];
+  const fixes: string[] = [];
+  for (const [kind, s] of [["uid", f.user.subuid], ["gid", f.user.subgid]] as const) {
+    const others = s.overlapsOtherUsers.map((o) => `${o.owner} (${o.range.start}-${o.range.start + o.range.count - 1})`);
+    const real = s.overlapsRealIds.map((r) => `${r.name} (${r.id})`);
+    if (others.length) problems.push(`sub${kind} range shared with ${others.join(", ")}`);
+    if (real.length) problems.push(`sub${kind} range contains real ${kind}s of ${real.join(", ")}`);
+    if (others.length || real.length) {
+      const del = s.ranges.map((r) => `--del-sub${kind}s ${r.start}-${r.start + r.count - 1}`).join(" ");
+      fixes.push(`usermod ${del} --add-sub${kind}s ${s.nextFreeStart}-${s.nextFreeStart + MIN_SUBIDS - 1} ${f.user.name}`);
+    }
+  }
+  if (f.user.subuid.ranges.length === 0 && f.user.subgid.ranges.length === 0) return skip("no ranges to compare");
+  if (!problems.length) return ok("no overlap with other users' ranges or with real ids");
+  return warn(`${problems.join("; ")}: containers of both could read each other's files`, { root: fixes });
+}
+
+function idMapCheck(tool: "newuidmap" | "newgidmap"): Check {
+  const cap = tool === "newuidmap" ? "cap_setuid" : "cap_setgid";
+  return {
+    id: tool,
+    group: "user",
+    label: tool,
+    blocks: true,
+    run: (f) => {
+      const b: IdMapBinary = f.user[tool];
+      if (!b.path) return fail(`${tool} not found: RootlessKit cannot map the subordinate ids`, { root: [installPackage(f, "uidmap")] });
+      if (b.setuidRoot) return ok(`${b.path} is setuid root`);
+      if (b.privileged) return ok(`${b.path} has file capabilities ${b.capabilities}`);
+      if (!b.capabilitiesKnown) {
+        return warn(`${b.path} is not setuid root, and its file capabilities are unknown (getcap is missing)`, { root: [installPackage(f, "getcap"), `getcap ${b.path}`] });
+      }
+      return fail(`${b.path} is neither setuid root nor holds ${cap}: "write to uid_map failed: Operation not permitted"`, {
+        root: [`chown root:root ${b.path}`, `chmod u+s ${b.path}`],
+      });
+    },
+  };
+}
+
+export const userChecks: Check[] = [
+  {
+    id: "not-root",
+    group: "user",
+    label: "ordinary user",
+    blocks: true,
+    run: (f) => {
+      if (f.user.uid === 0 || (f.user.isRoot && !f.user.evaluatedOther)) {
+        return fail("running as root: a rootless node runs as an ordinary user", {
+          user: [`# ${LOGIN_HINT("<user>")}, then run rootless-k8s doctor; or, as root: rootless-k8s doctor --user <user>`],
+        });
+      }
+      const who = `${f.user.name} (uid ${f.user.uid})`;
+      return ok(f.user.evaluatedOther ? `evaluating ${who} on its behalf` : who);
+    },
+  },
+  {
+    id: "home",
+    group: "user",
+    label: "home folder",
+    run: (f) => {
+      if (!f.user.home) return fail("HOME is not set", { user: [`export HOME=/home/${f.user.name}`] });
+      if (f.user.homeWritable === false) return fail(`${f.user.home} does not exist or is not writable by ${f.user.name}`);
+      return ok(f.user.home);
+    },
+  },
+  {
+    id: "runtime-dir",
+    group: "user",
+    label: "XDG_RUNTIME_DIR",
+    run: (f) => {
+      const rt = f.user.runtimeDir;
+      const u = f.user.name;
+      const expected = `/run/user/${f.user.uid}`;
+      if (f.user.evaluatedOther) {
+        return rt.exists ? ok(`${rt.path} exists`) : warn(`${expected} does not exist yet: it appears when ${u} logs in, or at boot with linger`, { root: [`loginctl enable-linger ${u}`] });
+      }
+      const su = f.user.viaSuOrSudo ? " (this shell came through su or sudo)" : "";
+      if (rt.fromEnv && rt.exists && rt.ownedByUser && rt.writable !== false) return ok(rt.path!);
+      if (rt.fromEnv && rt.exists && !rt.ownedByUser) {
+        return fail(`XDG_RUNTIME_DIR=${rt.path} belongs to another user${su}`, { user: [`# ${LOGIN_HINT(u)}`] });
+      }
+      if (!rt.fromEnv && rt.exists && rt.ownedByUser) {
+        return warn(`XDG_RUNTIME_DIR is not set, though ${expected} exists${su}`, { user: [`export XDG_RUNTIME_DIR=${expected}`, `# better: ${LOGIN_HINT(u)}`] });
+      }
+      return fail(`${rt.path ?? expected} does not exist${su}: there is no login session for ${u}`, {
+        root: [`loginctl enable-linger ${u}`],
+        user: [`# ${LOGIN_HINT(u)}`],
+      });
+    },
+  },
+  subIdCheck("uid"),
+  subIdCheck("gid"),
+  { id: "subid-overlap", group: "user", label: "subid overlap", run: overlapResult },
+  idMapCheck("newuidmap"),
+  idMapCheck("newgidmap"),
+];
