@@ -1,0 +1,136 @@
+// The command line of every Kubernetes component, from the plan. Components with a config file
+// (kubelet, kube-proxy) get only the flags that have no config field.
+import * as path from "node:path";
+import type { Plan } from "../plan/plan";
+import { layout } from "./layout";
+import { pkiPaths } from "./pki";
+
+export type Component = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubelet" | "kube-proxy" | "cri-dockerd";
+
+export const CLUSTER_NAME = "rootless-k8s";
+export const SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local";
+
+const bin = (plan: Plan, name: string) => path.join(plan.paths.binDir, name);
+
+export function etcdArgs(plan: Plan): string[] {
+  const pki = pkiPaths(plan);
+  const client = `https://127.0.0.1:${plan.ports.etcdClient}`;
+  const peer = `https://127.0.0.1:${plan.ports.etcdPeer}`;
+  return [
+    bin(plan, "etcd"),
+    `--name=${plan.node.name}`,
+    `--data-dir=${layout(plan).data.etcd}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=${plan.node.name}=${peer}`,
+    "--initial-cluster-state=new",
+    `--cert-file=${pki.certs.etcdServer.cert}`,
+    `--key-file=${pki.certs.etcdServer.key}`,
+    `--trusted-ca-file=${pki.cas.etcdCa.cert}`,
+    "--client-cert-auth=true",
+    `--peer-cert-file=${pki.certs.etcdServer.cert}`,
+    `--peer-key-file=${pki.certs.etcdServer.key}`,
+    `--peer-trusted-ca-file=${pki.cas.etcdCa.cert}`,
+    "--peer-client-cert-auth=true",
+  ];
+}
+
+export function apiServerArgs(plan: Plan): string[] {
+  const pki = pkiPaths(plan);
+  return [
+    bin(plan, "kube-apiserver"),
+    `--advertise-address=${plan.network.namespaceIP}`,
+    "--bind-address=0.0.0.0",
+    `--secure-port=${plan.ports.apiServer}`,
+    "--allow-privileged=true",
+    "--authorization-mode=Node,RBAC",
+    "--enable-admission-plugins=NodeRestriction",
+    `--client-ca-file=${pki.cas.ca.cert}`,
+    `--tls-cert-file=${pki.certs.apiServer.cert}`,
+    `--tls-private-key-file=${pki.certs.apiServer.key}`,
+    `--etcd-servers=https://127.0.0.1:${plan.ports.etcdClient}`,
+    `--etcd-cafile=${pki.cas.etcdCa.cert}`,
+    `--etcd-certfile=${pki.certs.apiServerEtcdClient.cert}`,
+    `--etcd-keyfile=${pki.certs.apiServerEtcdClient.key}`,
+    `--kubelet-certificate-authority=${pki.cas.ca.cert}`,
+    `--kubelet-client-certificate=${pki.certs.apiServerKubeletClient.cert}`,
+    `--kubelet-client-key=${pki.certs.apiServerKubeletClient.key}`,
+    "--kubelet-preferred-address-types=InternalIP,Hostname",
+    `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+    `--service-account-key-file=${pki.serviceAccount.publicKey}`,
+    `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
+    `--service-cluster-ip-range=${plan.cidrs.services}`,
+  ];
+}
+
+export function controllerManagerArgs(plan: Plan): string[] {
+  const pki = pkiPaths(plan);
+  const kubeconfig = layout(plan).kubeconfigs.controllerManager;
+  return [
+    bin(plan, "kube-controller-manager"),
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${plan.ports.controllerManager}`,
+    `--cluster-name=${CLUSTER_NAME}`,
+    `--cluster-signing-cert-file=${pki.cas.ca.cert}`,
+    `--cluster-signing-key-file=${pki.cas.ca.key}`,
+    `--root-ca-file=${pki.cas.ca.cert}`,
+    `--service-account-private-key-file=${pki.serviceAccount.privateKey}`,
+    `--service-cluster-ip-range=${plan.cidrs.services}`,
+    "--use-service-account-credentials=true",
+    "--leader-elect=false",
+  ];
+}
+
+export function schedulerArgs(plan: Plan): string[] {
+  const kubeconfig = layout(plan).kubeconfigs.scheduler;
+  return [
+    bin(plan, "kube-scheduler"),
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${plan.ports.scheduler}`,
+    "--leader-elect=false",
+  ];
+}
+
+export function kubeletArgs(plan: Plan): string[] {
+  const l = layout(plan);
+  const labels = Object.entries(plan.node.labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  return [
+    bin(plan, "kubelet"),
+    `--config=${l.kubeletConfig}`,
+    `--kubeconfig=${l.kubeconfigs.kubelet}`,
+    `--hostname-override=${plan.node.name}`,
+    `--node-ip=${plan.network.namespaceIP}`,
+    `--node-labels=${labels}`,
+  ];
+}
+
+export function kubeProxyArgs(plan: Plan): string[] {
+  return [bin(plan, "kube-proxy"), `--config=${layout(plan).kubeProxyConfig}`];
+}
+
+/** cri-dockerd, inside dockerd's namespaces, serving CRI on our socket for the user's dockerd. */
+export function criDockerdArgs(plan: Plan): string[] {
+  const l = layout(plan);
+  const docker = plan.runtime.docker;
+  if (!docker) throw new Error("cri-dockerd is only for the docker runtime");
+  return [
+    plan.runtime.binary,
+    `--container-runtime-endpoint=unix://${plan.runtime.criSocket}`,
+    `--docker-endpoint=unix://${docker.socket}`,
+    `--cri-dockerd-root-directory=${l.data.criDockerd}`,
+    "--network-plugin=cni",
+    `--cni-bin-dir=${plan.paths.binDir}`,
+    `--cni-conf-dir=${l.cniConfDir}`,
+    `--cni-cache-dir=${path.join(l.data.cni, "cache")}`,
+  ];
+}

@@ -1,0 +1,145 @@
+// cli/render: pure text from a plan. renderNode(plan, pki) lists every file of the node, with its
+// absolute target path, content, mode bits, kind and the unit that reads it. The same plan and PKI
+// always give byte-identical files (no timestamps), so a re-install changes nothing.
+// generatePki(plan, {existing}) is separate so a re-install reuses the keys it already has.
+import * as path from "node:path";
+import type { Plan } from "../plan/plan";
+import { kubeProxyConfiguration, kubeletConfiguration, renderYaml } from "./kube-configs";
+import { adminKubeconfig, componentKubeconfig, renderKubeconfig } from "./kubeconfig";
+import { layout } from "./layout";
+import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
+import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
+import { renderChildScript, renderEnterScript } from "./scripts";
+import { renderUnits } from "./units";
+
+export { folders, layout } from "./layout";
+export { generatePki, readPki, pkiPaths, certSpecs, type Pki, type KeyPairPem } from "./pki";
+export { mergeKubeconfig, type MergeResult } from "./kubeconfig";
+
+export type RenderedKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script";
+
+export interface RenderedFile {
+  /** Absolute target path. */
+  path: string;
+  content: string | Buffer;
+  mode: number;
+  kind: RenderedKind;
+  /**
+   * For kind "unit": the unit's name. For other files: the unit to restart when the file changes
+   * (the target when every component reads it); absent when nothing needs a restart.
+   */
+  unit?: string;
+}
+
+const SECRET = 0o600;
+const PUBLIC = 0o644;
+const EXECUTABLE = 0o755;
+
+export function renderNode(plan: Plan, pki: Pki): RenderedFile[] {
+  return [...renderUnitFiles(plan), ...renderScripts(plan), renderEnv(plan), ...renderConfigs(plan), ...renderPki(plan, pki), ...renderKubeconfigs(plan, pki)];
+}
+
+function renderUnitFiles(plan: Plan): RenderedFile[] {
+  return renderUnits(plan).map((u) => ({ path: path.join(plan.paths.unitDir, u.name), content: u.content, mode: PUBLIC, kind: "unit", unit: u.name }));
+}
+
+function renderScripts(plan: Plan): RenderedFile[] {
+  const l = layout(plan);
+  const files: RenderedFile[] = [{ path: l.scripts.enter, content: renderEnterScript(plan), mode: EXECUTABLE, kind: "script" }];
+  if (plan.runtime.name !== "docker") files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
+  return files;
+}
+
+/** A value for an EnvironmentFile= line: quoted when it has spaces or quotes. */
+function envValue(v: string): string {
+  return /^[^\s"'\\$`]*$/.test(v) ? v : `"${v.replace(/(["\\$`])/g, "\\$1")}"`;
+}
+
+export function renderEnv(plan: Plan): RenderedFile {
+  const pathVar = [plan.paths.binDir, "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"].join(":");
+  const content = [
+    "# Environment of every rootless-k8s unit. Written by rootless-k8s from the node plan and",
+    `# rewritten on every install: put your own variables in ${plan.paths.userEnvFile}, which is never`,
+    "# written, e.g. KUBELET_EXTRA_ARGS=--v=4 (also KUBE_APISERVER_EXTRA_ARGS, ETCD_EXTRA_ARGS, ...).",
+    `PATH=${envValue(pathVar)}`,
+    "",
+  ].join("\n");
+  return { path: plan.paths.envFile, content, mode: PUBLIC, kind: "env", unit: plan.units.target };
+}
+
+function renderConfigs(plan: Plan): RenderedFile[] {
+  const l = layout(plan);
+  const u = plan.units;
+  const files: RenderedFile[] = [
+    { path: l.kubeletConfig, content: renderYaml(kubeletConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubelet },
+    { path: l.kubeProxyConfig, content: renderYaml(kubeProxyConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubeProxy },
+    // The runtime re-reads its CNI folder by itself: no restart.
+    { path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" },
+  ];
+  if (plan.runtime.name === "containerd") {
+    files.push({ path: l.containerdConfig, content: renderToml(containerdConfig(plan)), mode: PUBLIC, kind: "config", unit: u.owner });
+  }
+  if (plan.runtime.name === "crio") {
+    files.push(
+      { path: l.crioConfig, content: renderToml(crioConfig(plan)), mode: PUBLIC, kind: "config", unit: u.owner },
+      { path: l.crioPolicy, content: JSON.stringify(crioPolicy(), null, 2) + "\n", mode: PUBLIC, kind: "config", unit: u.owner },
+    );
+  }
+  return files;
+}
+
+/** The unit that reads each certificate (the target for the CAs: every component trusts them). */
+function pkiReader(plan: Plan, name: CaName | CertName): string {
+  const u = plan.units;
+  const readers: Record<CaName | CertName, string> = {
+    ca: u.target,
+    etcdCa: u.target,
+    apiServer: u.apiServer,
+    apiServerKubeletClient: u.apiServer,
+    apiServerEtcdClient: u.apiServer,
+    etcdServer: u.etcd,
+    kubeletClient: u.kubelet,
+    kubeletServing: u.kubelet,
+    controllerManager: u.controllerManager,
+    scheduler: u.scheduler,
+    kubeProxy: u.kubeProxy,
+    admin: u.target,
+  };
+  return readers[name];
+}
+
+function renderPki(plan: Plan, pki: Pki): RenderedFile[] {
+  const paths = pkiPaths(plan);
+  const files: RenderedFile[] = [];
+  const pair = (name: CaName | CertName, p: { cert: string; key: string }) => {
+    const unit = pkiReader(plan, name);
+    files.push({ path: p.cert, content: pki[name].cert, mode: PUBLIC, kind: "pki", unit }, { path: p.key, content: pki[name].key, mode: SECRET, kind: "pki", unit });
+  };
+  pair("ca", paths.cas.ca);
+  pair("etcdCa", paths.cas.etcdCa);
+  for (const spec of certSpecs(plan)) pair(spec.name, paths.certs[spec.name]);
+  files.push(
+    { path: paths.serviceAccount.publicKey, content: pki.serviceAccount.publicKey, mode: PUBLIC, kind: "pki", unit: plan.units.apiServer },
+    { path: paths.serviceAccount.privateKey, content: pki.serviceAccount.privateKey, mode: SECRET, kind: "pki", unit: plan.units.target },
+  );
+  return files;
+}
+
+function renderKubeconfigs(plan: Plan, pki: Pki): RenderedFile[] {
+  const l = layout(plan).kubeconfigs;
+  const u = plan.units;
+  const component = (file: string, client: keyof Pki & CertName, user: string, unit: string): RenderedFile => ({
+    path: file,
+    content: renderKubeconfig(componentKubeconfig(plan, pki, pki[client], user)),
+    mode: SECRET,
+    kind: "kubeconfig",
+    unit,
+  });
+  return [
+    { path: l.admin, content: renderKubeconfig(adminKubeconfig(plan, pki)), mode: SECRET, kind: "kubeconfig" },
+    component(l.kubelet, "kubeletClient", `system:node:${plan.node.name}`, u.kubelet),
+    component(l.controllerManager, "controllerManager", "system:kube-controller-manager", u.controllerManager),
+    component(l.scheduler, "scheduler", "system:kube-scheduler", u.scheduler),
+    component(l.kubeProxy, "kubeProxy", "system:kube-proxy", u.kubeProxy),
+  ];
+}

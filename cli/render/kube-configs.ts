@@ -1,0 +1,66 @@
+// KubeletConfiguration (kubelet.config.k8s.io/v1beta1) and KubeProxyConfiguration
+// (kubeproxy.config.k8s.io/v1alpha1) per mode. Every key is a field of Kubernetes 1.36
+// (test/unit/render/kube-configs.test.ts checks them against ../shared/upstream/k8s-config-fields.json).
+import YAML from "yaml";
+import type { Plan } from "../plan/plan";
+import { layout } from "./layout";
+import { pkiPaths } from "./pki";
+
+const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every install.\n";
+
+export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
+  const pki = pkiPaths(plan);
+  const k = plan.kubelet;
+  const config: Record<string, unknown> = {
+    apiVersion: "kubelet.config.k8s.io/v1beta1",
+    kind: "KubeletConfiguration",
+    // Only the API server (with its kubelet client certificate) may use the kubelet's API.
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: true },
+      x509: { clientCAFile: pki.cas.ca.cert },
+    },
+    authorization: { mode: "Webhook" },
+    tlsCertFile: pki.certs.kubeletServing.cert,
+    tlsPrivateKeyFile: pki.certs.kubeletServing.key,
+    port: plan.ports.kubelet,
+    healthzBindAddress: "127.0.0.1",
+    healthzPort: plan.ports.kubeletHealthz,
+    containerRuntimeEndpoint: `unix://${plan.runtime.criSocket}`,
+    cgroupDriver: k.cgroupDriver,
+    cgroupsPerQOS: k.cgroupsPerQOS,
+    enforceNodeAllocatable: k.enforceNodeAllocatable,
+    ...(k.failCgroupV1 === null ? {} : { failCgroupV1: k.failCgroupV1 }),
+    failSwapOn: false,
+    featureGates: k.featureGates,
+    // "failed to get rootfs info" in a user namespace (Usernetes PR #157).
+    localStorageCapacityIsolation: false,
+    // Flexvolume's default /usr/libexec/kubernetes is not writable rootless (k3s-io/k3s#4216).
+    volumePluginDir: layout(plan).data.kubeletPlugins,
+    evictionHard: { "memory.available": "100Mi", "nodefs.available": "5%", "imagefs.available": "5%" },
+    clusterDomain: "cluster.local",
+    rotateCertificates: false,
+    serverTLSBootstrap: false,
+  };
+  if (plan.node.taints.length) config.registerWithTaints = plan.node.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect }));
+  return config;
+}
+
+export function kubeProxyConfiguration(plan: Plan): Record<string, unknown> {
+  return {
+    apiVersion: "kubeproxy.config.k8s.io/v1alpha1",
+    kind: "KubeProxyConfiguration",
+    clientConnection: { kubeconfig: layout(plan).kubeconfigs.kubeProxy },
+    hostnameOverride: plan.node.name,
+    mode: plan.proxy.mode,
+    clusterCIDR: plan.cidrs.pods,
+    healthzBindAddress: `127.0.0.1:${plan.ports.kubeProxyHealthz}`,
+    metricsBindAddress: `127.0.0.1:${plan.ports.kubeProxyMetrics}`,
+    // The conntrack sysctls are global, not per namespace: leave them alone (KEP-2033, Usernetes).
+    conntrack: { maxPerCore: 0, tcpEstablishedTimeout: "0s", tcpCloseWaitTimeout: "0s" },
+  };
+}
+
+export function renderYaml(doc: Record<string, unknown>): string {
+  return HEADER + YAML.stringify(doc, { lineWidth: 0 });
+}

@@ -1,0 +1,64 @@
+// Where each rendered file and each data folder of a plan lives. Every renderer takes its paths
+// from here, so a file is named in exactly one place.
+import * as path from "node:path";
+import type { Plan } from "../plan/plan";
+
+export function layout(plan: Plan) {
+  const { configDir, dataDir, runtimeDir, libexecDir, pkiDir } = plan.paths;
+  const config = (...p: string[]) => path.join(configDir, ...p);
+  const data = (...p: string[]) => path.join(dataDir, ...p);
+  return {
+    kubeletConfig: config("kubelet-config.yaml"),
+    kubeProxyConfig: config("kube-proxy-config.yaml"),
+    containerdConfig: config("containerd", "config.toml"),
+    crioConfig: config("crio", "crio.conf"),
+    crioPolicy: config("crio", "policy.json"),
+    cniConfDir: config("cni"),
+    cniConflist: config("cni", "10-rootless-k8s.conflist"),
+    kubeconfigs: {
+      admin: plan.paths.adminKubeconfig,
+      kubelet: config("kubelet.kubeconfig"),
+      controllerManager: config("controller-manager.kubeconfig"),
+      scheduler: config("scheduler.kubeconfig"),
+      kubeProxy: config("kube-proxy.kubeconfig"),
+    },
+    scripts: {
+      /** RootlessKit's child: prepares the mount namespace, then runs the runtime. */
+      child: path.join(libexecDir, "rootless-k8s-child"),
+      /** Runs a command inside the node's namespaces (nsenter with RootlessKit's child pid). */
+      enter: path.join(libexecDir, "rootless-k8s-enter"),
+    },
+    data: {
+      etcd: data("etcd"),
+      kubelet: data("kubelet"),
+      kubeletPlugins: data("kubelet-plugins"),
+      cni: data("cni"),
+      log: data("log"),
+      containerd: data("containerd"),
+      crio: data("crio"),
+      criDockerd: data("cri-dockerd"),
+    },
+    run: {
+      containerd: path.join(runtimeDir, "containerd"),
+      crio: path.join(runtimeDir, "crio"),
+    },
+    pkiDir,
+  };
+}
+
+export type Layout = ReturnType<typeof layout>;
+
+/** Folders to create before writing, with their modes: secrets 0700, the rest 0755. */
+export function folders(plan: Plan): { path: string; mode: number }[] {
+  const l = layout(plan);
+  const p = plan.paths;
+  // etcd refuses to share its data: 0700 like the secrets.
+  const secret = [p.configDir, p.pkiDir, l.data.etcd];
+  const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, p.runtimeDir, l.cniConfDir];
+  open.push(l.data.kubelet, l.data.kubeletPlugins, l.data.cni, l.data.log);
+  if (plan.logging.to === "file") open.push(p.logDir);
+  if (plan.runtime.name === "containerd") open.push(path.dirname(l.containerdConfig), l.data.containerd, l.run.containerd);
+  if (plan.runtime.name === "crio") open.push(path.dirname(l.crioConfig), l.data.crio, l.run.crio);
+  if (plan.runtime.name === "docker") open.push(l.data.criDockerd);
+  return [...secret.map((d) => ({ path: d, mode: 0o700 })), ...[...new Set(open)].map((d) => ({ path: d, mode: 0o755 }))];
+}

@@ -1,0 +1,130 @@
+// Container runtime configs: containerd (config version 3 for 2.x, version 2 for 1.x, with the
+// keys of containerd's docs/cri/config.md), CRI-O's crio.conf (cgroupfs, conmon in the pod's
+// cgroup), and the CNI bridge that serves the single node.
+import * as path from "node:path";
+import { stringify as toml } from "smol-toml";
+import type { Plan } from "../plan/plan";
+import { layout } from "./layout";
+
+const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every install.\n";
+
+/** Settings of the CRI plugin that are the same in both config versions (anchors §3.2). */
+function rootlessCri(plan: Plan) {
+  return {
+    // No cgroup writes in mode none; cgroups of the delegated subtree otherwise.
+    disable_cgroup: plan.runtime.disableCgroup,
+    // The user namespace may not load AppArmor profiles or lower OOM scores.
+    disable_apparmor: true,
+    restrict_oom_score_adj: true,
+    disable_hugetlb_controller: true,
+  };
+}
+
+function runcRuntime(plan: Plan) {
+  return {
+    runtime_type: "io.containerd.runc.v2",
+    // The cgroupfs driver, as the kubelet uses (KEP-4033: both must agree).
+    options: { BinaryName: plan.runtime.ociRuntime?.path ?? "runc", SystemdCgroup: false },
+  };
+}
+
+export function containerdConfig(plan: Plan): Record<string, unknown> {
+  const l = layout(plan);
+  const rt = plan.runtime;
+  const snapshotter = rt.snapshotter?.name ?? "overlayfs";
+  const cni = { bin_dir: plan.paths.binDir, conf_dir: l.cniConfDir };
+  const base = {
+    root: l.data.containerd,
+    state: l.run.containerd,
+    grpc: { address: rt.criSocket },
+  };
+  if (rt.containerdConfigVersion === 2) {
+    return {
+      version: 2,
+      ...base,
+      plugins: {
+        "io.containerd.grpc.v1.cri": {
+          ...rootlessCri(plan),
+          containerd: { snapshotter, default_runtime_name: "runc", runtimes: { runc: runcRuntime(plan) } },
+          cni,
+        },
+      },
+    };
+  }
+  return {
+    version: 3,
+    ...base,
+    plugins: {
+      "io.containerd.cri.v1.images": { snapshotter },
+      "io.containerd.cri.v1.runtime": {
+        ...rootlessCri(plan),
+        containerd: { default_runtime_name: "runc", runtimes: { runc: runcRuntime(plan) } },
+        cni,
+      },
+    },
+  };
+}
+
+export function crioConfig(plan: Plan): Record<string, unknown> {
+  const l = layout(plan);
+  const bin = (n: string) => path.join(plan.paths.binDir, n);
+  const snap = plan.runtime.snapshotter;
+  const storage =
+    snap?.name === "native"
+      ? { storage_driver: "vfs" }
+      : { storage_driver: "overlay", ...(snap?.fuseOverlayfs ? { storage_option: [`overlay.mount_program=${snap.fuseOverlayfs}`] } : {}) };
+  const oci = plan.runtime.ociRuntime ?? { name: "crun", path: bin("crun") };
+  return {
+    crio: {
+      root: path.join(l.data.crio, "storage"),
+      runroot: path.join(l.run.crio, "storage"),
+      ...storage,
+      version_file: path.join(l.run.crio, "version"),
+      version_file_persist: path.join(l.data.crio, "version"),
+      clean_shutdown_file: path.join(l.data.crio, "clean.shutdown"),
+      api: { listen: plan.runtime.criSocket },
+      runtime: {
+        cgroup_manager: "cgroupfs",
+        conmon: bin("conmon"),
+        // conmon joins the pod's cgroup: no system.slice for cgroupfs (cri-o/cri-o#3856).
+        conmon_cgroup: "pod",
+        default_runtime: oci.name,
+        pinns_path: bin("pinns"),
+        namespaces_dir: path.join(l.run.crio, "ns"),
+        container_exits_dir: path.join(l.run.crio, "exits"),
+        container_attach_socket_dir: l.run.crio,
+        runtimes: { [oci.name]: { runtime_path: oci.path, runtime_type: "oci", runtime_root: path.join(l.run.crio, oci.name) } },
+      },
+      image: { signature_policy: l.crioPolicy },
+      network: { network_dir: l.cniConfDir, plugin_dirs: [plan.paths.binDir] },
+    },
+  };
+}
+
+/** containers-policy.json(5): accept images as the registries serve them (no signature policy). */
+export function crioPolicy(): Record<string, unknown> {
+  return { default: [{ type: "insecureAcceptAnything" }] };
+}
+
+export function renderToml(doc: Record<string, unknown>): string {
+  return HEADER + toml(doc);
+}
+
+/** A bridge with host-local IPAM over the pod network, plus portmap for hostPorts. */
+export function cniConflist(plan: Plan): Record<string, unknown> {
+  return {
+    cniVersion: "1.0.0",
+    name: "rootless-k8s",
+    plugins: [
+      {
+        type: "bridge",
+        bridge: "cni0",
+        isGateway: true,
+        ipMasq: true,
+        hairpinMode: true,
+        ipam: { type: "host-local", ranges: [[{ subnet: plan.cidrs.pods }]], routes: [{ dst: "0.0.0.0/0" }] },
+      },
+      { type: "portmap", capabilities: { portMappings: true } },
+    ],
+  };
+}

@@ -1,0 +1,126 @@
+// The two helper scripts the units run (POSIX sh, no bashisms):
+//   rootless-k8s-child  RootlessKit's child: hides the host's container state that --copy-up
+//                       brought in, bind-mounts the node's own /var/lib/kubelet, /var/lib/cni and
+//                       /var/log, then execs the runtime (whose sd_notify READY=1 makes the
+//                       owner unit active: Type=notify + NotifyAccess=all).
+//   rootless-k8s-enter  Waits for RootlessKit's child_pid, then nsenters the node's namespaces and
+//                       execs the component (as Usernetes' nsenter.sh did).
+import * as path from "node:path";
+import type { Plan } from "../plan/plan";
+import { layout } from "./layout";
+
+/** A word for sh: single-quoted unless it is plainly safe. */
+export function shQuote(s: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+const HEADER = (name: string, what: string[]) =>
+  [
+    "#!/bin/sh",
+    `# ${name}: ${what[0]}`,
+    ...what.slice(1).map((l) => `# ${l}`),
+    "# Written by rootless-k8s from the node plan and rewritten on every install: change the units",
+    "# through drop-ins (systemctl --user edit UNIT) instead.",
+    "set -eu",
+    "",
+  ].join("\n");
+
+/** Host paths that --copy-up links into the namespace but must not be shared with the host. */
+const HOST_STATE_LINKS = [
+  "/etc/cni",
+  "/etc/containerd",
+  "/etc/containers",
+  "/etc/crio",
+  "/etc/kubernetes",
+  "/run/containerd",
+  "/run/containers",
+  "/run/crio",
+  "/run/crun",
+  "/run/flannel",
+  "/run/netns",
+  "/run/runc",
+  "/run/xtables.lock",
+  "/var/lib/cni",
+  "/var/lib/containerd",
+  "/var/lib/containers",
+  "/var/lib/etcd",
+  "/var/lib/kubelet",
+];
+
+/** The runtime's command line inside the namespaces. */
+export function runtimeCommand(plan: Plan): string[] {
+  const l = layout(plan);
+  switch (plan.runtime.name) {
+    case "containerd":
+      return [plan.runtime.binary, "--config", l.containerdConfig];
+    case "crio":
+      // _CRIO_ROOTLESS=1: CRI-O's rootless mode (anchors §3.2, Usernetes boot/crio.sh).
+      return ["env", "_CRIO_ROOTLESS=1", plan.runtime.binary, "--config", l.crioConfig];
+    case "docker":
+      throw new Error("the docker runtime has no RootlessKit child of ours");
+  }
+}
+
+export function renderChildScript(plan: Plan): string {
+  const l = layout(plan);
+  const links = HOST_STATE_LINKS.map((p) => `  ${p}`).join(" \\\n");
+  return [
+    HEADER("rootless-k8s-child", [
+      "RootlessKit runs this as the first process of the node's namespaces.",
+      "It gives the node its own state folders, then becomes the container runtime.",
+    ]),
+    "# --copy-up made /etc, /run and /var/lib private copies whose entries are symlinks to the host's",
+    "# files: drop the links that would share state with the host's own runtimes and kubelet.",
+    `for p in \\\n${links}; do`,
+    '  if [ -L "$p" ]; then rm -f "$p"; fi',
+    "done",
+    "",
+    "bind() {",
+    '  mkdir -p "$2"',
+    '  mount --bind "$1" "$2"',
+    "}",
+    `bind ${shQuote(l.data.kubelet)} /var/lib/kubelet`,
+    `bind ${shQuote(l.data.cni)} /var/lib/cni`,
+    `bind ${shQuote(l.data.log)} /var/log`,
+    "",
+    "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
+    "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
+    "",
+    `exec ${runtimeCommand(plan).map(shQuote).join(" ")}`,
+    "",
+  ].join("\n");
+}
+
+/** nsenter flags for the namespaces the owner created (dockerd's RootlessKit makes fewer). */
+export function namespaceFlags(plan: Plan): string[] {
+  const own = plan.runtime.name !== "docker";
+  return ["--user", "--preserve-credentials", "--mount", "--net", ...(own ? ["--pid", "--ipc", "--uts", "--cgroup"] : [])];
+}
+
+/** RootlessKit's state folder: ours, or dockerd's for the docker runtime. */
+export function ownerStateDir(plan: Plan): string {
+  return plan.runtime.docker?.rootlesskitStateDir ?? plan.paths.rootlesskitStateDir;
+}
+
+export function renderEnterScript(plan: Plan): string {
+  const pidFile = path.join(ownerStateDir(plan), "child_pid");
+  return [
+    HEADER("rootless-k8s-enter", [
+      "runs a command inside the node's namespaces, entered through RootlessKit's child pid.",
+      "Usage: rootless-k8s-enter COMMAND [ARG...]",
+    ]),
+    `pid_file=${shQuote(pidFile)}`,
+    "# RootlessKit writes child_pid once the namespaces and published ports are ready.",
+    "tries=0",
+    'until [ -s "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; do',
+    "  tries=$((tries + 1))",
+    "  if [ \"$tries\" -gt 300 ]; then",
+    `    echo "rootless-k8s-enter: $pid_file did not appear in 30s: is ${plan.units.owner} running?" >&2`,
+    "    exit 1",
+    "  fi",
+    "  sleep 0.1",
+    "done",
+    `exec nsenter ${namespaceFlags(plan).join(" ")} --target "$(cat "$pid_file")" -- "$@"`,
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,199 @@
+// The systemd user units of a node (anchors §4.2): rootless-k8s.target (WantedBy=default.target),
+// the namespace owner (RootlessKit + runtime: Delegate=yes, KillMode=mixed, Type=notify,
+// NotifyAccess=all) and one unit per component that enters the owner's namespaces with nsenter,
+// BindsTo=/After= the owner, PartOf= the target, Restart=on-failure with bounded start limits.
+// No modprobe, no multi-user.target. Users change units only through drop-ins
+// (~/.config/systemd/user/<unit>.d/*.conf) and env.local, which rootless-k8s never writes.
+import * as path from "node:path";
+import type { Plan } from "../plan/plan";
+import {
+  apiServerArgs,
+  controllerManagerArgs,
+  criDockerdArgs,
+  etcdArgs,
+  kubeProxyArgs,
+  kubeletArgs,
+  schedulerArgs,
+} from "./components";
+import { layout } from "./layout";
+import { rootlesskitArgs } from "./rootlesskit";
+import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
+
+export const HEADER = [
+  "Written by rootless-k8s from the node plan; rewritten on every install.",
+  "Change it with a drop-in (systemctl --user edit UNIT) or variables in env.local, never here.",
+];
+
+interface ComponentUnit {
+  unit: string;
+  description: string;
+  documentation: string;
+  args: string[];
+  /** Variable with extra flags, e.g. KUBELET_EXTRA_ARGS, set in env.local. */
+  extraArgs: string;
+  /** Started after these (and wanted by this one). */
+  after: string[];
+}
+
+function environmentFiles(plan: Plan): UnitSection {
+  return [
+    ["EnvironmentFile", escapePath(plan.paths.envFile)],
+    ["EnvironmentFile", `-${escapePath(plan.paths.userEnvFile)}`],
+  ];
+}
+
+function output(plan: Plan, unit: string): UnitSection {
+  if (plan.logging.to !== "file") return [];
+  return [
+    ["StandardOutput", `append:${escapePath(path.join(plan.paths.logDir, `${unit}.log`))}`],
+    ["StandardError", "inherit"],
+  ];
+}
+
+function componentUnits(plan: Plan): ComponentUnit[] {
+  const u = plan.units;
+  const v = plan.versions.components;
+  const k8s = v.kubernetes ?? "";
+  const docs = (c: string) => `https://kubernetes.io/docs/reference/command-line-tools-reference/${c}/`;
+  const list: ComponentUnit[] = [
+    { unit: u.etcd, description: `etcd ${v.etcd ?? ""} (the node's key-value store)`, documentation: "https://etcd.io/docs/", args: etcdArgs(plan), extraArgs: "ETCD_EXTRA_ARGS", after: [] },
+    { unit: u.apiServer, description: `kube-apiserver ${k8s}`, documentation: docs("kube-apiserver"), args: apiServerArgs(plan), extraArgs: "KUBE_APISERVER_EXTRA_ARGS", after: [u.etcd] },
+    {
+      unit: u.controllerManager,
+      description: `kube-controller-manager ${k8s}`,
+      documentation: docs("kube-controller-manager"),
+      args: controllerManagerArgs(plan),
+      extraArgs: "KUBE_CONTROLLER_MANAGER_EXTRA_ARGS",
+      after: [u.apiServer],
+    },
+    { unit: u.scheduler, description: `kube-scheduler ${k8s}`, documentation: docs("kube-scheduler"), args: schedulerArgs(plan), extraArgs: "KUBE_SCHEDULER_EXTRA_ARGS", after: [u.apiServer] },
+    {
+      unit: u.kubelet,
+      description: `kubelet ${k8s} (mode ${plan.mode.name})`,
+      documentation: docs("kubelet"),
+      args: kubeletArgs(plan),
+      extraArgs: "KUBELET_EXTRA_ARGS",
+      after: [u.apiServer, ...(u.criDockerd ? [u.criDockerd] : [])],
+    },
+    { unit: u.kubeProxy, description: `kube-proxy ${k8s} (${plan.proxy.mode})`, documentation: docs("kube-proxy"), args: kubeProxyArgs(plan), extraArgs: "KUBE_PROXY_EXTRA_ARGS", after: [u.apiServer, u.kubelet] },
+  ];
+  if (u.criDockerd) {
+    list.unshift({
+      unit: u.criDockerd,
+      description: `cri-dockerd ${v["cri-dockerd"] ?? ""} (CRI for the user's rootless Docker)`,
+      documentation: "https://mirantis.github.io/cri-dockerd/",
+      args: criDockerdArgs(plan),
+      extraArgs: "CRI_DOCKERD_EXTRA_ARGS",
+      after: [],
+    });
+  }
+  return list;
+}
+
+function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
+  const owner = plan.units.owner;
+  const command: (string | VariableArg)[] = [layout(plan).scripts.enter, ...c.args, { variable: c.extraArgs }];
+  return {
+    header: HEADER,
+    sections: [
+      [
+        "Unit",
+        [
+          ["Description", `rootless-k8s: ${c.description}`],
+          ["Documentation", c.documentation],
+          ["PartOf", plan.units.target],
+          ["BindsTo", owner],
+          ["Wants", c.after.length ? c.after.join(" ") : null],
+          ["After", [owner, ...c.after].join(" ")],
+          ["StartLimitIntervalSec", 120],
+          ["StartLimitBurst", 5],
+        ],
+      ],
+      [
+        "Service",
+        [
+          ["Type", "simple"],
+          ...environmentFiles(plan),
+          ["ExecStart", commandLine(command)],
+          ["Restart", "on-failure"],
+          ["RestartSec", 3],
+          ["TimeoutStopSec", 30],
+          ["LimitNOFILE", 1048576],
+          ...output(plan, c.unit),
+        ],
+      ],
+    ],
+  };
+}
+
+function ownerUnit(plan: Plan): UnitFile {
+  const rt = plan.runtime;
+  return {
+    header: HEADER,
+    sections: [
+      [
+        "Unit",
+        [
+          ["Description", `rootless-k8s: the node's namespaces (RootlessKit ${plan.rootlesskit.version}, ${plan.network.driver}) and ${rt.name} ${rt.version}`],
+          ["Documentation", "https://github.com/rootless-containers/rootlesskit"],
+          ["PartOf", plan.units.target],
+          ["StartLimitIntervalSec", 60],
+          ["StartLimitBurst", 3],
+        ],
+      ],
+      [
+        "Service",
+        [
+          // The runtime, RootlessKit's child, sends READY=1 once it serves (containerd and CRI-O
+          // both do); NotifyAccess=all lets a process other than the main one say so.
+          ["Type", "notify"],
+          ["NotifyAccess", "all"],
+          ["Delegate", true],
+          ["KillMode", "mixed"],
+          ...environmentFiles(plan),
+          ["ExecStart", commandLine(rootlesskitArgs(plan))],
+          ["Restart", "on-failure"],
+          ["RestartSec", 2],
+          ["TimeoutStartSec", 120],
+          ["TimeoutStopSec", 60],
+          ["LimitNOFILE", "infinity"],
+          ["LimitNPROC", "infinity"],
+          ["LimitCORE", "infinity"],
+          ["TasksMax", "infinity"],
+          ...output(plan, plan.units.owner),
+        ],
+      ],
+    ],
+  };
+}
+
+function targetUnit(plan: Plan, members: string[]): UnitFile {
+  return {
+    header: HEADER,
+    sections: [
+      [
+        "Unit",
+        [
+          ["Description", `rootless-k8s: Kubernetes node ${plan.node.name} of ${plan.user.name} (mode ${plan.mode.name})`],
+          ["Wants", members.join(" ")],
+        ],
+      ],
+      ["Install", [["WantedBy", "default.target"]]],
+    ],
+  };
+}
+
+export interface RenderedUnit {
+  name: string;
+  content: string;
+}
+
+export function renderUnits(plan: Plan): RenderedUnit[] {
+  const components = componentUnits(plan);
+  const ours = plan.runtime.name !== "docker";
+  const members = [plan.units.owner, ...components.map((c) => c.unit)];
+  const units: RenderedUnit[] = [{ name: plan.units.target, content: renderUnit(targetUnit(plan, members)) }];
+  if (ours) units.push({ name: plan.units.owner, content: renderUnit(ownerUnit(plan)) });
+  for (const c of components) units.push({ name: c.unit, content: renderUnit(componentUnit(plan, c)) });
+  return units;
+}
