@@ -18,8 +18,10 @@
 #   ROOTLESS_K8S_FORCE_ROOT=1  install even when run as root (the node itself still refuses root)
 # Exit codes: 0 ok, 1 failure, 2 bad usage, 3 refused, 4 verification failed, 5 download failed.
 #
-# Every function is defined before anything runs; the only command is `main` on the last line,
-# so a download cut short runs nothing.
+# The whole script is one { ... } block of function definitions with the call to `main` at its end:
+# the shell reads the block to its closing brace before running any of it, so a download cut short
+# (even inside the last line) runs nothing.
+{
 set -eu
 
 ROOTLESS_K8S_DEFAULT_URL=https://dl.rootless-k8s.dev
@@ -125,18 +127,20 @@ sha256_of() {
 
 # download URL FILE: fails with the network exit code and the URL.
 download() {
+  dl_url=$1
+  dl_file=$2
   case $downloader in
     curl)
       # Over https, a redirect may not downgrade to http. A progress bar only on a terminal.
-      set -- --fail --location --retry 3 --connect-timeout 20 --show-error --output "$2" "$1"
-      case $1 in https://*) set -- --proto-redir '=https' "$@" ;; esac
+      set -- --fail --location --retry 3 --connect-timeout 20 --show-error --output "$dl_file" "$dl_url"
+      case $dl_url in https://*) set -- --proto-redir '=https' "$@" ;; esac
       if [ -t 2 ]; then set -- --progress-bar "$@"; else set -- --silent "$@"; fi
-      curl "$@" || die "could not download $1" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+      curl "$@" || die "could not download $dl_url" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
       ;;
     wget)
-      set -- --quiet --tries=3 --timeout=20 --output-document="$2" "$1"
+      set -- --quiet --tries=3 --timeout=20 --output-document="$dl_file" "$dl_url"
       if [ -t 2 ]; then set -- --show-progress "$@"; fi
-      wget "$@" || die "could not download $1" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+      wget "$@" || die "could not download $dl_url" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
       ;;
   esac
 }
@@ -322,3 +326,4 @@ main() {
 }
 
 main "$@"
+}

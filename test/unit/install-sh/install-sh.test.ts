@@ -1,0 +1,321 @@
+// scripts/install.sh for real: `curl … | sh` and `wget … | sh` as a non-root user with a temporary
+// HOME, against a release folder (laid out by scripts/release.sh from a freshly built binary)
+// served on 127.0.0.1.
+import { execFileSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO } from "../../helpers/cli";
+import {
+  addRelease,
+  BINARY_NAME,
+  isRoot,
+  listFiles,
+  runAs,
+  serveDir,
+  sha256File,
+  type StaticServer,
+  testBinary,
+  testUser,
+  type TestUser,
+  writeRelease,
+} from "../binary/release-fixture";
+
+const INSTALL_SH = join(REPO, "scripts", "install.sh");
+const VERSION = "1.0.0";
+
+describe("install.sh, statically", () => {
+  it("is clean under shellcheck as POSIX sh", () => {
+    const r = execFileSync("shellcheck", ["--shell=sh", "--severity=style", INSTALL_SH], { encoding: "utf8" });
+    expect(r).toBe("");
+  });
+
+  it("is one { … } block ending in the call to main, so a cut download cannot run a part of it", () => {
+    const lines = readFileSync(INSTALL_SH, "utf8").trimEnd().split("\n");
+    const code = lines.filter((l) => l.trim() && !l.startsWith("#"));
+    expect(code[0]).toBe("{");
+    expect(code.at(-2)).toBe('main "$@"');
+    expect(code.at(-1)).toBe("}");
+  });
+
+  it("prints its help and exits 0, and rejects an unknown option with exit 2", () => {
+    const help = execFileSync("sh", [INSTALL_SH, "--help"], { encoding: "utf8" });
+    expect(help).toContain("--no-start");
+    expect(help).toContain("ROOTLESS_K8S_INSTALL_DIR");
+    let code = 0;
+    let stderr = "";
+    try {
+      execFileSync("sh", [INSTALL_SH, "--frobnicate"], { encoding: "utf8", stdio: "pipe" });
+    } catch (e) {
+      code = (e as { status: number }).status;
+      stderr = String((e as { stderr: string }).stderr);
+    }
+    expect(code).toBe(2);
+    expect(stderr).toContain('unknown option "--frobnicate"');
+  });
+});
+
+describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (needs root to create the user)", () => {
+  let build: string;
+  let base: string;
+  let server: StaticServer;
+  let user: TestUser;
+  let binSum: string;
+  const scratch: string[] = [];
+
+  /** A fresh empty folder owned by the user. */
+  const userDir = (prefix: string) => {
+    const d = mkdtempSync(join(tmpdir(), `rk8s-${prefix}-`));
+    chownSync(d, user.uid, user.gid);
+    scratch.push(d);
+    return d;
+  };
+  const newHome = () => {
+    const h = user.newHome();
+    scratch.push(h);
+    return h;
+  };
+  const envFor = (home: string, tmp: string, extra: Record<string, string> = {}) => ({
+    HOME: home,
+    PATH: "/usr/bin:/bin",
+    SHELL: "/bin/bash",
+    TMPDIR: tmp,
+    ROOTLESS_K8S_DOWNLOAD_URL: server.url,
+    ...extra,
+  });
+  /** `<fetcher> <base>/install.sh | sh -s -- <args>` as the user. */
+  const pipe = (fetch: string, env: Record<string, string>, args: string) =>
+    runAs(user, "sh", ["-c", `${fetch} "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- ${args}`], env);
+  /** A PATH folder with every command of /usr/bin except `without`. */
+  const binWithout = (...without: string[]) => {
+    const d = mkdtempSync(join(tmpdir(), "rk8s-bin-"));
+    chmodSync(d, 0o755);
+    scratch.push(d);
+    for (const f of readdirSync("/usr/bin")) if (!without.includes(f)) symlinkSync(join("/usr/bin", f), join(d, f));
+    return d;
+  };
+  const newRequests = (from: number) => server.paths().slice(from);
+
+  beforeAll(async () => {
+    build = testBinary(VERSION);
+    base = mkdtempSync(join(tmpdir(), "rk8s-release-"));
+    scratch.push(base);
+    addRelease(base, build);
+    server = await serveDir(base);
+    user = testUser();
+    binSum = sha256File(join(build, BINARY_NAME));
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    for (const d of scratch) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("curl | sh installs the verified binary, which runs, and prints the PATH line for the user's shell", async () => {
+    const home = newHome();
+    const tmp = userDir("tmp");
+    const from = server.requests.length;
+    const r = await pipe("curl -fsSL", envFor(home, tmp), "--no-start");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const bin = join(home, ".local", "bin", "rootless-k8s");
+    expect(sha256File(bin)).toBe(binSum);
+    const st = statSync(bin);
+    expect(st.mode & 0o777).toBe(0o755);
+    expect(st.uid).toBe(user.uid);
+    const ran = await runAs(user, bin, ["--version"], envFor(home, tmp));
+    expect(ran.stdout.trim()).toBe(`rootless-k8s ${VERSION}`);
+    expect(r.stdout).toContain(`installed rootless-k8s ${VERSION} to ${bin}`);
+    expect(r.stdout).toContain(`is not on your PATH. For bash, add this line to ${home}/.bashrc:`);
+    expect(r.stdout).toContain(`  export PATH="${home}/.local/bin:$PATH"`);
+    expect(newRequests(from)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/${BINARY_NAME}`]);
+    expect(listFiles(home)).toEqual([".local/bin/rootless-k8s"]);
+    expect(listFiles(tmp)).toEqual([]);
+  });
+
+  it("refuses a tampered binary and installs nothing", async () => {
+    const bad = mkdtempSync(join(tmpdir(), "rk8s-tampered-"));
+    scratch.push(bad);
+    const tampered = readFileSync(join(build, BINARY_NAME));
+    tampered[tampered.length >> 1] ^= 0xff;
+    writeRelease(bad, VERSION, { [BINARY_NAME]: tampered }, { sumsOf: { [BINARY_NAME]: binSum } });
+    const badServer = await serveDir(bad);
+    try {
+      const home = newHome();
+      const tmp = userDir("tmp");
+      const r = await pipe("curl -fsSL", envFor(home, tmp, { ROOTLESS_K8S_DOWNLOAD_URL: badServer.url }), "--no-start");
+      expect(r.code).toBe(4);
+      expect(r.stderr).toContain(`error: checksum mismatch for ${BINARY_NAME}`);
+      expect(r.stderr).toContain(`SHA256SUMS says ${binSum}; nothing was installed`);
+      expect(r.stderr).toMatch(/^fix: /m);
+      expect(badServer.paths()).toContain(`/${VERSION}/${BINARY_NAME}`);
+      expect(listFiles(home)).toEqual([]);
+      expect(existsSync(join(home, ".local"))).toBe(false);
+      expect(listFiles(tmp)).toEqual([]);
+    } finally {
+      await badServer.close();
+    }
+  });
+
+  it("wget | sh installs the same way on a machine without curl", async () => {
+    const home = newHome();
+    const tmp = userDir("tmp");
+    const from = server.requests.length;
+    const env = envFor(home, tmp, { PATH: binWithout("curl") });
+    const noCurl = await runAs(user, "sh", ["-c", "command -v curl || echo none"], env);
+    expect(noCurl.stdout.trim()).toBe("none");
+    const r = await pipe("wget -qO-", env, "--no-start");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const bin = join(home, ".local", "bin", "rootless-k8s");
+    expect(sha256File(bin)).toBe(binSum);
+    expect((await runAs(user, bin, ["--version"], env)).stdout.trim()).toBe(`rootless-k8s ${VERSION}`);
+    expect(r.stdout).toContain(`  export PATH="${home}/.local/bin:$PATH"`);
+    const reqs = server.requests.slice(from);
+    expect(reqs.map((q) => q.path)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/${BINARY_NAME}`]);
+    for (const q of reqs) expect(q.agent).toMatch(/^Wget\//);
+  });
+
+  it("says which downloader is missing when neither curl nor wget is installed", async () => {
+    const home = newHome();
+    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("curl", "wget") }));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("error: curl is not installed, and neither is wget");
+    expect(r.stderr).toContain("fix: install curl");
+    expect(listFiles(home)).toEqual([]);
+  });
+
+  it("pins a version with --version or ROOTLESS_K8S_VERSION, without reading latest.txt", async () => {
+    for (const [args, extra] of [
+      [`--no-start --version v${VERSION}`, {}],
+      ["--no-start", { ROOTLESS_K8S_VERSION: VERSION }],
+    ] as const) {
+      const home = newHome();
+      const from = server.requests.length;
+      const r = await runAs(user, "sh", ["-c", `sh "${INSTALL_SH}" ${args}`], envFor(home, userDir("tmp"), extra));
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`rootless-k8s ${VERSION} (pinned) for linux-`);
+      expect(newRequests(from)).toEqual([`/${VERSION}/SHA256SUMS`, `/${VERSION}/${BINARY_NAME}`]);
+    }
+  });
+
+  it("fails with the download exit code, naming the URL, when the version does not exist", async () => {
+    const home = newHome();
+    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start", "--version", "9.9.9"], envFor(home, userDir("tmp")));
+    expect(r.code).toBe(5);
+    expect(r.stderr).toContain(`error: could not download ${server.url}/9.9.9/SHA256SUMS`);
+    expect(listFiles(home)).toEqual([]);
+  });
+
+  it("does not download the binary again when the installed one already matches", async () => {
+    const home = newHome();
+    const env = envFor(home, userDir("tmp"));
+    expect((await runAs(user, "sh", [INSTALL_SH, "--no-start"], env)).code).toBe(0);
+    const from = server.requests.length;
+    const again = await runAs(user, "sh", [INSTALL_SH, "--no-start"], env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("is already this version (same SHA-256)");
+    expect(newRequests(from)).toEqual(["/latest.txt", `/${VERSION}/SHA256SUMS`]);
+  });
+
+  it("prints no PATH line when the folder is already on PATH, and honours ROOTLESS_K8S_INSTALL_DIR", async () => {
+    const home = newHome();
+    const dir = join(home, "tools");
+    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { ROOTLESS_K8S_INSTALL_DIR: dir, PATH: `${dir}:/usr/bin:/bin` }));
+    expect(r.code).toBe(0);
+    expect(sha256File(join(dir, "rootless-k8s"))).toBe(binSum);
+    expect(r.stdout).not.toContain("not on your PATH");
+    expect(r.stdout).toContain("Next: `rootless-k8s doctor`");
+  });
+
+  it("--modify-path puts the folder on PATH for bash, zsh and fish, backing up the rc file, once", async () => {
+    const cases = [
+      { shell: "/bin/bash", rc: ".bashrc", before: "# my bashrc\nalias ll='ls -l'\n", check: ["bash", "-c", ". ~/.bashrc; rootless-k8s --version"] },
+      { shell: "/usr/bin/zsh", rc: ".zshrc", before: undefined, check: ["zsh", "-c", "source ~/.zshrc; rootless-k8s --version"] },
+      { shell: "/usr/bin/fish", rc: ".config/fish/conf.d/rootless-k8s.fish", before: undefined, check: ["fish", "-c", "rootless-k8s --version"] },
+    ];
+    for (const c of cases) {
+      const home = newHome();
+      const env = envFor(home, userDir("tmp"), { SHELL: c.shell });
+      const rc = join(home, c.rc);
+      if (c.before !== undefined) {
+        writeFileSync(rc, c.before);
+        chownSync(rc, user.uid, user.gid);
+      }
+      const r = await runAs(user, "sh", [INSTALL_SH, "--no-start", "--modify-path"], env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`added ${home}/.local/bin to PATH in ${rc}`);
+      const text = readFileSync(rc, "utf8");
+      expect(text.startsWith(c.before ?? "")).toBe(true);
+      const backups = readdirSync(join(rc, "..")).filter((f) => f.includes(".rootless-k8s-backup."));
+      if (c.before === undefined) {
+        expect(backups).toEqual([]);
+      } else {
+        expect(backups).toHaveLength(1);
+        expect(readFileSync(join(rc, "..", backups[0]!), "utf8")).toBe(c.before);
+      }
+      const check = await runAs(user, c.check[0]!, c.check.slice(1), env);
+      expect(check.stdout.trim(), `${c.shell}: ${check.stderr}`).toBe(`rootless-k8s ${VERSION}`);
+      const again = await runAs(user, "sh", [INSTALL_SH, "--no-start", "--modify-path"], env);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain("already puts");
+      expect(readFileSync(rc, "utf8")).toBe(text);
+      expect(readdirSync(join(rc, "..")).filter((f) => f.includes(".rootless-k8s-backup."))).toHaveLength(backups.length);
+    }
+  });
+
+  it("refuses root unless ROOTLESS_K8S_FORCE_ROOT=1", async () => {
+    const home = mkdtempSync(join(tmpdir(), "rk8s-roothome-"));
+    scratch.push(home);
+    const env = { ...envFor(home, home), TMPDIR: tmpdir() };
+    const from = server.requests.length;
+    const refused = await runAs(null, "sh", [INSTALL_SH, "--no-start"], env);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain("error: refusing to run as root");
+    expect(refused.stderr).toContain("ROOTLESS_K8S_FORCE_ROOT=1");
+    expect(newRequests(from)).toEqual([]);
+    expect(listFiles(home)).toEqual([]);
+    const forced = await runAs(null, "sh", [INSTALL_SH, "--no-start"], { ...env, ROOTLESS_K8S_FORCE_ROOT: "1" });
+    expect(forced.code).toBe(0);
+    expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
+  });
+
+  it("refuses an OS or CPU it has no binary for, with one clear line", async () => {
+    for (const [uname, message] of [
+      ["Linux armv7l", "error: unsupported CPU architecture armv7l"],
+      ["Darwin arm64", "error: rootless-k8s runs on Linux only; this is Darwin"],
+    ] as const) {
+      const fake = mkdtempSync(join(tmpdir(), "rk8s-uname-"));
+      chmodSync(fake, 0o755);
+      scratch.push(fake);
+      writeFileSync(join(fake, "uname"), `#!/bin/sh\necho "${uname}"\n`, { mode: 0o755 });
+      const home = newHome();
+      const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: `${fake}:/usr/bin:/bin` }));
+      expect(r.code).toBe(3);
+      expect(r.stderr.split("\n")[0]).toContain(message);
+      expect(listFiles(home)).toEqual([]);
+    }
+  });
+
+  it("runs nothing when the script is cut short anywhere", async () => {
+    const text = readFileSync(INSTALL_SH);
+    const cuts = new Set<number>();
+    for (let i = 0; i < text.length; i += 251) cuts.add(i);
+    for (let i = text.length - 40; i < text.length - 1; i++) cuts.add(i); // inside the last lines
+    const block = text.indexOf("\n{\n") + 1; // before it: comments only
+    const home = newHome();
+    const dir = userDir("cut");
+    const from = server.requests.length;
+    for (const cut of cuts) {
+      const file = join(dir, "install.sh");
+      writeFileSync(file, text.subarray(0, cut));
+      const r = await runAs(user, "sh", [file, "--no-start"], envFor(home, dir));
+      expect(r.stdout, `cut at ${cut}`).toBe("");
+      if (cut <= block) expect(r.code, `cut at ${cut}`).toBe(0);
+      else expect(r.stderr, `cut at ${cut}`).toMatch(/: Syntax error: (end of file unexpected|Unterminated quoted string)/);
+    }
+    expect(newRequests(from)).toEqual([]);
+    expect(listFiles(home)).toEqual([]);
+  });
+});

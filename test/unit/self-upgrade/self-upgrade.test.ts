@@ -1,0 +1,193 @@
+// `rootless-k8s self-upgrade` for real: two binaries built from this checkout (1.0.0 and 1.1.0),
+// a release base on 127.0.0.1, and a non-root user whose ~/.local/bin holds the running binary.
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../../helpers/cli";
+import {
+  addRelease,
+  BINARY_NAME,
+  isRoot,
+  runAs,
+  serveDir,
+  sha256File,
+  type StaticServer,
+  testBinary,
+  testUser,
+  type TestUser,
+  writeRelease,
+} from "../binary/release-fixture";
+
+describe("self-upgrade under node (the bundle, not the binary)", () => {
+  it("refuses plainly: there is no binary to replace", async () => {
+    const r = await runCli(["self-upgrade", "--base-url", "http://127.0.0.1:9"]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("error: self-upgrade replaces the rootless-k8s binary, but this is the JavaScript bundle running under node");
+    expect(r.stderr).toMatch(/^fix: /m);
+  });
+
+  it("rejects a --to that is not a version and a base that is not http(s)", async () => {
+    const bad = await runCli(["self-upgrade", "--to", "latest"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--to must be a release version like 0.2.0 (got "latest")');
+    const ftp = await runCli(["self-upgrade", "--base-url", "ftp://example.org"]);
+    expect(ftp.code).toBe(2);
+    expect(ftp.stderr).toContain("the release base must be an http(s) URL, not ftp:");
+  });
+});
+
+describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (needs root to create the user)", () => {
+  let v1: string;
+  let v2: string;
+  let base: string;
+  let server: StaticServer;
+  let user: TestUser;
+  const scratch: string[] = [];
+
+  const sum1 = () => sha256File(join(v1, BINARY_NAME));
+  const sum2 = () => sha256File(join(v2, BINARY_NAME));
+
+  /** A HOME whose ~/.local/bin/rootless-k8s is the 1.0.0 binary, owned by the user. */
+  const installed = (version: "1.0.0" | "1.1.0" = "1.0.0") => {
+    const home = user.newHome();
+    scratch.push(home);
+    const dir = join(home, ".local", "bin");
+    mkdirSync(dir, { recursive: true });
+    const bin = join(dir, "rootless-k8s");
+    copyFileSync(join(version === "1.0.0" ? v1 : v2, BINARY_NAME), bin);
+    chmodSync(bin, 0o755);
+    for (const p of [join(home, ".local"), dir, bin]) chownSync(p, user.uid, user.gid);
+    return { home, dir, bin, env: { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url } };
+  };
+  const binaryRequests = (from: number) => server.paths().slice(from).filter((p) => p.endsWith(BINARY_NAME));
+
+  beforeAll(async () => {
+    v1 = testBinary("1.0.0");
+    v2 = testBinary("1.1.0");
+    base = mkdtempSync(join(tmpdir(), "rk8s-upgrade-release-"));
+    scratch.push(base);
+    addRelease(base, v1);
+    addRelease(base, v2); // latest.txt: 1.1.0
+    const bin2 = readFileSync(join(v2, BINARY_NAME));
+    // 1.2.0 holds the 1.1.0 binary (right checksum, wrong version); 1.3.0 a program that fails;
+    // 1.4.0 a tampered binary listed with the checksum of the real one.
+    writeRelease(base, "1.2.0", { [BINARY_NAME]: bin2 }, { latest: false });
+    writeRelease(base, "1.3.0", { [BINARY_NAME]: Buffer.from("#!/bin/sh\necho 'cannot start: boom' >&2\nexit 1\n") }, { latest: false });
+    const tampered = Buffer.from(bin2);
+    tampered[tampered.length >> 1] ^= 0xff;
+    writeRelease(base, "1.4.0", { [BINARY_NAME]: tampered }, { latest: false, sumsOf: { [BINARY_NAME]: sum2() } });
+    server = await serveDir(base);
+    user = testUser();
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    for (const d of scratch) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("upgrades 1.0.0 to the latest 1.1.0, keeps .previous until the new binary has run once", async () => {
+    const { dir, bin, env } = installed();
+    const r = await runAs(user, bin, ["self-upgrade"], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("upgraded rootless-k8s 1.0.0 → 1.1.0");
+    expect(r.stderr).toContain(`verified SHA-256 ${sum2()}`);
+    expect(sha256File(bin)).toBe(sum2());
+    expect(sha256File(`${bin}.previous`)).toBe(sum1());
+    expect(readdirSync(dir).sort()).toEqual(["rootless-k8s", "rootless-k8s.previous"]);
+
+    const after = await runAs(user, bin, ["--version"], env);
+    expect(after.stdout.trim()).toBe("rootless-k8s 1.1.0");
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+
+    const from = server.requests.length;
+    const again = await runAs(user, bin, ["self-upgrade"], env);
+    expect(again.code).toBe(0);
+    expect(again.stdout.trim()).toBe("rootless-k8s 1.1.0 is up to date (latest release: 1.1.0)");
+    expect(server.paths().slice(from)).toEqual(["/latest.txt"]);
+  });
+
+  it("--dry-run downloads, verifies and runs the new binary, and replaces nothing", async () => {
+    const { dir, bin, env } = installed();
+    const from = server.requests.length;
+    const r = await runAs(user, bin, ["self-upgrade", "--dry-run"], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("dry run: 1.0.0 → 1.1.0 would work");
+    expect(binaryRequests(from)).toEqual([`/1.1.0/${BINARY_NAME}`]);
+    expect(sha256File(bin)).toBe(sum1());
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+  });
+
+  it("installs a pinned older version with --to (a downgrade), from --base-url over the environment", async () => {
+    const { bin, env } = installed("1.1.0");
+    const r = await runAs(user, bin, ["self-upgrade", "--to", "v1.0.0", "--base-url", server.url], { ...env, ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9" });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("upgraded rootless-k8s 1.1.0 → 1.0.0");
+    expect((await runAs(user, bin, ["--version"], env)).stdout.trim()).toBe("rootless-k8s 1.0.0");
+  });
+
+  it("replaces the real file behind a symlink, and leaves the link as it was", async () => {
+    const { home, bin, env } = installed();
+    const link = join(home, "rootless-k8s-link");
+    symlinkSync(bin, link);
+    const r = await runAs(user, link, ["self-upgrade"], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(sha256File(bin)).toBe(sum2());
+    expect(existsSync(`${link}.previous`)).toBe(false);
+    expect(existsSync(`${bin}.previous`)).toBe(true);
+  });
+
+  it("leaves the old binary in place when the new one reports another version", async () => {
+    const { dir, bin, env } = installed();
+    const r = await runAs(user, bin, ["self-upgrade", "--to", "1.2.0"], env);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain('error: the new binary failed its smoke test: `--version` printed "rootless-k8s 1.1.0", expected "rootless-k8s 1.2.0"');
+    expect(r.stderr).toContain(`${bin} is unchanged`);
+    expect(sha256File(bin)).toBe(sum1());
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+  });
+
+  it("leaves the old binary in place when the new one does not run", async () => {
+    const { dir, bin, env } = installed();
+    const r = await runAs(user, bin, ["self-upgrade", "--to", "1.3.0"], env);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("error: the new binary (1.3.0) failed its smoke test: cannot start: boom");
+    expect(sha256File(bin)).toBe(sum1());
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+  });
+
+  it("refuses a tampered download and removes it", async () => {
+    const { dir, bin, env } = installed();
+    const r = await runAs(user, bin, ["self-upgrade", "--to", "1.4.0"], env);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(`error: checksum mismatch for ${BINARY_NAME} 1.4.0`);
+    expect(r.stderr).toContain(`SHA256SUMS says ${sum2()}`);
+    expect(sha256File(bin)).toBe(sum1());
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+  });
+
+  it("fails with the network exit code for a version that is not published", async () => {
+    const { bin, env } = installed();
+    const r = await runAs(user, bin, ["self-upgrade", "--to", "9.9.9"], env);
+    expect(r.code).toBe(5);
+    expect(r.stderr).toContain(`error: could not download ${server.url}/9.9.9/SHA256SUMS: HTTP 404`);
+  });
+
+  it("refuses, before downloading, when the binary sits in a folder the user cannot write", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "rk8s-rootowned-"));
+    scratch.push(dir);
+    chmodSync(dir, 0o755);
+    const bin = join(dir, "rootless-k8s");
+    copyFileSync(join(v1, BINARY_NAME), bin);
+    chmodSync(bin, 0o755);
+    const home = user.newHome();
+    scratch.push(home);
+    const from = server.requests.length;
+    const r = await runAs(user, bin, ["self-upgrade"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`error: cannot replace ${bin}: ${dir} is not writable by you (uid ${user.uid}; the folder belongs to root, mode 755)`);
+    expect(r.stderr).toContain("fix: install rootless-k8s into a folder you own");
+    expect(server.requests.length).toBe(from);
+    expect(sha256File(bin)).toBe(sum1());
+  });
+});
