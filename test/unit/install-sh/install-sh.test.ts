@@ -138,7 +138,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     const bad = mkdtempSync(join(tmpdir(), "rk8s-tampered-"));
     scratch.push(bad);
     const tampered = readFileSync(join(build, BINARY_NAME));
-    tampered[tampered.length >> 1] ^= 0xff;
+    tampered[tampered.length >> 1] = tampered[tampered.length >> 1]! ^ 0xff;
     writeRelease(bad, VERSION, { [BINARY_NAME]: tampered }, { sumsOf: { [BINARY_NAME]: binSum } });
     const badServer = await serveDir(bad);
     try {

@@ -75,7 +75,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     writeRelease(base, "1.2.0", { [BINARY_NAME]: bin2 }, { latest: false });
     writeRelease(base, "1.3.0", { [BINARY_NAME]: Buffer.from("#!/bin/sh\necho 'cannot start: boom' >&2\nexit 1\n") }, { latest: false });
     const tampered = Buffer.from(bin2);
-    tampered[tampered.length >> 1] ^= 0xff;
+    tampered[tampered.length >> 1] = tampered[tampered.length >> 1]! ^ 0xff;
     writeRelease(base, "1.4.0", { [BINARY_NAME]: tampered }, { latest: false, sumsOf: { [BINARY_NAME]: sum2() } });
     server = await serveDir(base);
     user = testUser();
