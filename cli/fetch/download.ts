@@ -123,7 +123,10 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   const total = range?.total ?? (Number.isFinite(length) && length >= 0 ? offset + length : undefined);
   job.onStart?.(total, offset);
   const out = createWriteStream(job.part, { flags: offset > 0 ? "a" : "w", mode: 0o644 });
-  out.on("error", (e) => (state.diskError = e));
+  // Only the file's own errors count as disk errors: pipeline() also destroys `out` with the body's errors.
+  out.on("error", (e: NodeJS.ErrnoException) => {
+    if (e.syscall && FILE_SYSCALLS.has(e.syscall)) state.diskError = e;
+  });
   const received = await pipeline(res.body, hashing(hash, job.onBytes), out, { signal }).then(() => out.bytesWritten);
   const actual = hash.digest("hex");
   if (actual !== job.checksum.value) throw new ChecksumMismatch(job, actual);
@@ -131,6 +134,8 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   await fsp.rm(job.meta, { force: true });
   return offset + received;
 }
+
+const FILE_SYSCALLS = new Set(["open", "write", "writev", "close", "fsync"]);
 
 function hashing(hash: Hash, onBytes?: (n: number) => void): Transform {
   return new Transform({

@@ -1,0 +1,163 @@
+// The built-in manifest and the --manifest schema: every artifact pinned for both arches with a
+// named source, the version set, selection by runtime and network, and one-line refusals.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import builtin from "../../../assets/components.json";
+import { UserError } from "../../../cli/errors";
+import { loadManifest, parseManifest } from "../../../cli/fetch/manifest";
+import { applyMirror, mirrorFrom } from "../../../cli/fetch/mirror";
+import { archFromMachine, selectArtifacts, versionSet, versionSetId } from "../../../cli/fetch/select";
+import { ARCHES, NETWORKS, RUNTIMES } from "../../../cli/fetch/types";
+import { tempDir } from "./helpers/artifacts";
+
+function refusal(fn: () => unknown): UserError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(UserError);
+    return e as UserError;
+  }
+  throw new Error("expected a refusal");
+}
+
+const clone = () => JSON.parse(JSON.stringify(builtin)) as typeof builtin & { artifacts: Record<string, unknown>[] };
+
+describe("the built-in manifest", () => {
+  const m = loadManifest();
+
+  it("pins every artifact for amd64 and arm64 and names where each checksum comes from", () => {
+    for (const a of m.artifacts) {
+      expect(Object.keys(a.arch).sort(), a.id).toEqual(["amd64", "arm64"]);
+      for (const arch of ARCHES) {
+        const c = a.checksums[arch];
+        expect(c?.value, `${a.id} ${arch}`).toMatch(c?.algorithm === "sha512" ? /^[0-9a-f]{128}$/ : /^[0-9a-f]{64}$/);
+        expect(c?.source, `${a.id} ${arch}`).toMatch(/@[0-9a-f]{8}/); // repository path@commit
+      }
+    }
+  });
+
+  it("gives the version set of the issue: Kubernetes 1.36.0 and its runtimes and tools", () => {
+    expect(versionSet(m)).toEqual({
+      kubernetes: "1.36.0",
+      etcd: "3.6.14",
+      containerd: "2.3.4",
+      runc: "1.4.3",
+      "cni-plugins": "1.9.1",
+      crictl: "1.36.0",
+      rootlesskit: "3.0.2",
+      slirp4netns: "1.3.3",
+      "cri-o": "1.36.3",
+      "cri-dockerd": "0.3.26",
+    });
+    expect(versionSetId(m)).toMatch(/^1\.36\.0-[0-9a-f]{10}$/);
+  });
+
+  it("takes all seven Kubernetes binaries from the server tarball pinned by its release-notes sha512", () => {
+    const [k8s] = selectArtifacts(m, { arch: "arm64", runtime: "containerd", network: "builtin" });
+    expect(k8s?.url).toBe("https://dl.k8s.io/v1.36.0/kubernetes-server-linux-arm64.tar.gz");
+    expect(k8s?.checksum.algorithm).toBe("sha512");
+    expect(k8s?.checksum.source).toContain("CHANGELOG-1.36.md");
+    expect(k8s?.binaries.map((b) => b.name).sort()).toEqual(
+      ["kube-apiserver", "kube-controller-manager", "kube-proxy", "kube-scheduler", "kubeadm", "kubectl", "kubelet"].sort(),
+    );
+  });
+
+  it("expands upstream arch tokens and member paths per arch", () => {
+    const amd = selectArtifacts(m, { arch: "amd64", runtime: "containerd", network: "slirp4netns" });
+    const byId = Object.fromEntries(amd.map((a) => [a.id, a]));
+    expect(byId.rootlesskit?.url).toBe("https://github.com/rootless-containers/rootlesskit/releases/download/v3.0.2/rootlesskit-x86_64.tar.gz");
+    expect(byId.slirp4netns?.fileName).toBe("slirp4netns-x86_64");
+    expect(byId.etcd?.binaries[0]?.path).toBe("etcd-v3.6.14-linux-amd64/etcd");
+    expect(byId.containerd?.url).toContain("containerd-static-2.3.4-linux-amd64.tar.gz");
+    expect(byId["cni-plugins"]?.binaries.every((b) => b.dir === "cni")).toBe(true);
+  });
+
+  it("selects artifacts by runtime and network", () => {
+    const ids = (runtime: (typeof RUNTIMES)[number], network: (typeof NETWORKS)[number]) =>
+      selectArtifacts(m, { arch: "amd64", runtime, network }).map((a) => a.id);
+    const common = ["kubernetes-server", "etcd", "cni-plugins", "crictl", "rootlesskit"];
+    expect(ids("containerd", "slirp4netns").sort()).toEqual([...common, "containerd", "runc", "slirp4netns"].sort());
+    expect(ids("crio", "pasta").sort()).toEqual([...common, "cri-o"].sort());
+    expect(ids("docker", "builtin").sort()).toEqual([...common, "cri-dockerd"].sort());
+  });
+});
+
+describe("a --manifest file", () => {
+  const write = (data: unknown) => {
+    const f = join(tempDir(), "m.json");
+    writeFileSync(f, typeof data === "string" ? data : JSON.stringify(data));
+    return f;
+  };
+
+  it("replaces the built-in one when it is valid", () => {
+    const data = clone();
+    data.name = "private build";
+    const m = loadManifest({ file: write(data) });
+    expect(m.name).toBe("private build");
+    expect(m.origin).toMatch(/m\.json$/);
+  });
+
+  it("is refused in one line when an artifact has no checksum for an arch it lists", () => {
+    const data = clone();
+    delete (data.artifacts[1] as { checksums: Record<string, unknown> }).checksums.arm64;
+    const file = write(data);
+    const e = refusal(() => loadManifest({ file }));
+    expect(e.exitCode).toBe(2);
+    expect(e.message).toBe(
+      `manifest ${file}: artifact "etcd" checksums.arm64 is missing; every artifact needs a pinned sha256 or sha512 for each arch it lists`,
+    );
+    expect(e.message).not.toContain("\n");
+    expect(e.fix).toContain("docs/manifest.md");
+  });
+
+  const cases: [string, (d: ReturnType<typeof clone>) => void, string][] = [
+    ["a digest of the wrong length", (d) => ((d.artifacts[0] as any).checksums.amd64.value = "abc"), 'artifact "kubernetes-server" checksums.amd64 value must be 128 lower-case hex digits for sha512'],
+    ["an empty checksum source", (d) => ((d.artifacts[2] as any).checksums.amd64.source = " "), 'artifact "containerd" checksums.amd64 source is empty'],
+    ["an unknown placeholder", (d) => ((d.artifacts[3] as any).url = "https://x/{os}/runc"), 'artifact "runc" url has unknown placeholder {os}'],
+    ["a member path with ..", (d) => ((d.artifacts[1] as any).binaries[0].path = "../etcd"), "must be a relative path inside the archive"],
+    ["two artifacts with one id", (d) => ((d.artifacts[2] as any).id = "etcd"), 'artifacts has two artifacts with id "etcd"'],
+    ["two artifacts installing one binary", (d) => ((d.artifacts[5] as any).binaries[0].name = "runc"), 'artifacts installs "runc" twice (from "runc" and "crictl")'],
+    ["an unknown runtime", (d) => ((d.artifacts[2] as any).when = { runtime: ["podman"] }), "must be one of containerd, crio, docker"],
+    ["a non-http URL", (d) => ((d.artifacts[3] as any).url = "ftp://x/runc"), "must be an https:// or http:// URL"],
+    ["another schema", (d) => ((d as any).schema = 2), "schema must be 1 (got 2)"],
+  ];
+  for (const [what, change, message] of cases) {
+    it(`is refused for ${what}`, () => {
+      const data = clone();
+      change(data);
+      const e = refusal(() => parseManifest(data, "m.json"));
+      expect(e.message).toContain(message);
+      expect(e.exitCode).toBe(2);
+    });
+  }
+
+  it("is refused when missing or not JSON", () => {
+    expect(refusal(() => loadManifest({ file: "/nonexistent/m.json" })).message).toBe("manifest /nonexistent/m.json: file not found");
+    expect(refusal(() => loadManifest({ file: write("{ nope") })).message).toMatch(/is not valid JSON/);
+  });
+});
+
+describe("mirrors and arches", () => {
+  it("keeps the upstream path under the mirror, with or without a path prefix", () => {
+    expect(applyMirror("https://dl.k8s.io/v1.36.0/kubernetes-server-linux-amd64.tar.gz", mirrorFrom("http://127.0.0.1:8080/", {}))).toBe(
+      "http://127.0.0.1:8080/v1.36.0/kubernetes-server-linux-amd64.tar.gz",
+    );
+    expect(applyMirror("https://github.com/a/b/releases/download/v1/x.tgz", mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://m.corp/remote/" }))).toBe(
+      "https://m.corp/remote/a/b/releases/download/v1/x.tgz",
+    );
+    expect(mirrorFrom("https://flag.example", { ROOTLESS_K8S_MIRROR: "https://env.example" })).toBe("https://flag.example");
+    expect(mirrorFrom(undefined, {})).toBeNull();
+  });
+
+  it("refuses a mirror that is not an http(s) URL, or carries credentials", () => {
+    expect(refusal(() => mirrorFrom("ftp://m", {})).message).toContain("--mirror must be an http:// or https:// URL");
+    expect(refusal(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain("ROOTLESS_K8S_MIRROR must be");
+  });
+
+  it("maps uname -m to our arch names", () => {
+    expect(archFromMachine("x86_64")).toBe("amd64");
+    expect(archFromMachine("aarch64")).toBe("arm64");
+    expect(archFromMachine("riscv64")).toBeNull();
+  });
+});
