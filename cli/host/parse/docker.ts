@@ -35,18 +35,39 @@ function sections(text: string): Map<string, string[]> {
       out.set(current, []);
       continue;
     }
+    // A section holds indented lines; an unindented line ("WARNING: ...", "Cannot connect ...") ends it.
+    if (current && line.trim() && !/^\s/.test(line)) current = "";
     out.get(current)!.push(line);
   }
   return out;
 }
 
+function indentOf(line: string): number {
+  return /^\s*/.exec(line)![0].length;
+}
+
+/** A "Name: value" field at the top level of a block (the block's smallest indent), not in a nested one. */
 function field(lines: readonly string[], name: string): string | null {
+  const filled = lines.filter((l) => l.trim());
+  if (!filled.length) return null;
+  const top = Math.min(...filled.map(indentOf));
   const re = new RegExp(`^\\s*${name}:\\s*(.*?)\\s*$`, "i");
-  for (const l of lines) {
-    const m = re.exec(l);
+  for (const l of filled) {
+    const m = indentOf(l) === top ? re.exec(l) : null;
     if (m) return m[1]!;
   }
   return null;
+}
+
+/** The lines nested under the header at index at (more indented than it). */
+function nested(lines: readonly string[], at: number): string[] {
+  const base = indentOf(lines[at]!);
+  const out: string[] = [];
+  for (const l of lines.slice(at + 1)) {
+    if (l.trim() && indentOf(l) <= base) break;
+    out.push(l);
+  }
+  return out;
 }
 
 /** A printed version token, kept as printed ("17.06.0-ce", "20.10.24+dfsg1"); null for "dev" etc. */
@@ -79,7 +100,7 @@ export function parseDockerVersion(text: string, into: DockerReading = emptyDock
   const server = s.get("Server");
   if (server) {
     const engineAt = server.findIndex((l) => /^\s+Engine:\s*$/.test(l));
-    const engine = engineAt >= 0 ? server.slice(engineAt + 1) : server;
+    const engine = engineAt >= 0 ? nested(server, engineAt) : server;
     const v = field(engine, "Version");
     if (v !== null) into.serverAnswered = true;
     into.serverVersion ??= versionToken(v);

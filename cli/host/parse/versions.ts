@@ -97,11 +97,12 @@ export function parseSlirp4netnsVersion(text: string): ParsedVersion {
 }
 
 /**
- * `pasta --version`: "pasta 2024_09_06.6b38f07" (passt versions are dates); distro snapshot builds
- * print "pasta unknown version", which has none. The date version is kept as printed.
+ * `pasta --version`: "pasta 2024_09_06.6b38f07" ("passt version 2023_05_09.96f8d55-10-gf1e0a67" in
+ * some builds; passt versions are dates); distro snapshot builds print "pasta unknown version", which
+ * has none. The date version is kept as printed.
  */
 export function parsePastaVersion(text: string): ParsedVersion {
-  const m = /^\s*pasta (\d{4}_\d{2}_\d{2}\S*)/m.exec(text);
+  const m = /^\s*(?:pasta|passt)(?: version)? (\d{4}_\d{2}_\d{2}\S*)/m.exec(text);
   return m ? { raw: m[1]!, version: m[1]! } : NONE;
 }
 
