@@ -19,7 +19,7 @@ import { requireVersion } from "./versions";
 
 export type * from "./plan";
 export { PLAN_SCHEMA_VERSION } from "./plan";
-export { versionSet } from "./versions";
+export { versionSetOf } from "./versions";
 
 export const UNIT_PREFIX = "rootless-k8s";
 

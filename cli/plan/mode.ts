@@ -2,17 +2,9 @@
 // user; everything else is `none`: the KEP's "none" cgroup driver, approximated with stock kubelet
 // settings because upstream never merged it (anchors §0.1). --mode only goes delegated → none.
 import { ExitCode, UserError } from "../errors";
+import { NONE_GIVES_UP } from "../doctor/verdict";
 import type { Facts } from "../host/facts";
 import type { ModePlan, PlanOptions } from "./plan";
-
-/** What a node without cgroup writes gives up, in plain words (the doctor issue's list). */
-export const NONE_MODE_GIVES_UP: readonly string[] = [
-  "no per-pod resource limits: CPU and memory requests and limits are not enforced",
-  "no QoS cgroups: Guaranteed, Burstable and BestEffort pods are treated alike",
-  "kube-reserved and system-reserved are not enforced",
-  "eviction works from node-level signals only (memory and disk of the whole node)",
-  "reduced per-container metrics (no per-container cgroup statistics)",
-];
 
 const REQUIRED = ["cpu", "memory", "pids"] as const;
 
@@ -49,5 +41,5 @@ export function decideMode(facts: Facts, options: PlanOptions): ModePlan {
   }
   const name = options.mode ?? possible;
   if (name === "none" && possible === "delegated") reasons.push("--mode none asked for: the node will not use the delegated controllers");
-  return { name, reasons, givesUp: name === "none" ? [...NONE_MODE_GIVES_UP] : [], cgroup: cg.mode };
+  return { name, reasons, givesUp: name === "none" ? [...NONE_GIVES_UP] : [], cgroup: cg.mode };
 }

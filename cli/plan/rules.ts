@@ -1,6 +1,9 @@
 // The version floors the plan enforces, each with where it comes from.
-import semver from "semver";
+import { FLOORS } from "../doctor/checks/runtimes";
+import { atLeast, versionTuple } from "../host/parse/versions";
 import type { Mode, NetworkDriver, RuntimeName } from "./plan";
+
+export { atLeast };
 
 export interface Floor {
   version: string;
@@ -12,19 +15,20 @@ export interface Floor {
  * (kubernetes/enhancements#1084: Docker 19.03 moby#38050, containerd 1.3 containerd/cri#970,
  * CRI-O 1.12 cri-o#1729). `delegated`: cgroup v2 limits (kubelet-in-userns docs: containerd 1.4,
  * CRI-O 1.22; rootlesscontaine.rs: Docker 20.10).
+ * The versions are the doctor's (cli/doctor/checks/runtimes.ts), so doctor and plan never disagree.
  */
 export const RUNTIME_FLOORS: Record<RuntimeName, Record<Mode, Floor>> = {
   containerd: {
-    none: { version: "1.3.0", why: "rootless containerd without cgroups needs 1.3 (containerd/cri#970)" },
-    delegated: { version: "1.4.0", why: "rootless cgroup v2 support arrived in containerd 1.4" },
+    none: { version: FLOORS.containerd.none, why: "rootless containerd without cgroups needs 1.3 (containerd/cri#970)" },
+    delegated: { version: FLOORS.containerd.delegated, why: "rootless cgroup v2 support arrived in containerd 1.4" },
   },
   crio: {
-    none: { version: "1.12.0", why: "CRI-O ignores cgroups when rootless from 1.12 (cri-o/cri-o#1729)" },
-    delegated: { version: "1.22.0", why: "CRI-O enforces limits rootless from 1.22 (cri-o/cri-o#4528)" },
+    none: { version: FLOORS.crio.none, why: "CRI-O ignores cgroups when rootless from 1.12 (cri-o/cri-o#1729)" },
+    delegated: { version: FLOORS.crio.delegated, why: "CRI-O enforces limits rootless from 1.22 (cri-o/cri-o#4528)" },
   },
   docker: {
-    none: { version: "19.03.0", why: "rootless Docker exists from 19.03 (moby/moby#38050)" },
-    delegated: { version: "20.10.0", why: "rootless Docker applies cgroup v2 limits from 20.10" },
+    none: { version: FLOORS.docker.none, why: "rootless Docker exists from 19.03 (moby/moby#38050)" },
+    delegated: { version: FLOORS.docker.delegated, why: "rootless Docker applies cgroup v2 limits from 20.10" },
   },
 };
 
@@ -47,18 +51,6 @@ export const ROOTLESSKIT_NETWORK_FLOORS: Record<NetworkDriver, Floor> = {
 /** Kubelet >= 1.35 refuses cgroup v1 unless failCgroupV1 is false (kubernetes/kubernetes#134298). */
 export const FAIL_CGROUP_V1_SINCE = "1.35.0";
 
-/** A loose version ("1.6.20~ds1", "v2.3.4", "20.10") as semver, or null. */
-export function coerce(version: string | null | undefined): string | null {
-  if (!version) return null;
-  return semver.coerce(version, { loose: true })?.version ?? null;
-}
-
-export function atLeast(version: string | null | undefined, floor: string): boolean {
-  const v = coerce(version);
-  const f = coerce(floor);
-  return v !== null && f !== null && semver.gte(v, f);
-}
-
 export function majorOf(version: string): number {
-  return semver.major(coerce(version) ?? "0.0.0");
+  return versionTuple(version)?.[0] ?? 0;
 }

@@ -1,6 +1,7 @@
 // The version set a plan is built for: component → version, plus a stable id for versions/<id>.
-import { createHash } from "node:crypto";
 import { ExitCode, UserError } from "../errors";
+import { versionSet, versionSetId } from "../fetch/select";
+import type { Manifest } from "../fetch/types";
 import type { VersionSet } from "./plan";
 
 export function requireVersion(versions: VersionSet, component: string): string {
@@ -14,16 +15,7 @@ export function requireVersion(versions: VersionSet, component: string): string 
   return v;
 }
 
-/**
- * A version set from component versions, with an id that names the Kubernetes version and a short
- * hash of every version, so two sets that differ in any component never share a folder.
- */
-export function versionSet(components: Readonly<Record<string, string>>): VersionSet {
-  const sorted = Object.keys(components)
-    .sort()
-    .map((k) => `${k}=${components[k]}`)
-    .join("\n");
-  const hash = createHash("sha256").update(sorted).digest("hex").slice(0, 8);
-  const k8s = components.kubernetes ?? "unknown";
-  return { id: `${k8s}-${hash}`, components: { ...components } };
+/** The plan's view of a components manifest: component → version, and the set's folder id. */
+export function versionSetOf(manifest: Manifest): VersionSet {
+  return { id: versionSetId(manifest), components: versionSet(manifest) };
 }

@@ -15,7 +15,7 @@ export function cgroupCapability(f: Facts): CgroupCapability {
   return f.cgroup.delegated ? "delegated" : "none";
 }
 
-const FLOORS: Record<"docker" | "containerd" | "crio", Record<CgroupCapability, string>> = {
+export const FLOORS: Record<"docker" | "containerd" | "crio", Record<CgroupCapability, string>> = {
   docker: { none: "19.03", delegated: "20.10" },
   containerd: { none: "1.3", delegated: "1.4" },
   crio: { none: "1.12", delegated: "1.22" },

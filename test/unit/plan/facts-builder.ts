@@ -1,16 +1,13 @@
 // Facts for plan tests that vary one thing at a time. The base is a Debian 12 host like the
 // development machine (cgroup v1 hybrid, no delegation); golden tests use real fixture hosts instead.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Facts } from "../../../cli/host/facts";
-import { versionSet } from "../../../cli/plan/versions";
+import { loadManifest } from "../../../cli/fetch/manifest";
+import { versionSetOf } from "../../../cli/plan/versions";
 import type { VersionSet } from "../../../cli/plan/plan";
 
-/** The pinned version set, from ../shared/upstream/components.json (until cli/fetch's manifest lands). */
+/** The pinned version set of the built-in components manifest (assets/components.json). */
 export function upstreamVersions(): VersionSet {
-  const file = join(import.meta.dirname, "..", "..", "..", "..", "shared", "upstream", "components.json");
-  const json = JSON.parse(readFileSync(file, "utf8")) as { version_set: Record<string, string> };
-  return versionSet(json.version_set);
+  return versionSetOf(loadManifest());
 }
 
 const tool = (version: string, path: string) => ({ version, raw: version, path });
@@ -30,8 +27,8 @@ export function baseFacts(): Facts {
       homeWritable: true,
       runtimeDir: { path: "/run/user/1000", fromEnv: true, exists: true, ownedByUser: true, writable: true },
       viaSuOrSudo: false,
-      subuid: { file: "/etc/subuid", ranges: [{ start: 100000, count: 65536 }], matchedBy: "name", total: 65536, overlapsOtherUsers: [], overlapsRealIds: [], source: "file" },
-      subgid: { file: "/etc/subgid", ranges: [{ start: 100000, count: 65536 }], matchedBy: "name", total: 65536, overlapsOtherUsers: [], overlapsRealIds: [], source: "file" },
+      subuid: { file: "/etc/subuid", ranges: [{ start: 100000, count: 65536 }], matchedBy: "name", total: 65536, overlapsOtherUsers: [], overlapsRealIds: [], source: "file", nextFreeStart: 165536 },
+      subgid: { file: "/etc/subgid", ranges: [{ start: 100000, count: 65536 }], matchedBy: "name", total: 65536, overlapsOtherUsers: [], overlapsRealIds: [], source: "file", nextFreeStart: 165536 },
       newuidmap: { path: "/usr/bin/newuidmap", setuidRoot: true, capabilities: null, capabilitiesKnown: true, privileged: true },
       newgidmap: { path: "/usr/bin/newgidmap", setuidRoot: true, capabilities: null, capabilitiesKnown: true, privileged: true },
     },
