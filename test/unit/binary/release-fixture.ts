@@ -22,25 +22,26 @@ const BUILD_PATH = `${dirname(process.execPath)}:${join(REPO, "node_modules", ".
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
 export const sha256File = (file: string) => sha256(readFileSync(file));
 
-/** A folder holding `rootless-k8s-linux-<host arch>` built at `version`, and its SHA256SUMS. */
-export function testBinary(version: string): string {
+/** A folder holding `rootless-k8s-linux-<arch>` (default: this machine's) built at `version`, and its SHA256SUMS. */
+export function testBinary(version: string, arch: "amd64" | "arm64" = ARCH): string {
   mkdirSync(CACHE, { recursive: true });
   const bundle = join(CACHE, `bundle-${version}-${process.pid}.cjs`);
   execFileSync(process.execPath, [join(REPO, "scripts", "bundle.mjs"), bundle], { env: { ...process.env, RK8S_VERSION: version } });
   const key = sha256(readFileSync(bundle) + readFileSync(join(REPO, "scripts", "build-sea.sh"), "utf8") + process.version).slice(0, 16);
-  const out = join(CACHE, `${version}-${key}`);
+  const name = `${version}-${arch}`;
+  const out = join(CACHE, `${name}-${key}`);
   const script = `[ -f "$OUT/SHA256SUMS" ] || { rm -rf "$OUT.tmp" && OUT="$OUT.tmp" bash scripts/build-sea.sh >/dev/null && mv "$OUT.tmp" "$OUT"; }`;
   try {
     execFileSync("flock", [join(CACHE, ".lock"), "bash", "-c", script], {
       cwd: REPO,
-      env: { ...process.env, PATH: BUILD_PATH, BUNDLE: bundle, OUT: out, ARCHS: ARCH },
+      env: { ...process.env, PATH: BUILD_PATH, BUNDLE: bundle, OUT: out, ARCHS: arch },
       stdio: ["ignore", "inherit", "inherit"],
     });
   } finally {
     rmSync(bundle, { force: true });
   }
   for (const old of readdirSync(CACHE)) {
-    if (old.startsWith(`${version}-`) && old !== `${version}-${key}` && !old.endsWith(".tmp")) rmSync(join(CACHE, old), { recursive: true, force: true });
+    if (old.startsWith(`${name}-`) && old !== `${name}-${key}` && !old.endsWith(".tmp")) rmSync(join(CACHE, old), { recursive: true, force: true });
   }
   return out;
 }
