@@ -1,15 +1,285 @@
-// `rootless-k8s install`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s install`: plan the node from this host's facts, then (issue 5) write and start it.
+// Thin: facts (cli/host) → checks (cli/doctor) → plan (cli/plan) → files (cli/render) → apply.
+// `--dry-run` stops before apply: it prints the plan (or --json), and with --output DIR writes every
+// file the node would get below DIR, mirroring its real path. Nothing else is changed.
+import * as path from "node:path";
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { ExitCode, UsageError, UserError } from "../errors";
+import type { Facts } from "../host/facts";
+import type { Host } from "../host/host";
+import type { Diagnosis } from "../doctor/index";
+import type { Plan, PlanOptions } from "../plan/plan";
+import type { RenderedFile } from "../render/index";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
   name: "install",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s install",
-  options: {},
+  summary: "Install and start the node in the user's systemd",
+  usage: "rootless-k8s install [--dry-run [--output DIR] [--json]] [options]",
+  description: `
+Checks the host (as \`rootless-k8s doctor\` does), plans the node (mode, runtime, network, ports,
+networks, paths), downloads and verifies the components, writes the systemd user units, configs
+and PKI, and starts rootless-k8s.target. Run it as the user who will own the node, never as root.
+
+--dry-run shows the plan and changes nothing; with --output DIR it also writes every file the node
+would get below DIR, at its real path (DIR/home/you/.config/...), for review. Exit status of a dry
+run: 0 when install would go ahead, 3 when it would refuse (a failing check or a bad plan).`,
+  options: {
+    "dry-run": { type: "boolean", description: "Show the plan and change nothing" },
+    output: { type: "string", valueName: "DIR", description: "With --dry-run: write every rendered file below DIR, mirroring its target path" },
+    json: { type: "boolean", description: "With --dry-run: print the plan and the files as JSON" },
+    mode: { type: "string", valueName: "MODE", choices: ["delegated", "none"], description: "Cgroup mode; only delegated → none can be forced" },
+    runtime: { type: "string", valueName: "NAME", choices: ["containerd", "crio", "docker"], description: "Container runtime (default containerd)" },
+    "runtime-bin": { type: "string", valueName: "PATH", description: "Use this containerd (1.6 or later) instead of the bundled one" },
+    network: { type: "string", valueName: "DRIVER", choices: ["slirp4netns", "pasta", "builtin"], description: "RootlessKit network driver (default: the best this host has)" },
+    "api-port": { type: "string", valueName: "PORT", description: "Host port for the API server (default 6443)" },
+    prefix: { type: "string", valueName: "DIR", description: "Keep binaries, data, config and PKI below DIR instead of the XDG folders" },
+    "node-name": { type: "string", valueName: "NAME", description: "Node name (default: the host name)" },
+    "taint-none": { type: "boolean", description: "In mode none, also taint the node rootless-k8s.io/resource-isolation=none:NoSchedule" },
+    "pki-algorithm": { type: "string", valueName: "ALG", choices: ["ecdsa-p256", "rsa-2048"], description: "Key algorithm of the PKI (default ecdsa-p256)" },
+    yes: { type: "boolean", short: "y", description: "Answer yes to every question; never prompt" },
+    "ignore-check": { type: "string", valueName: "ID", multiple: true, description: "Go ahead although this doctor check fails" },
+    timeout: { type: "string", valueName: "DURATION", description: "How long to wait for the node to be Ready: seconds, or 90s, 5m (default 5m)" },
+    mirror: { type: "string", valueName: "URL", description: "Download from this mirror (upstream paths kept); also ROOTLESS_K8S_MIRROR" },
+    manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one" },
+    bundle: { type: "string", valueName: "FILE", description: "Install offline from a bundle written by `rootless-k8s bundle`" },
+    "trust-bundle": { type: "boolean", description: "Accept a bundle whose checksums differ from the built-in pins" },
+    "ca-file": { type: "string", valueName: "FILE", description: "Extra CA certificates (PEM) for HTTPS downloads" },
+    "merge-kubeconfig": { type: "boolean", description: "Add the admin context to ~/.kube/config (never replaces an entry)" },
+    "no-merge-kubeconfig": { type: "boolean", description: "Do not touch ~/.kube/config" },
+  },
+  examples: [
+    "rootless-k8s install",
+    "rootless-k8s install --dry-run",
+    "rootless-k8s install --dry-run --output /tmp/node && find /tmp/node -type f",
+    "rootless-k8s install --dry-run --json | jq .plan.mode",
+    "rootless-k8s install --yes --runtime crio --taint-none",
+  ],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`install` is not available in this build yet", { exitCode: ExitCode.Refused });
+/** Every install flag, parsed and checked, for the dry run here and the real install (cli/apply). */
+export interface InstallOptions {
+  dryRun: boolean;
+  output: string | null;
+  json: boolean;
+  plan: PlanOptions;
+  yes: boolean;
+  ignoreChecks: string[];
+  timeoutSeconds: number;
+  mirror: string | undefined;
+  manifest: string | undefined;
+  bundle: string | undefined;
+  trustBundle: boolean;
+  caFile: string | undefined;
+  /** true/false from the flags; undefined: ask (or the default when not interactive). */
+  mergeKubeconfig: boolean | undefined;
+}
+
+export const DEFAULT_TIMEOUT_SECONDS = 300;
+
+/** "300", "90s", "5m", "1h" → seconds. */
+export function parseDuration(s: string): number | null {
+  const m = /^(\d+)(s|m|h)?$/.exec(s.trim());
+  if (!m) return null;
+  const n = Number(m[1]) * (m[2] === "h" ? 3600 : m[2] === "m" ? 60 : 1);
+  return n > 0 ? n : null;
+}
+
+export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">): InstallOptions {
+  const dryRun = opt.bool(parsed, "dry-run");
+  const output = opt.str(parsed, "output");
+  const json = opt.bool(parsed, "json");
+  if (output !== undefined && !dryRun) throw new UsageError("--output works with --dry-run only", spec.name);
+  if (json && !dryRun) throw new UsageError("--json works with --dry-run only", spec.name);
+  if (opt.bool(parsed, "merge-kubeconfig") && opt.bool(parsed, "no-merge-kubeconfig")) {
+    throw new UsageError("--merge-kubeconfig and --no-merge-kubeconfig cannot be combined", spec.name);
+  }
+  const timeoutText = opt.str(parsed, "timeout");
+  const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
+  if (timeoutSeconds === null) throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
+  const nodeName = opt.str(parsed, "node-name");
+  const runtimeBin = opt.str(parsed, "runtime-bin");
+  const prefix = opt.str(parsed, "prefix");
+  const plan: PlanOptions = {
+    mode: opt.str(parsed, "mode") as PlanOptions["mode"],
+    runtime: opt.str(parsed, "runtime") as PlanOptions["runtime"],
+    runtimeBin: runtimeBin === undefined ? undefined : path.resolve(ctx.cwd, runtimeBin),
+    network: opt.str(parsed, "network") as PlanOptions["network"],
+    apiPort: opt.int(parsed, "api-port", 1, 65535, spec.name),
+    prefix: prefix === undefined ? undefined : path.resolve(ctx.cwd, prefix),
+    nodeName,
+    taintNone: opt.bool(parsed, "taint-none"),
+    pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
+    env: ctx.env,
+  };
+  return {
+    dryRun,
+    output: output === undefined ? null : path.resolve(ctx.cwd, output),
+    json,
+    plan,
+    yes: opt.bool(parsed, "yes"),
+    ignoreChecks: opt.list(parsed, "ignore-check"),
+    timeoutSeconds,
+    mirror: opt.str(parsed, "mirror"),
+    manifest: opt.str(parsed, "manifest"),
+    bundle: opt.str(parsed, "bundle"),
+    trustBundle: opt.bool(parsed, "trust-bundle"),
+    caFile: opt.str(parsed, "ca-file"),
+    mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
+  };
+}
+
+export interface PreparedInstall {
+  host: Host;
+  facts: Facts;
+  diagnosis: Diagnosis;
+  /** Failing doctor checks not named in --ignore-check: any of them stops the install. */
+  blocking: Diagnosis["outcomes"];
+  plan: Plan;
+  /** The plan of the node already installed (from the receipt), if any. */
+  previous: Plan | null;
+}
+
+/**
+ * Facts → doctor → plan, read-only. Throws UserError(3) for root, an unusable choice or a bad plan;
+ * returns failing checks for the caller to judge (the dry run reports them, install stops).
+ */
+export async function prepareInstall(ctx: Context, o: InstallOptions): Promise<PreparedInstall> {
+  const [{ localHost }, { gatherFacts }, doctor, plans, { probeKubelet }, { parseContainerdVersion }] = await Promise.all([
+    import("../host/host"),
+    import("../host/gather"),
+    import("../doctor/index"),
+    import("../plan/index"),
+    import("../host/kubelet"),
+    import("../host/parse/versions"),
+  ]);
+  if (process.getuid?.() === 0) {
+    throw new UserError("install refuses to run as root: the node belongs to an ordinary user", {
+      exitCode: ExitCode.Refused,
+      fix: "run it as the user who will own the node (log in as that user; root-side fixes come from `rootless-k8s doctor --root-script`)",
+    });
+  }
+  const host = localHost({ env: ctx.env });
+  const versions = plans.versionSetOf(await loadManifestFor(o));
+  const apiPort = o.plan.apiPort ?? 6443;
+  const facts = await gatherFacts(host, { ports: [apiPort] });
+  const diagnosis = doctor.diagnose(facts);
+  const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !o.ignoreChecks.includes(x.id));
+  const unknown = o.ignoreChecks.filter((id) => !doctor.CHECK_IDS.includes(id));
+  if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
+
+  const options: PlanOptions = { ...o.plan };
+  if (options.runtimeBin) {
+    const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
+    if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
+    options.runtimeBinVersion = parseContainerdVersion(r.stdout + r.stderr).version;
+  }
+  // Probe the kubelet of this version set if it is installed already: a patched one may offer
+  // the "none" cgroup driver. Not installed yet: stock settings (they work with any kubelet).
+  let plan = plans.buildPlan(facts, options, versions);
+  const kubelet = await probeKubelet(host, path.join(plan.paths.versionBinDir, "kubelet"));
+  if (kubelet) plan = plans.buildPlan(facts, { ...options, kubelet }, versions);
+  const previous = await previousPlan(plan);
+  plans.validatePlan(plan, facts, { previous });
+  return { host, facts, diagnosis, blocking, plan, previous };
+}
+
+async function loadManifestFor(o: InstallOptions) {
+  const fetch = await import("../fetch/index");
+  if (o.bundle) return fetch.readBundleManifest(o.bundle);
+  return fetch.loadManifest({ file: o.manifest });
+}
+
+async function previousPlan(plan: Plan): Promise<Plan | null> {
+  const { readReceipt } = await import("../apply/receipt");
+  const receipt = await readReceipt(plan.paths.receipt);
+  return receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
+}
+
+export async function run(ctx: Context, parsed: Parsed): Promise<number> {
+  const o = installOptions(parsed, ctx);
+  if (!o.dryRun) {
+    throw new UserError("install without --dry-run is not available in this build yet", {
+      exitCode: ExitCode.Refused,
+      fix: "run `rootless-k8s install --dry-run` to see the plan",
+    });
+  }
+  return dryRun(ctx, o);
+}
+
+type FileState = "new" | "changed" | "unchanged";
+
+async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
+  const prepared = await prepareInstall(ctx, o);
+  const { plan, blocking } = prepared;
+  const render = await import("../render/index");
+  const { readFile } = await import("node:fs/promises");
+  const read = (f: string) => readFile(f, "utf8").catch(() => null);
+  const pki = await render.generatePki(plan, { existing: await render.readPki(plan, read) });
+  const files = render.renderNode(plan, pki);
+  const states = await Promise.all(files.map(async (f): Promise<FileState> => {
+    const now = await read(f.path);
+    return now === null ? "new" : now === f.content.toString() ? "unchanged" : "changed";
+  }));
+  if (o.output) await writeOutput(o.output, plan, files);
+
+  if (o.json) {
+    const { createHash } = await import("node:crypto");
+    ctx.out.out(
+      JSON.stringify(
+        {
+          schemaVersion: 1,
+          plan,
+          files: files.map((f, i) => ({
+            path: f.path,
+            mode: `0${f.mode.toString(8)}`,
+            kind: f.kind,
+            unit: f.unit ?? null,
+            sha256: createHash("sha256").update(f.content).digest("hex"),
+            state: states[i],
+          })),
+          blockingChecks: blocking.map((c) => ({ id: c.id, summary: c.summary, fix: c.fix })),
+          wouldInstall: blocking.length === 0,
+          output: o.output,
+        },
+        null,
+        2,
+      ),
+    );
+    return blocking.length ? ExitCode.Refused : ExitCode.Ok;
+  }
+
+  const { describePlan, tildify } = await import("../plan/describe");
+  const s = ctx.out.style;
+  ctx.out.out(s.bold(`Node plan for ${plan.user.name} (dry run: nothing was changed)`));
+  ctx.out.out("");
+  for (const line of describePlan(plan, s)) ctx.out.out(line);
+  ctx.out.out("");
+  const counts = { new: 0, changed: 0, unchanged: 0 };
+  for (const st of states) counts[st]++;
+  ctx.out.out(s.bold(`Files (${files.length}: ${counts.new} new, ${counts.changed} changed, ${counts.unchanged} unchanged)`));
+  files.forEach((f, i) => ctx.out.out(`  ${states[i]!.padEnd(9)} ${`0${f.mode.toString(8)}`.padEnd(5)} ${f.kind.padEnd(10)} ${tildify(f.path, plan.paths.home)}`));
+  if (o.output) ctx.out.out(`\nWrote them below ${o.output}.`);
+  ctx.out.out("");
+  if (blocking.length) {
+    ctx.out.out(s.bold(`Install would stop: ${blocking.length} doctor check${blocking.length > 1 ? "s" : ""} fail${blocking.length > 1 ? "" : "s"}`));
+    for (const c of blocking) {
+      ctx.out.out(`  ${s.red("fail")} ${c.id}: ${c.summary}`);
+      for (const fix of [...(c.fix?.root ?? []).map((l) => `(root) ${l}`), ...(c.fix?.user ?? [])]) ctx.out.out(`       fix: ${fix}`);
+    }
+    ctx.out.out(`Fix them (\`rootless-k8s doctor\` explains each), or name them with --ignore-check ID.`);
+    return ExitCode.Refused;
+  }
+  ctx.out.out(`Install would go ahead: run \`rootless-k8s install\` without --dry-run.`);
+  return ExitCode.Ok;
+}
+
+/** Writes every file below dir at its target path, with its mode; folders as the node would have them. */
+async function writeOutput(dir: string, plan: Plan, files: RenderedFile[]): Promise<void> {
+  const [{ ensureDir, writeFileAtomic }, { folders }] = await Promise.all([import("../apply/files"), import("../render/index")]);
+  const under = (p: string) => path.join(dir, p);
+  await ensureDir(dir, 0o755);
+  for (const f of folders(plan)) await ensureDir(under(f.path), f.mode);
+  // Every file's folder is one of folders(plan), created above with its mode.
+  for (const f of files) await writeFileAtomic(under(f.path), f.content, { mode: f.mode });
 }
