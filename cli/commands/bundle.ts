@@ -1,15 +1,41 @@
-// `rootless-k8s bundle`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s bundle`: download and verify every component for one architecture and write them,
+// with their manifest, into one tar for `install --bundle FILE` on a machine without network.
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { ExitCode, UsageError } from "../errors";
+import { downloadEnvironment, downloadOptions, manifestOption } from "../fetch/cli";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
   name: "bundle",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s bundle",
-  options: {},
+  summary: "Write an offline bundle of every component for air-gapped installs",
+  usage: "rootless-k8s bundle -o FILE [--arch ARCH] [--manifest FILE] [--mirror URL] [--ca-file FILE]",
+  description: `Downloads (or takes from the cache) every artifact of the version set for one architecture,
+all runtimes and network drivers included, verifies each against its pinned checksum, and writes one
+tar: the files plus a manifest with their checksums and sizes. On the offline machine,
+\`rootless-k8s install --bundle FILE\` verifies every file again and needs no network at all. A bundle
+made from another manifest is refused there unless --trust-bundle is given.`,
+  options: {
+    output: { type: "string", short: "o", valueName: "FILE", description: "Write the bundle here (required)" },
+    arch: { type: "string", valueName: "ARCH", description: "Architecture of the offline machine (default: this machine's)", choices: ["amd64", "arm64"] },
+    ...manifestOption,
+    ...downloadOptions,
+  },
+  environment: downloadEnvironment,
+  examples: ["rootless-k8s bundle --arch amd64 -o rootless-k8s-amd64.tar", "rootless-k8s install --bundle rootless-k8s-amd64.tar   # on the offline machine"],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`bundle` is not available in this build yet", { exitCode: ExitCode.Refused });
+export async function run(ctx: Context, args: Parsed): Promise<number> {
+  const output = opt.str(args, "output");
+  if (!output) throw new UsageError("missing -o FILE (where to write the bundle)", spec.name);
+  const [fetch, cli, { hostArch }, path] = await Promise.all([import("../fetch/index"), import("../fetch/cli"), import("../apply/releases"), import("node:path")]);
+  const manifest = cli.manifestFrom(args);
+  const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
+  const artifacts = fetch.allArtifactsFor(manifest, arch);
+  const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
+  const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
+  const file = path.resolve(ctx.cwd, output);
+  const written = await fetch.writeBundle(fetched, manifest, arch, file, ctx.signal);
+  ctx.out.out(`wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest)}`);
+  ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);
+  return ExitCode.Ok;
 }

@@ -1,15 +1,74 @@
-// `rootless-k8s components`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s components` (alias `versions`): what would be downloaded and installed, and how each
+// file is verified. Reads the manifest and the cache only; never touches the network.
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { ExitCode } from "../errors";
+import { manifestOption, selectionOptions } from "../fetch/cli";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
   name: "components",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s components",
-  options: {},
+  summary: "List the components that would be installed on this host",
+  usage: "rootless-k8s components [--arch ARCH] [--runtime NAME] [--network DRIVER] [--manifest FILE] [--json]",
+  description: `Lists, for one architecture, runtime and network driver, every file that install downloads:
+component, version, size (when known or cached), the pinned checksum and where it comes from, the
+side files compared with it, and the binaries taken from it. Nothing is downloaded.`,
+  options: {
+    ...selectionOptions,
+    ...manifestOption,
+    json: { type: "boolean", description: "Print the same as JSON" },
+  },
+  environment: [{ name: "XDG_CACHE_HOME", description: "Where cached sizes are read: $XDG_CACHE_HOME/rootless-k8s" }],
+  examples: ["rootless-k8s components", "rootless-k8s versions --runtime crio --json", "rootless-k8s components --manifest ./private.json --arch arm64"],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`components` is not available in this build yet", { exitCode: ExitCode.Refused });
+export async function run(ctx: Context, args: Parsed): Promise<number> {
+  const [fetch, { manifestFrom, selectionFrom }, { hostArch }] = await Promise.all([import("../fetch/index"), import("../fetch/cli"), import("../apply/releases")]);
+  const manifest = manifestFrom(args);
+  const sel = selectionFrom(args, () => hostArch());
+  const cacheDir = fetch.defaultCacheDir(ctx.env);
+  const rows = await Promise.all(
+    fetch.selectArtifacts(manifest, sel).map(async (a) => {
+      const cached = await fetch.cachedSize(cacheDir, a.checksum);
+      return { a, cached, size: cached ?? a.checksum.size ?? null };
+    }),
+  );
+  if (opt.bool(args, "json")) {
+    ctx.out.out(
+      JSON.stringify(
+        {
+          selection: sel,
+          manifest: { name: manifest.name, origin: manifest.origin },
+          versionSet: { id: fetch.versionSetId(manifest), versions: fetch.versionSet(manifest) },
+          components: rows.map(({ a, cached, size }) => ({
+            id: a.id,
+            component: a.component,
+            version: a.version,
+            url: a.url,
+            fileName: a.fileName,
+            size,
+            cached: cached !== null,
+            checksum: a.checksum,
+            sideFiles: a.sideFiles.map((s) => s.url),
+            binaries: a.binaries,
+          })),
+        },
+        null,
+        2,
+      ),
+    );
+    return ExitCode.Ok;
+  }
+  const s = ctx.out.style;
+  const where = manifest.origin === "built-in" ? "the built-in manifest" : `manifest ${manifest.origin}`;
+  ctx.out.out(`${s.bold(manifest.name)} (${where}), version set ${fetch.versionSetId(manifest)}`);
+  ctx.out.out(`for ${sel.arch}, runtime ${sel.runtime}, network ${sel.network}`);
+  for (const { a, cached, size } of rows) {
+    const sizeText = size === null ? "size unknown" : `${fetch.formatBytes(size)}${cached !== null ? ", cached" : ""}`;
+    ctx.out.out("");
+    ctx.out.out(`${s.bold(a.component)} ${a.version}  ${a.fileName} (${sizeText})`);
+    ctx.out.out(`  verified by: ${a.checksum.algorithm} pinned from ${a.checksum.source}`);
+    if (a.sideFiles.length) ctx.out.out(`  compared with: ${a.sideFiles.map((x) => x.url).join(", ")}`);
+    ctx.out.out(`  installs: ${a.binaries.map((b) => (b.dir ? `${b.dir}/${b.name}` : b.name)).join(" ")}`);
+  }
+  return ExitCode.Ok;
 }

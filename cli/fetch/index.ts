@@ -43,7 +43,7 @@ export type {
 } from "./types";
 export { ARCHES, NETWORKS, RUNTIMES } from "./types";
 export { loadManifest, parseManifest, MANIFEST_SCHEMA_DOC } from "./manifest";
-export { allArtifactsFor, archFromMachine, resolveArtifact, selectArtifacts, versionSet, versionSetId } from "./select";
+export { allArtifactsFor, resolveArtifact, selectArtifacts, versionSet, versionSetId } from "./select";
 export { applyMirror, mirrorFrom, MIRROR_ENV } from "./mirror";
 export { cachedSize, cacheLayout, cleanCache, defaultCacheDir, listCache, type CacheEntry } from "./cache";
 export { fetchArtifacts, DEFAULT_CONCURRENCY, type FetchOptions } from "./fetch";

@@ -67,10 +67,3 @@ export function fileNameOf(url: string): string {
   const segments = new URL(url).pathname.split("/").filter(Boolean);
   return decodeURIComponent(segments.at(-1) ?? "download");
 }
-
-/** Our arch name for `uname -m` / os.machine(); null when rootless-k8s does not ship for it. */
-export function archFromMachine(machine: string): Arch | null {
-  if (machine === "x86_64" || machine === "amd64") return "amd64";
-  if (machine === "aarch64" || machine === "arm64" || machine === "armv8l") return "arm64";
-  return null;
-}

@@ -53,9 +53,9 @@ export class StopWalk extends Error {
 }
 
 /**
- * Streams `file` through node-tar's parser. `visit` sees every entry (after the safety check) and
- * either consumes it (returning a promise that settles when it is written) or ignores it (it is
- * then skipped). Resolves when the archive ended and every visit settled; rejects on the first
+ * Streams `file` through node-tar's parser. `visit` sees every entry (after the safety check), one
+ * at a time in archive order, and either consumes it (returning a promise that settles when it is
+ * written) or ignores it (it is then skipped). Resolves when the archive ended and every visit settled; rejects on the first
  * unsafe entry, corrupt data, a failed visit, or abort; `walk` is then aborted for the visits in flight.
  */
 export async function walkTar(
@@ -64,7 +64,7 @@ export async function walkTar(
   signal?: AbortSignal,
 ): Promise<void> {
   const { Parser } = await import("tar");
-  const pending: Promise<void>[] = [];
+  let queue: Promise<void> = Promise.resolve();
   // Aborted when the walk fails, so that visits writing an entry stop and close their files.
   const walk = new AbortController();
   await new Promise<void>((resolve, reject) => {
@@ -87,15 +87,19 @@ export async function walkTar(
           entry.resume();
           return fail(new UnsafeArchiveError(reason));
         }
-        let result: Promise<void> | void;
-        try {
-          result = visit(entry, normalizeMemberPath(entry.path), walk.signal);
-        } catch (e) {
-          entry.resume();
-          return fail(e);
-        }
-        if (result) pending.push(result.catch((e) => fail(e)));
-        else entry.resume();
+        // Visits run one after another, in archive order; the parser waits meanwhile (backpressure).
+        const path = normalizeMemberPath(entry.path);
+        queue = queue
+          .then(async () => {
+            if (failed) return void entry.resume();
+            const result = visit(entry, path, walk.signal);
+            if (result) await result;
+            else entry.resume();
+          })
+          .catch((e: unknown) => {
+            entry.resume();
+            fail(e);
+          });
       },
     });
     const onAbort = () => fail(signal?.reason ?? new Error("aborted"));
@@ -103,7 +107,7 @@ export async function walkTar(
     parser.on("error", fail);
     parser.on("end", () => {
       signal?.removeEventListener("abort", onAbort);
-      Promise.all(pending).then(() => (failed ? undefined : resolve()), fail);
+      void queue.then(() => (failed ? undefined : resolve()));
     });
     input.on("error", fail);
     input.pipe(parser as unknown as NodeJS.WritableStream);

@@ -7,7 +7,7 @@ import builtin from "../../../assets/components.json";
 import { UserError } from "../../../cli/errors";
 import { loadManifest, parseManifest } from "../../../cli/fetch/manifest";
 import { applyMirror, mirrorFrom } from "../../../cli/fetch/mirror";
-import { archFromMachine, selectArtifacts, versionSet, versionSetId } from "../../../cli/fetch/select";
+import { selectArtifacts, versionSet, versionSetId } from "../../../cli/fetch/select";
 import { ARCHES, NETWORKS, RUNTIMES } from "../../../cli/fetch/types";
 import { tempDir } from "./helpers/artifacts";
 
@@ -138,7 +138,7 @@ describe("a --manifest file", () => {
   });
 });
 
-describe("mirrors and arches", () => {
+describe("mirrors", () => {
   it("keeps the upstream path under the mirror, with or without a path prefix", () => {
     expect(applyMirror("https://dl.k8s.io/v1.36.0/kubernetes-server-linux-amd64.tar.gz", mirrorFrom("http://127.0.0.1:8080/", {}))).toBe(
       "http://127.0.0.1:8080/v1.36.0/kubernetes-server-linux-amd64.tar.gz",
@@ -153,11 +153,5 @@ describe("mirrors and arches", () => {
   it("refuses a mirror that is not an http(s) URL, or carries credentials", () => {
     expect(refusal(() => mirrorFrom("ftp://m", {})).message).toContain("--mirror must be an http:// or https:// URL");
     expect(refusal(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain("ROOTLESS_K8S_MIRROR must be");
-  });
-
-  it("maps uname -m to our arch names", () => {
-    expect(archFromMachine("x86_64")).toBe("amd64");
-    expect(archFromMachine("aarch64")).toBe("arm64");
-    expect(archFromMachine("riscv64")).toBeNull();
   });
 });

@@ -1,0 +1,64 @@
+// The command-line face of cli/fetch, shared by `components`, `cache` and `bundle` (and usable by
+// install/upgrade): the download flags with their help text, and turning parsed flags into options.
+import { opt, type OptionSpec, type Parsed } from "../args";
+import { UsageError } from "../errors";
+import { defaultCacheDir } from "./cache";
+import { DEFAULT_CONCURRENCY, type FetchOptions } from "./fetch";
+import { loadManifest } from "./manifest";
+import { MIRROR_ENV, mirrorFrom } from "./mirror";
+import { ARCHES, NETWORKS, RUNTIMES, type Arch, type Manifest, type Network, type Runtime, type Selection } from "./types";
+
+export const manifestOption: Record<string, OptionSpec> = {
+  manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one (docs/manifest.md)" },
+};
+
+export const downloadOptions: Record<string, OptionSpec> = {
+  mirror: { type: "string", valueName: "URL", description: `Download from this mirror, keeping upstream paths (also ${MIRROR_ENV})` },
+  "ca-file": { type: "string", valueName: "FILE", description: "Also trust the CA certificates in this PEM file (proxies, private mirrors)" },
+  concurrency: { type: "string", valueName: "N", description: `Downloads at a time, 1 to 16 (default ${DEFAULT_CONCURRENCY})` },
+};
+
+export const selectionOptions: Record<string, OptionSpec> = {
+  arch: { type: "string", valueName: "ARCH", description: "Architecture (default: this machine's)", choices: ARCHES },
+  runtime: { type: "string", valueName: "NAME", description: "Container runtime (default containerd)", choices: RUNTIMES },
+  network: {
+    type: "string",
+    valueName: "DRIVER",
+    description: "Network driver whose binary is downloaded (default builtin: RootlessKit's own)",
+    choices: NETWORKS,
+  },
+};
+
+export const downloadEnvironment = [
+  { name: MIRROR_ENV, description: "Mirror base URL, when --mirror is not given" },
+  { name: "XDG_CACHE_HOME", description: "The download cache is $XDG_CACHE_HOME/rootless-k8s (default ~/.cache/rootless-k8s)" },
+  { name: "HTTPS_PROXY, HTTP_PROXY, NO_PROXY", description: "Proxy settings, honoured for every download" },
+  { name: "NODE_EXTRA_CA_CERTS", description: "Extra trusted CA certificates (PEM), like --ca-file" },
+];
+
+export function manifestFrom(args: Parsed): Manifest {
+  const file = opt.str(args, "manifest");
+  return loadManifest(file ? { file } : {});
+}
+
+/** The arch/runtime/network selection from flags; the arch defaults to the running binary's. */
+export function selectionFrom(args: Parsed, hostArch: () => Arch): Selection {
+  return {
+    arch: (opt.str(args, "arch") as Arch | undefined) ?? hostArch(),
+    runtime: (opt.str(args, "runtime") as Runtime | undefined) ?? "containerd",
+    network: (opt.str(args, "network") as Network | undefined) ?? "builtin",
+  };
+}
+
+export function fetchOptionsFrom(args: Parsed, env: NodeJS.ProcessEnv, signal: AbortSignal, command: string): FetchOptions {
+  const caFile = opt.str(args, "ca-file");
+  if (caFile === "") throw new UsageError("--ca-file needs a file name", command);
+  return {
+    cacheDir: defaultCacheDir(env),
+    mirror: mirrorFrom(opt.str(args, "mirror"), env),
+    ...(caFile ? { caFile } : {}),
+    concurrency: opt.int(args, "concurrency", 1, 16, command) ?? DEFAULT_CONCURRENCY,
+    signal,
+    env,
+  };
+}

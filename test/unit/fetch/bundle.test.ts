@@ -1,0 +1,146 @@
+// Offline bundles: written from verified downloads, then used with no server at all; every file
+// is verified again, and a bundle that disagrees with the pins (or was altered) is refused.
+import { execFileSync } from "node:child_process";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { UserError } from "../../../cli/errors";
+import { readBundleManifest, writeBundle } from "../../../cli/fetch/bundle";
+import { listCache } from "../../../cli/fetch/cache";
+import { installBinaries } from "../../../cli/fetch/extract";
+import { fetchArtifacts } from "../../../cli/fetch/fetch";
+import { parseManifest } from "../../../cli/fetch/manifest";
+import { allArtifactsFor } from "../../../cli/fetch/select";
+import type { Manifest, ManifestArtifact } from "../../../cli/fetch/types";
+import { randomBody, tempDir, testArtifact } from "./helpers/artifacts";
+import { startServer, type TestServer } from "./helpers/server";
+import { tarGz } from "./helpers/tar-writer";
+
+const FAST = { retries: 0, retryBaseMs: 5 };
+
+function manifestOf(artifacts: ManifestArtifact[]): Manifest {
+  return parseManifest({ schema: 1, name: "test set", artifacts }, "test");
+}
+
+async function failure(p: Promise<unknown>): Promise<UserError> {
+  const e = await p.then(
+    () => null,
+    (x: unknown) => x,
+  );
+  expect(e).toBeInstanceOf(UserError);
+  return e as UserError;
+}
+
+describe("offline bundles", () => {
+  let server: TestServer;
+  let work: string;
+  let bundle: string;
+  const etcdTar = tarGz([
+    { path: "etcd-v1.0.0-linux-amd64/etcd", content: readFileSync("/bin/true") },
+    { path: "etcd-v1.0.0-linux-amd64/README.md", content: "docs" },
+  ]);
+  const runc = randomBody(70_000, 31);
+  const arts = [
+    testArtifact({ id: "etcd", path: "/etcd/v1.0.0/etcd-v1.0.0-linux-amd64.tar.gz", body: etcdTar, format: "tar.gz", binaries: [{ name: "etcd", path: "etcd-v{version}-linux-{arch}/etcd" }] }),
+    testArtifact({ id: "runc", path: "/runc/v1.0.0/runc.amd64", body: runc, algorithm: "sha512" }),
+  ];
+  const manifest = manifestOf(arts);
+
+  beforeEach(async () => {
+    server = await startServer();
+    server.serve("/etcd/v1.0.0/etcd-v1.0.0-linux-amd64.tar.gz", etcdTar);
+    server.serve("/runc/v1.0.0/runc.amd64", runc);
+    work = tempDir("rk8s-bundle-");
+    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "online-cache"), mirror: server.url, http: FAST, env: {} });
+    bundle = join(work, "bundle.tar");
+    await writeBundle(fetched, manifest, "amd64", bundle);
+    await server.close();
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
+  it("is one tar: its manifest first, then each artifact under its id, and nothing else left beside it", () => {
+    const names = execFileSync("tar", ["-tf", bundle], { encoding: "utf8" }).trim().split("\n");
+    expect(names[0]).toBe("rootless-k8s-bundle.json");
+    expect(names).toContain("artifacts/etcd/etcd-v1.0.0-linux-amd64.tar.gz");
+    expect(names).toContain("artifacts/runc/runc.amd64");
+    expect(readdirSync(work).sort()).toEqual(["bundle.tar", "online-cache"]);
+    const index = JSON.parse(execFileSync("tar", ["-xOf", bundle, "rootless-k8s-bundle.json"], { encoding: "utf8" }));
+    expect(index.arch).toBe("amd64");
+    expect(index.files.map((f: { id: string; size: number }) => [f.id, f.size])).toEqual([
+      ["etcd", etcdTar.length],
+      ["runc", runc.length],
+    ]);
+  });
+
+  it("installs with no network at all, verifying every file again", async () => {
+    const cacheDir = join(work, "offline-cache");
+    const requests = server.requests.length;
+    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir, bundle, env: { HTTPS_PROXY: "http://127.0.0.1:9" } });
+    expect(fetched.map((f) => [f.artifact.id, f.source])).toEqual([
+      ["etcd", "bundle"],
+      ["runc", "bundle"],
+    ]);
+    expect(fetched[1]?.verification).toContain("sha512 matches the pin from test fixture, re-checked from the bundle");
+    expect(readFileSync(fetched[1]!.file).equals(runc)).toBe(true);
+    expect(server.requests.length).toBe(requests);
+    const bins = await installBinaries(fetched, join(work, "bin"));
+    expect(bins.map((b) => b.name)).toEqual(["etcd", "runc"]);
+    expect(execFileSync(join(work, "bin", "etcd")).length).toBe(0);
+  });
+
+  it("gives the bundle's own manifest, with sizes", async () => {
+    const m = await readBundleManifest(bundle);
+    expect(m.origin).toBe(`bundle ${bundle}`);
+    expect(m.artifacts.map((a) => [a.id, a.checksums.amd64?.size])).toEqual([
+      ["etcd", etcdTar.length],
+      ["runc", runc.length],
+    ]);
+  });
+
+  it("refuses a bundle whose checksums differ from the pins, unless --trust-bundle", async () => {
+    const newer = randomBody(70_000, 99);
+    const pinned = manifestOf([arts[0]!, testArtifact({ id: "runc", version: "2.0.0", path: "/runc/v2.0.0/runc.amd64", body: newer, algorithm: "sha512" })]);
+    const cacheDir = join(work, "offline-cache");
+    const e = await failure(fetchArtifacts(allArtifactsFor(pinned, "amd64"), { cacheDir, bundle }));
+    expect(e.exitCode).toBe(4);
+    expect(e.message).toContain("does not match the pinned checksums: runc 2.0.0 for amd64 is sha512");
+    expect(e.fix).toContain("--trust-bundle");
+    expect((await listCache(cacheDir)).filter((x) => x.partial)).toEqual([]);
+
+    const trusted = await fetchArtifacts(allArtifactsFor(pinned, "amd64"), { cacheDir, bundle, trustBundle: true });
+    expect(trusted[1]?.artifact.version).toBe("1.0.0");
+    expect(readFileSync(trusted[1]!.file).equals(runc)).toBe(true);
+  });
+
+  it("refuses an altered bundle and keeps nothing unverified from it (exit 4)", async () => {
+    const data = readFileSync(bundle);
+    const at = data.indexOf(runc.subarray(1000, 1032));
+    data[at] = (data[at] ?? 0) ^ 0xff;
+    const altered = join(work, "altered.tar");
+    writeFileSync(altered, data);
+    const cacheDir = join(work, "offline-cache");
+    const e = await failure(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir, bundle: altered }));
+    expect(e.exitCode).toBe(4);
+    expect(e.message).toMatch(/runc 1\.0\.0 for amd64 does not match its checksum: expected sha512 [0-9a-f]{128}, got [0-9a-f]{128}/);
+    // Only the intact file, verified, is in the cache: no partial file, nothing for runc.
+    expect((await listCache(cacheDir)).map((x) => [x.value, x.partial])).toEqual([[arts[0]!.checksums.amd64!.value, false]]);
+  });
+
+  it("refuses a bundle made for another arch (exit 3)", async () => {
+    const arm = manifestOf(arts.map((a) => ({ ...a, arch: { arm64: "arm64" }, checksums: { arm64: a.checksums.amd64! } })));
+    const e = await failure(fetchArtifacts(allArtifactsFor(arm, "arm64"), { cacheDir: join(work, "c"), bundle }));
+    expect(e.exitCode).toBe(3);
+    expect(e.message).toBe(`bundle ${bundle} is for amd64, but arm64 is needed`);
+  });
+
+  it("refuses a tar that is not a bundle, and a missing file", async () => {
+    const other = join(work, "other.tar.gz");
+    writeFileSync(other, tarGz([{ path: "hello.txt", content: "hi" }]));
+    const e = await failure(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: other }));
+    expect(e.message).toBe(`${other} is not a usable rootless-k8s bundle: its first entry is "hello.txt", not rootless-k8s-bundle.json`);
+    const missing = await failure(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: join(work, "nope.tar") }));
+    expect(missing.exitCode).toBe(2);
+  });
+});
