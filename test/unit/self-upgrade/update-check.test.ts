@@ -119,7 +119,7 @@ describe("the update check of the bundled CLI on a terminal", () => {
 
   it("does nothing under CI, with ROOTLESS_K8S_NO_UPDATE_CHECK=1, or off a terminal", async () => {
     const before = latestRequests();
-    for (const extra of [{ CI: "true" }, { ROOTLESS_K8S_NO_UPDATE_CHECK: "1" }]) {
+    for (const extra of [{ CI: "true" }, { ROOTLESS_K8S_NO_UPDATE_CHECK: "1" }] as Record<string, string>[]) {
       const cache = newCache();
       const out = await onTerminal(cache, extra);
       expect(out).toContain("error: unknown option --no-such-flag");
