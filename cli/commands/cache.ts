@@ -12,13 +12,16 @@ export const spec: CommandSpec = {
   summary: "Manage the download cache (fetch, list, path, clean)",
   usage: "rootless-k8s cache <fetch|list|path|clean> [options]",
   description: `The cache keeps every verified download under its checksum, so a second install downloads
-nothing. \`fetch\` fills it for a selection (to go offline, or before a maintenance window), \`list\`
+nothing. \`fetch\` fills it for a selection (to go offline, or before a maintenance window; with
+--bundle FILE from an offline bundle, verifying every file), \`list\`
 shows what is in it, \`path\` prints its folder, \`clean\` empties it (refused while another run uses it).`,
   positionals: [{ name: "action", description: "fetch, list, path or clean", required: true }],
   options: {
     ...selectionOptions,
     ...manifestOption,
     ...downloadOptions,
+    bundle: { type: "string", valueName: "FILE", description: "fetch: take the files from this offline bundle, with no network" },
+    "trust-bundle": { type: "boolean", description: "fetch: accept a bundle whose checksums differ from the pinned ones" },
     json: { type: "boolean", description: "list: print JSON" },
   },
   environment: downloadEnvironment,
@@ -48,9 +51,12 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
       return list(ctx, args, dir);
     case "fetch": {
       const [cli, { hostArch }] = await Promise.all([import("../fetch/cli"), import("../apply/releases")]);
-      const manifest = cli.manifestFrom(args);
+      const bundle = opt.str(args, "bundle");
+      const trust = opt.bool(args, "trust-bundle");
+      if (trust && !bundle) throw new UsageError("--trust-bundle needs --bundle FILE", spec.name);
+      const manifest = bundle && trust ? await fetch.readBundleManifest(bundle, ctx.signal) : cli.manifestFrom(args);
       const artifacts = fetch.selectArtifacts(manifest, cli.selectionFrom(args, () => hostArch()));
-      const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
+      const options = { ...cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name), ...(bundle ? { bundle, trustBundle: trust } : {}) };
       const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
       const downloaded = fetched.filter((f) => f.source === "network");
       ctx.out.out(`${fetched.length} files verified in ${dir} (${downloaded.length} downloaded, ${fetched.length - downloaded.length} already cached)`);

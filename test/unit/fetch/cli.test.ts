@@ -1,0 +1,168 @@
+// The bundled CLI as a child process: `components`, `cache` and `bundle`, downloading from a
+// loopback mirror with a --manifest of served files, Ctrl-C mid-download then a resumed run,
+// the lock between two runs, and one-line errors with documented exit codes.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+import { randomBody, tempDir, testArtifact } from "./helpers/artifacts";
+import { sha256, startServer, type TestServer } from "./helpers/server";
+import { tarGz } from "./helpers/tar-writer";
+
+const NO_TRACE = /\bat .*\.(js|ts|cjs):\d+/;
+
+describe("rootless-k8s components", () => {
+  it("lists the built-in set with versions, checksum sources and binaries", async () => {
+    const r = await runCli(["components", "--arch", "arm64"], { env: { XDG_CACHE_HOME: tempDir() } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("for arm64, runtime containerd, network builtin");
+    expect(r.stdout).toContain("kubernetes 1.36.0  kubernetes-server-linux-arm64.tar.gz (size unknown)");
+    expect(r.stdout).toContain("verified by: sha512 pinned from kubernetes/kubernetes CHANGELOG/CHANGELOG-1.36.md@008b3652");
+    expect(r.stdout).toContain("rootlesskit 3.0.2  rootlesskit-aarch64.tar.gz");
+    expect(r.stdout).toContain("installs: cni/bandwidth cni/bridge");
+    expect(r.stdout).not.toContain("slirp4netns");
+  });
+
+  it("gives the same as JSON, also as `versions`", async () => {
+    const r = await runCli(["versions", "--json", "--runtime", "docker", "--network", "slirp4netns", "--arch", "amd64"], { env: { XDG_CACHE_HOME: tempDir() } });
+    expect(r.code).toBe(0);
+    const data = JSON.parse(r.stdout);
+    expect(data.versionSet.versions.kubernetes).toBe("1.36.0");
+    expect(data.components.map((c: { id: string }) => c.id)).toEqual(["kubernetes-server", "etcd", "cni-plugins", "crictl", "rootlesskit", "slirp4netns", "cri-dockerd"]);
+    expect(data.components[0]).toMatchObject({ size: null, cached: false, checksum: { algorithm: "sha512" } });
+  });
+
+  it("refuses a --manifest without checksums in one line (exit 2)", async () => {
+    const file = join(tempDir(), "m.json");
+    writeFileSync(file, JSON.stringify({ schema: 1, name: "x", artifacts: [{ id: "a", component: "a", version: "1", url: "https://x/a", arch: { amd64: "amd64" }, format: "binary", binaries: [{ name: "a" }] }] }));
+    const r = await runCli(["components", "--manifest", file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toBe(`error: manifest ${file}: artifact "a" checksums.amd64 is missing; every artifact needs a pinned sha256 or sha512 for each arch it lists`);
+    expect(r.stderr).toMatch(/^fix: /m);
+    expect(r.stderr).not.toMatch(NO_TRACE);
+  });
+});
+
+describe("rootless-k8s cache and bundle against a loopback mirror", () => {
+  let server: TestServer;
+  let home: string;
+  let manifestFile: string;
+  const crictlTar = tarGz([{ path: "crictl", content: randomBody(200_000, 41) }]);
+  const big = randomBody(3_000_000, 42);
+
+  beforeEach(async () => {
+    server = await startServer();
+    server.serve("/kubernetes-sigs/cri-tools/releases/download/v1.36.0/crictl-v1.36.0-linux-amd64.tar.gz", crictlTar);
+    server.serve("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", big);
+    home = tempDir("rk8s-cli-");
+    manifestFile = join(home, "manifest.json");
+    writeFileSync(
+      manifestFile,
+      JSON.stringify({
+        schema: 1,
+        name: "loopback set",
+        artifacts: [
+          testArtifact({ id: "crictl", version: "1.36.0", path: "/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz", body: crictlTar, format: "tar.gz", binaries: [{ name: "crictl", path: "crictl" }] }),
+          testArtifact({ id: "runc", version: "1.4.3", path: "/opencontainers/runc/releases/download/v{version}/runc.{arch}", body: big }),
+        ],
+      }),
+    );
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
+  const env = () => ({ XDG_CACHE_HOME: join(home, "cache"), HOME: home, CI: "true" });
+  const blobDir = () => join(home, "cache", "rootless-k8s", "blobs", "sha256");
+  const partDir = () => join(home, "cache", "rootless-k8s", "partial");
+
+  it("fills the cache with plain lines off a terminal, then needs zero network bytes", async () => {
+    const args = ["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url];
+    const r = await runCli(args, { env: env() });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("2 files verified");
+    expect(r.stderr).toMatch(/^crictl 1\.36\.0 for amd64: \d+(\.\d)? KiB downloaded, sha256 matches the pin from test fixture$/m);
+    expect(r.stderr).toMatch(/^runc 1\.4\.3 for amd64: 2\.9 MiB downloaded/m);
+    expect(readdirSync(blobDir()).sort()).toEqual([sha256(crictlTar), sha256(big)].sort());
+
+    const sent = server.bytesSent();
+    const again = await runCli(args, { env: env() });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("(0 downloaded, 2 already cached)");
+    expect(server.bytesSent()).toBe(sent);
+
+    const list = await runCli(["cache", "list", "--manifest", manifestFile], { env: env() });
+    expect(list.stdout).toContain("runc 1.4.3 amd64 (runc)");
+    const clean = await runCli(["cache", "clean"], { env: env() });
+    expect(clean.stdout).toMatch(/^removed 2 files \(3\.1 MiB\) from /);
+    expect(existsSync(blobDir())).toBe(false);
+  });
+
+  it("writes a bundle, and fills another cache from it with the mirror gone", async () => {
+    const out = join(home, "offline.tar");
+    const b = await runCli(["bundle", "--arch", "amd64", "-o", out, "--manifest", manifestFile, "--mirror", server.url], { env: env() });
+    expect(b.code, b.stderr).toBe(0);
+    expect(b.stdout).toContain(`wrote ${out}`);
+    await server.close();
+    const offline = { ...env(), XDG_CACHE_HOME: join(home, "offline-cache") };
+    const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--bundle", out], { env: offline });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("runc 1.4.3 for amd64: 2.9 MiB from the bundle");
+    expect(readdirSync(join(home, "offline-cache", "rootless-k8s", "blobs", "sha256")).sort()).toEqual([sha256(crictlTar), sha256(big)].sort());
+  });
+
+  it("names the URL and version on a 404 (exit 5), with a fix and no stack trace", async () => {
+    const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", `${server.url}/nothing-here`], { env: env() });
+    expect(r.code).toBe(5);
+    expect(r.stderr).toMatch(/^error: not found \(HTTP 404\): http:\/\/127\.0\.0\.1:\d+\/nothing-here\/\S+ \((crictl 1\.36\.0|runc 1\.4\.3) for amd64\)$/m);
+    expect(r.stderr).toMatch(/^fix: /m);
+    expect(r.stderr).not.toMatch(NO_TRACE);
+  });
+
+  it("stops on Ctrl-C mid-download (exit 130) and the next run resumes with a Range request", async () => {
+    server.fault("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", { kind: "rate", bytesPerSec: 1_000_000 });
+    const args = ["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url, "--concurrency", "1"];
+    const child = spawn(process.execPath, [CLI_BUNDLE, ...args], { env: { ...process.env, ...env(), NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+    const part = () => readdirSync(partDir()).filter((n) => n.endsWith(".part"))[0];
+    for (let i = 0; i < 200 && !(existsSync(partDir()) && part() && statSync(join(partDir(), part()!)).size > 300_000); i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/^error: interrupted while downloading runc 1\.4\.3 for amd64 \(\d+(\.\d)? [KM]iB kept; re-running resumes it\)$/m);
+    const kept = statSync(join(partDir(), part()!)).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(big.length);
+    expect(existsSync(join(home, "cache", "rootless-k8s", "lock"))).toBe(false);
+
+    server.clearFaults();
+    const r = await runCli(args, { env: env() });
+    expect(r.code, r.stderr).toBe(0);
+    const last = server.requests.filter((q) => q.path.endsWith("runc.amd64")).at(-1);
+    expect(last?.range).toBe(`bytes=${kept}-`);
+    expect(last?.status).toBe(206);
+    expect(r.stderr).toContain(`resumed at byte ${kept}`);
+  });
+
+  it("refuses to clean the cache while a download holds it (exit 6), and takes over after the holder is killed", async () => {
+    server.fault("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", { kind: "rate", bytesPerSec: 200_000 });
+    const child = spawn(process.execPath, [CLI_BUNDLE, "cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url], {
+      env: { ...process.env, ...env() },
+      stdio: "ignore",
+    });
+    const exited = new Promise((r) => child.on("exit", r));
+    const lockDir = join(home, "cache", "rootless-k8s", "lock");
+    for (let i = 0; i < 200 && !existsSync(join(lockDir, "owner.json")); i++) await new Promise((r) => setTimeout(r, 25));
+    const busy = await runCli(["cache", "clean"], { env: env() });
+    expect(busy.code).toBe(6);
+    expect(busy.stderr.split("\n")[0]).toMatch(new RegExp(`^error: a rootless-k8s download into this cache \\(pid ${child.pid} on .+\\) holds the lock ${lockDir}$`));
+    child.kill("SIGKILL");
+    await exited;
+    const clean = await runCli(["cache", "clean"], { env: env() });
+    expect(clean.code, clean.stderr).toBe(0);
+  });
+});
