@@ -9,7 +9,8 @@ export interface UsernsProfile {
   file: string;
 }
 
-const HEADER = /^\s*(?:profile\s+(?:"[^"]*"|\S+)\s+)?("[^"]+"|[/@][^\s{]*)\s*(?:flags\s*=\s*\([^)]*\)\s*)?\{/;
+/** A profile header: [profile NAME] ATTACHMENT [flags=(...)] {  (rules such as "@{exec_path} mr," are not headers). */
+const HEADER = /^\s*(?:profile\s+(?:"[^"]*"|\S+)\s+)?("[^"]+"|\/\S*|@\{[A-Za-z_]+\}\S*)\s+(?:flags\s*=\s*\([^)]*\)\s*)?\{\s*(?:#.*)?$/;
 
 /** Profiles in one file that grant `userns` (file-level granularity: the grant must be in the file). */
 export function usernsProfilesIn(text: string, file: string): UsernsProfile[] {

@@ -1,0 +1,94 @@
+// Parser rules that the corpus tables do not pin down on their own: version normalisation examples
+// from the issue, AppArmor attachment globs, subordinate id ranges, and small /proc formats.
+import { describe, expect, it } from "vitest";
+import { attachRegExp, profileCovers, usernsProfilesIn } from "../../../cli/host/parse/apparmor";
+import { atLeast, upstreamVersion } from "../../../cli/host/parse/versions";
+import { parseListeningPorts, parseModulesBuiltin, parseRoutes } from "../../../cli/host/parse/procfs";
+import { inRanges, parseGetsubids, rangesOverlap } from "../../../cli/host/parse/subid";
+import { nextFreeStart } from "../../../cli/host/probes/user";
+import { familyOf } from "../../../cli/host/parse/os-release";
+
+describe("upstreamVersion", () => {
+  it.each([
+    ["1.6.20~ds1-1+deb12u3", "1.6.20"],
+    ["1.3.3-0ubuntu1~18.04.4", "1.3.3"],
+    ["v1.7.18", "1.7.18"],
+    ["0.12.1.474-f5a2b5", "0.12.1"],
+    ["1.18.3-15.rhaos4.5.gitae4ef7b.el8", "1.18.3"],
+    ["20.10.24+dfsg1", "20.10.24"],
+    ["1.2.0-rc.2", "1.2.0-rc.2"],
+    ["1.0.0-rc92", "1.0.0-rc92"],
+    ["17.06.0-ce", "17.06.0-ce"],
+    ["1.1.0+dev", "1.1.0+dev"],
+    ["dev", null],
+    ["", null],
+  ])("%s -> %s", (raw, want) => expect(upstreamVersion(raw)).toBe(want));
+
+  it("compares numeric parts for the floors", () => {
+    expect(atLeast("19.03.13", "19.03")).toBe(true);
+    expect(atLeast("18.09.9", "19.03")).toBe(false);
+    expect(atLeast("1.4.0-rc.1", "1.4")).toBe(true);
+    expect(atLeast(null, "1.0")).toBe(false);
+  });
+});
+
+describe("AppArmor attachments", () => {
+  const profile = (attach: string) => ({ attach, file: "/etc/apparmor.d/x" });
+  it("matches exact paths, * within a segment, ** across segments, {a,b} and @{HOME}", () => {
+    expect(profileCovers(profile("/usr/bin/rootlesskit"), "/usr/bin/rootlesskit")).toBe(true);
+    expect(profileCovers(profile("/usr/bin/rootlesskit"), "/usr/local/bin/rootlesskit")).toBe(false);
+    const mine = "/home/alice/.local/share/rootless-k8s/versions/*/bin/rootlesskit";
+    expect(profileCovers(profile(mine), "/home/alice/.local/share/rootless-k8s/versions/2026.1/bin/rootlesskit")).toBe(true);
+    expect(profileCovers(profile(mine), "/home/alice/.local/share/rootless-k8s/versions/a/b/bin/rootlesskit")).toBe(false);
+    expect(profileCovers(profile("/home/**/rootlesskit"), "/home/alice/bin/rootlesskit")).toBe(true);
+    expect(profileCovers(profile("/usr/{bin,sbin}/rootlesskit"), "/usr/sbin/rootlesskit")).toBe(true);
+    expect(profileCovers(profile("@{HOME}/bin/rootlesskit"), "/home/alice/bin/rootlesskit")).toBe(true);
+    expect(profileCovers(profile("@{HOME}/bin/rootlesskit"), "/root/bin/rootlesskit")).toBe(true);
+    expect(profileCovers(profile("@{exec_path}"), "/usr/bin/rootlesskit")).toBe(false);
+    expect(attachRegExp("/a.b/c").test("/aXb/c")).toBe(false);
+  });
+
+  it("takes only profiles that grant userns, and never rule lines as headers", () => {
+    const withUserns = "abi <abi/4.0>,\ninclude <tunables/global>\nprofile rk /opt/rk/rootlesskit flags=(unconfined) {\n  userns,\n  @{exec_path} mr,\n}\n";
+    expect(usernsProfilesIn(withUserns, "f")).toEqual([{ attach: "/opt/rk/rootlesskit", file: "f" }]);
+    expect(usernsProfilesIn("/usr/sbin/cupsd flags=(attach_disconnected) {\n  network,\n}\n", "g")).toEqual([]);
+  });
+});
+
+describe("subordinate ids", () => {
+  it("finds overlaps and real ids inside ranges", () => {
+    expect(rangesOverlap({ start: 100000, count: 65536 }, { start: 165535, count: 10 })).toBe(true);
+    expect(rangesOverlap({ start: 100000, count: 65536 }, { start: 165536, count: 10 })).toBe(false);
+    expect(inRanges(165535, [{ start: 100000, count: 65536 }])).toBe(true);
+  });
+  it("places a new range above every existing one, aligned to 65536", () => {
+    expect(nextFreeStart([])).toBe(131072);
+    expect(nextFreeStart([{ owner: "a", start: 100000, count: 65536 }])).toBe(196608);
+    expect(nextFreeStart([{ owner: "a", start: 524288, count: 65536 }])).toBe(589824);
+  });
+  it("reads getsubids output (shadow >= 4.11)", () => {
+    expect(parseGetsubids("0: alice 100000 65536\n1: alice 300000 1000\n")).toEqual([
+      { owner: "alice", start: 100000, count: 65536 },
+      { owner: "alice", start: 300000, count: 1000 },
+    ]);
+  });
+});
+
+describe("small /proc formats", () => {
+  it("routes, listening ports, modules.builtin", () => {
+    const route = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\neth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+    expect(parseRoutes(route)).toEqual([
+      { cidr: "0.0.0.0/0", iface: "eth0" },
+      { cidr: "192.0.2.0/24", iface: "eth0" },
+    ]);
+    const tcp = "  sl  local_address rem_address   st\n   0: 00000000:192B 00000000:0000 0A 00000000:00000000\n   1: 0100007F:937E 0100007F:9ECB 06 00000000:00000000\n";
+    expect(parseListeningPorts(tcp)).toEqual([6443]);
+    expect([...parseModulesBuiltin("kernel/net/ipv4/netfilter/ip_tables.ko\nkernel/drivers/net/tun.ko.zst\nkernel/net/x-y.ko\n")]).toEqual(["ip_tables", "tun", "x_y"]);
+  });
+  it("families of distributions by ID and ID_LIKE", () => {
+    expect(familyOf("openEuler", [])).toBe("other");
+    expect(familyOf("manjaro-arm", [])).toBe("arch");
+    expect(familyOf("fedoraremixforwsl", ["fedora"])).toBe("rhel");
+    expect(familyOf("opensuse-leap", ["suse", "opensuse"])).toBe("suse");
+  });
+});
