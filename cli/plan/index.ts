@@ -9,7 +9,7 @@ import type { Facts } from "../host/facts";
 import { overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
 import { decideMode } from "./mode";
-import { DEFAULT_PORTS, chooseCidrs, decideNetwork, hostRouteCidrs } from "./network";
+import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
 import { decideNode } from "./node";
 import { planPaths } from "./paths";
 import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
@@ -44,8 +44,8 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   const paths = planPaths(facts, options, versions);
   const ports: Ports = { ...DEFAULT_PORTS, apiServer: options.apiPort ?? DEFAULT_PORTS.apiServer };
   const { cidrs, namespaceCidr } = chooseCidrs(facts);
-  const network = decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
   const runtime = decideRuntime(facts, options, versions, mode.name, paths);
+  const network = runtime.name === "docker" ? dockerNetwork(options, ports) : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
   const iptables = facts.runtimes.iptables;
   const proxy = iptables?.path
     ? { mode: "iptables" as const, reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")] }

@@ -142,6 +142,34 @@ export function decideNetwork(
   };
 }
 
+/**
+ * The docker runtime: dockerd-rootless.sh's RootlessKit owns the network (slirp4netns' default
+ * 10.0.2.0/24, the node at .100); rootless-k8s publishes the API port through its API.
+ */
+export function dockerNetwork(options: PlanOptions, ports: Ports): NetworkPlan {
+  if (options.network) {
+    throw new UserError(`--network ${options.network} does not apply to --runtime docker: dockerd's own RootlessKit chose the network`, {
+      exitCode: ExitCode.Refused,
+      fix: "drop --network (set DOCKERD_ROOTLESS_ROOTLESSKIT_NET for dockerd instead)",
+    });
+  }
+  const namespaceCidr = "10.0.2.0/24";
+  return {
+    driver: "docker",
+    binary: null,
+    portDriver: "builtin",
+    mtu: MTU,
+    namespaceCidr,
+    namespaceIP: nthAddress(namespaceCidr, 100),
+    published: [{ hostIP: "0.0.0.0", hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" }],
+    forwardsAllPorts: false,
+    reasons: [
+      "dockerd's RootlessKit (dockerd-rootless.sh) owns the network namespace the node joins",
+      `the API server port ${ports.apiServer} is published through that RootlessKit's API (rootlessctl add-ports)`,
+    ],
+  };
+}
+
 /** Every TCP port the node listens on inside the namespace, sorted. */
 export function namespacePorts(ports: Ports): number[] {
   return [...new Set(Object.values(ports))].sort((a, b) => a - b);

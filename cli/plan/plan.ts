@@ -53,14 +53,18 @@ export interface RuntimePlan extends Reasoned {
   ociRuntime: { name: "runc" | "crun"; path: string } | null;
   /** Whether the runtime must not touch cgroups (containerd `disable_cgroup`, crio has none). */
   disableCgroup: boolean;
-  /** docker only: the user's rootless dockerd socket and its RootlessKit state dir. */
-  docker: { socket: string; rootlesskitStateDir: string; unit: string } | null;
+  /**
+   * docker only: the user's rootless dockerd: its socket, its pid file (dockerd runs inside its
+   * RootlessKit's namespaces, so its pid is the way in), and its systemd user unit.
+   */
+  docker: { socket: string; pidFile: string; unit: string } | null;
   /** Snapshotter (containerd) or storage driver (CRI-O); null for docker (dockerd decides). */
   snapshotter: { name: Snapshotter; reasons: string[]; fuseOverlayfs: string | null } | null;
 }
 
 export interface NetworkPlan extends Reasoned {
-  driver: NetworkDriver;
+  /** "docker": dockerd's own RootlessKit owns the network (the docker runtime). */
+  driver: NetworkDriver | "docker";
   /** Binary RootlessKit runs for the driver (slirp4netns, pasta); null for builtin. */
   binary: string | null;
   /** RootlessKit's port driver for this network driver. */

@@ -119,8 +119,9 @@ function docker(facts: Facts, mode: Mode, paths: Paths): RuntimePlan {
     disableCgroup: mode === "none",
     docker: {
       socket,
-      // dockerd-rootless.sh runs RootlessKit with --state-dir=$XDG_RUNTIME_DIR/dockerd-rootless.
-      rootlesskitStateDir: path.join(runtimeBase, "dockerd-rootless"),
+      // dockerd writes its pid next to its socket; Docker's rootless docs enter its namespaces
+      // with `nsenter -U --preserve-credentials -n -t $(cat $XDG_RUNTIME_DIR/docker.pid)`.
+      pidFile: path.join(path.dirname(socket), "docker.pid"),
       unit: "docker.service",
     },
     snapshotter: null,

@@ -111,6 +111,8 @@ export function kubeletArgs(plan: Plan): string[] {
     `--hostname-override=${plan.node.name}`,
     `--node-ip=${plan.network.namespaceIP}`,
     `--node-labels=${labels}`,
+    // Inside dockerd's namespaces /var/lib is the host's: keep the kubelet's state in our data.
+    ...(plan.runtime.name === "docker" ? [`--root-dir=${l.data.kubelet}`] : []),
   ];
 }
 

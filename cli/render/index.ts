@@ -9,7 +9,7 @@ import { adminKubeconfig, componentKubeconfig, renderKubeconfig } from "./kubeco
 import { layout } from "./layout";
 import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
-import { renderChildScript, renderEnterScript } from "./scripts";
+import { renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
 import { renderUnits } from "./units";
 
 export { folders, layout } from "./layout";
@@ -46,7 +46,8 @@ function renderUnitFiles(plan: Plan): RenderedFile[] {
 function renderScripts(plan: Plan): RenderedFile[] {
   const l = layout(plan);
   const files: RenderedFile[] = [{ path: l.scripts.enter, content: renderEnterScript(plan), mode: EXECUTABLE, kind: "script" }];
-  if (plan.runtime.name !== "docker") files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
+  if (plan.runtime.name === "docker") files.push({ path: l.scripts.publish, content: renderPublishScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.apiServer });
+  else files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
   return files;
 }
 

@@ -42,6 +42,8 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
     rotateCertificates: false,
     serverTLSBootstrap: false,
   };
+  // Inside dockerd's namespaces /var/log is the host's (ours bind-mounts the node's own).
+  if (plan.runtime.name === "docker") config.podLogsDir = `${layout(plan).data.log}/pods`;
   if (plan.node.taints.length) config.registerWithTaints = plan.node.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect }));
   return config;
 }

@@ -27,6 +27,8 @@ export function layout(plan: Plan) {
       child: path.join(libexecDir, "rootless-k8s-child"),
       /** Runs a command inside the node's namespaces (nsenter with RootlessKit's child pid). */
       enter: path.join(libexecDir, "rootless-k8s-enter"),
+      /** docker runtime: publishes the API port through dockerd's RootlessKit. */
+      publish: path.join(libexecDir, "rootless-k8s-publish"),
     },
     data: {
       etcd: data("etcd"),

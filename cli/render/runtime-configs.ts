@@ -122,7 +122,12 @@ export function cniConflist(plan: Plan): Record<string, unknown> {
         isGateway: true,
         ipMasq: true,
         hairpinMode: true,
-        ipam: { type: "host-local", ranges: [[{ subnet: plan.cidrs.pods }]], routes: [{ dst: "0.0.0.0/0" }] },
+        ipam: {
+          type: "host-local",
+          ranges: [[{ subnet: plan.cidrs.pods }]],
+          routes: [{ dst: "0.0.0.0/0" }],
+          dataDir: path.join(layout(plan).data.cni, "networks"),
+        },
       },
       { type: "portmap", capabilities: { portMappings: true } },
     ],

@@ -97,20 +97,25 @@ export function namespaceFlags(plan: Plan): string[] {
   return ["--user", "--preserve-credentials", "--mount", "--net", ...(own ? ["--pid", "--ipc", "--uts", "--cgroup"] : [])];
 }
 
-/** RootlessKit's state folder: ours, or dockerd's for the docker runtime. */
-export function ownerStateDir(plan: Plan): string {
-  return plan.runtime.docker?.rootlesskitStateDir ?? plan.paths.rootlesskitStateDir;
+/**
+ * The file that names a process inside the node's namespaces: RootlessKit's child_pid for ours,
+ * dockerd's pid file for the docker runtime (dockerd runs inside its RootlessKit's namespaces).
+ */
+export function namespacePidFile(plan: Plan): string {
+  return plan.runtime.docker?.pidFile ?? path.join(plan.paths.rootlesskitStateDir, "child_pid");
 }
 
 export function renderEnterScript(plan: Plan): string {
-  const pidFile = path.join(ownerStateDir(plan), "child_pid");
+  const pidFile = namespacePidFile(plan);
   return [
     HEADER("rootless-k8s-enter", [
       "runs a command inside the node's namespaces, entered through RootlessKit's child pid.",
       "Usage: rootless-k8s-enter COMMAND [ARG...]",
     ]),
     `pid_file=${shQuote(pidFile)}`,
-    "# RootlessKit writes child_pid once the namespaces and published ports are ready.",
+    plan.runtime.docker
+      ? "# dockerd writes its pid file once it runs inside its RootlessKit's namespaces."
+      : "# RootlessKit writes child_pid once the namespaces and published ports are ready.",
     "tries=0",
     'until [ -s "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; do',
     "  tries=$((tries + 1))",
@@ -121,6 +126,38 @@ export function renderEnterScript(plan: Plan): string {
     "  sleep 0.1",
     "done",
     `exec nsenter ${namespaceFlags(plan).join(" ")} --target "$(cat "$pid_file")" -- "$@"`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * docker runtime only: publishes the API server port on the host through the RootlessKit of the
+ * user's dockerd, whose state folder (and API socket) dockerd's environment names.
+ */
+export function renderPublishScript(plan: Plan): string {
+  const docker = plan.runtime.docker;
+  if (!docker) throw new Error("only the docker runtime publishes through another RootlessKit");
+  const rootlessctl = path.join(plan.paths.binDir, "rootlessctl");
+  const specs = plan.network.published.map((p) => `${p.hostIP}:${p.hostPort}:${p.namespacePort}/${p.protocol}`);
+  return [
+    HEADER("rootless-k8s-publish", [
+      "publishes the API server on the host through the RootlessKit of the user's rootless dockerd",
+      "(rootlessctl add-ports on its API socket); a port published already is left as it is.",
+    ]),
+    `pid=$(cat ${shQuote(docker.pidFile)})`,
+    String.raw`state_dir=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^ROOTLESSKIT_STATE_DIR=//p')`,
+    'if [ -z "$state_dir" ]; then',
+    '  echo "rootless-k8s-publish: dockerd (pid $pid) does not run in RootlessKit: is it the rootless dockerd?" >&2',
+    "  exit 1",
+    "fi",
+    'socket="$state_dir/api.sock"',
+    ...plan.network.published.map((p, i) =>
+      [
+        `if ! ${shQuote(rootlessctl)} --socket "$socket" list-ports | awk '$2 == "${p.protocol}" && $4 == ${p.hostPort} { found = 1 } END { exit !found }'; then`,
+        `  ${shQuote(rootlessctl)} --socket "$socket" add-ports ${specs[i]}`,
+        "fi",
+      ].join("\n"),
+    ),
     "",
   ].join("\n");
 }

@@ -33,6 +33,8 @@ interface ComponentUnit {
   extraArgs: string;
   /** Started after these (and wanted by this one). */
   after: string[];
+  /** Run once the component started (docker runtime: publish the API port). */
+  startPost?: string[];
 }
 
 function environmentFiles(plan: Plan): UnitSection {
@@ -57,7 +59,15 @@ function componentUnits(plan: Plan): ComponentUnit[] {
   const docs = (c: string) => `https://kubernetes.io/docs/reference/command-line-tools-reference/${c}/`;
   const list: ComponentUnit[] = [
     { unit: u.etcd, description: `etcd ${v.etcd ?? ""} (the node's key-value store)`, documentation: "https://etcd.io/docs/", args: etcdArgs(plan), extraArgs: "ETCD_EXTRA_ARGS", after: [] },
-    { unit: u.apiServer, description: `kube-apiserver ${k8s}`, documentation: docs("kube-apiserver"), args: apiServerArgs(plan), extraArgs: "KUBE_APISERVER_EXTRA_ARGS", after: [u.etcd] },
+    {
+      unit: u.apiServer,
+      description: `kube-apiserver ${k8s}`,
+      documentation: docs("kube-apiserver"),
+      args: apiServerArgs(plan),
+      extraArgs: "KUBE_APISERVER_EXTRA_ARGS",
+      after: [u.etcd],
+      ...(plan.runtime.name === "docker" ? { startPost: [layout(plan).scripts.publish] } : {}),
+    },
     {
       unit: u.controllerManager,
       description: `kube-controller-manager ${k8s}`,
@@ -115,6 +125,7 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
           ["Type", "simple"],
           ...environmentFiles(plan),
           ["ExecStart", commandLine(command)],
+          ...(c.startPost ?? []).map((cmd): [string, string] => ["ExecStartPost", commandLine([cmd])]),
           ["Restart", "on-failure"],
           ["RestartSec", 3],
           ["TimeoutStopSec", 30],

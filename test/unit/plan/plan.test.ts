@@ -119,7 +119,9 @@ describe("runtime", () => {
     expect(refused(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
     const rootless = withFacts(baseFacts(), (x) => (x.runtimes.docker = { ...docker, rootless: true, cgroupDriver: "none", socket: "unix:///run/user/1000/docker.sock" }));
     const plan = buildPlan(rootless, { runtime: "docker" }, versions);
-    expect(plan.runtime.docker).toEqual({ socket: "/run/user/1000/docker.sock", rootlesskitStateDir: "/run/user/1000/dockerd-rootless", unit: "docker.service" });
+    expect(plan.runtime.docker).toEqual({ socket: "/run/user/1000/docker.sock", pidFile: "/run/user/1000/docker.pid", unit: "docker.service" });
+    expect(plan.network).toMatchObject({ driver: "docker", namespaceIP: "10.0.2.100" });
+    expect(refused(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(/does not apply to --runtime docker/);
     expect(plan.units.owner).toBe("docker.service");
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
   });
