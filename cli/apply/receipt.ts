@@ -11,7 +11,8 @@ import { ensureDir, writeFileAtomic } from "./files";
 
 export const RECEIPT_SCHEMA = 1;
 
-export type FileKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "binary" | "other";
+/** The rendered kinds (cli/render RenderedKind) plus the installed binaries. */
+export type FileKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "binary";
 
 export interface ReceiptFile {
   path: string;
@@ -45,8 +46,10 @@ export interface OwnedRoots {
   runtime: string;
   /** ~/.local/share/rootless-k8s/versions */
   versions: string;
-  /** Log files where the user manager has no journal (~/.local/state/rootless-k8s/logs) */
+  /** ~/.local/state/rootless-k8s: unit log files where the user manager has no journal */
   logs?: string;
+  /** libexec: helper scripts rendered from the plan */
+  libexec?: string;
 }
 
 export interface KubeconfigMerge {

@@ -13,12 +13,18 @@ import { listedPaths } from "./receipt";
 
 const TOOL = "rootless-k8s";
 
-/** Every owned root must carry the tool's name in its path: a damaged receipt cannot aim at $HOME. */
-export function checkOwnedRoots(roots: OwnedRoots): void {
+/**
+ * The owned folders must be plausible before anything below them is removed: absolute, at least two
+ * levels deep, never the home folder or one of its parents, and named for the tool (or inside the
+ * --prefix the user chose). A damaged or hand-edited receipt cannot aim uninstall at $HOME.
+ */
+export function checkOwnedRoots(roots: OwnedRoots, where: { home: string; prefix: string | null }): void {
   for (const [name, p] of Object.entries(roots)) {
     if (p === undefined) continue;
-    const parts = path.resolve(p).split("/");
-    if (!path.isAbsolute(p) || !parts.some((s) => s.includes(TOOL))) {
+    const abs = path.resolve(p);
+    const depth = abs.split("/").filter(Boolean).length;
+    const named = abs.split("/").some((s) => s.includes(TOOL)) || (where.prefix !== null && isWithin(abs, where.prefix) && abs !== path.resolve(where.home));
+    if (!path.isAbsolute(p) || depth < 2 || isWithin(where.home, abs) || !named) {
       throw new UserError(`refusing to remove files: the receipt's ${name} folder "${p}" is not a rootless-k8s folder`, {
         fix: "the receipt is damaged; remove the node's files by hand",
       });

@@ -140,11 +140,17 @@ export interface PreparedInstall {
   previous: Plan | null;
 }
 
+/** Lets the real install stop on failing checks and ask its questions before the plan is built. */
+export interface PrepareHooks {
+  /** Called with the facts, the doctor's verdict and the installed node's plan; returns the plan options to use. */
+  beforePlan?(facts: Facts, diagnosis: Diagnosis, previous: Plan | null): Promise<PlanOptions>;
+}
+
 /**
  * Facts → doctor → plan, read-only. Throws UserError(3) for root, an unusable choice or a bad plan;
  * returns failing checks for the caller to judge (the dry run reports them, install stops).
  */
-export async function prepareInstall(ctx: Context, o: InstallOptions): Promise<PreparedInstall> {
+export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: PrepareHooks = {}): Promise<PreparedInstall> {
   const [{ localHost }, { gatherFacts }, doctor, plans, { probeKubelet }, { parseContainerdVersion }] = await Promise.all([
     import("../host/host"),
     import("../host/gather"),
@@ -168,7 +174,8 @@ export async function prepareInstall(ctx: Context, o: InstallOptions): Promise<P
   const unknown = o.ignoreChecks.filter((id) => !doctor.CHECK_IDS.includes(id));
   if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
 
-  const options: PlanOptions = { ...o.plan };
+  let options: PlanOptions = { ...o.plan };
+  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, await previousPlan(plans.buildPlan(facts, options, versions)));
   if (options.runtimeBin) {
     const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
     if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
@@ -198,12 +205,7 @@ async function previousPlan(plan: Plan): Promise<Plan | null> {
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const o = installOptions(parsed, ctx);
-  if (!o.dryRun) {
-    throw new UserError("install without --dry-run is not available in this build yet", {
-      exitCode: ExitCode.Refused,
-      fix: "run `rootless-k8s install --dry-run` to see the plan",
-    });
-  }
+  if (!o.dryRun) return (await import("../apply/install")).installNode(ctx, o);
   return dryRun(ctx, o);
 }
 

@@ -52,12 +52,15 @@ async function linger(ctx: ProbeContext): Promise<boolean | null> {
 
 export async function systemdFacts(ctx: ProbeContext, runtimeDir: string): Promise<SystemdFacts> {
   const { host } = ctx;
-  const [version, comm, manager, lingering, bus] = await Promise.all([
+  const [version, comm, manager, lingering, bus, journalSocket] = await Promise.all([
     systemdVersion(ctx),
     host.readText("/proc/1/comm"),
     userManager(ctx, runtimeDir),
     linger(ctx),
     host.stat(`${runtimeDir}/bus`),
+    // Unit output reaches journald through this socket; without it systemd sends it to /dev/null.
+    // (A systemd PID 1 always runs journald; only hosts without one need the socket looked at.)
+    host.stat("/run/systemd/journal/stdout"),
   ]);
   return {
     version,
@@ -65,6 +68,6 @@ export async function systemdFacts(ctx: ProbeContext, runtimeDir: string): Promi
     dbusUserSession: bus?.type === "socket",
     linger: lingering,
     pid1: comm?.trim() === "systemd",
-    journal: null,
+    journal: comm?.trim() === "systemd" ? true : host.canRun ? journalSocket?.type === "socket" : null,
   };
 }

@@ -35,9 +35,17 @@ describe("mayRemove", () => {
     expect(mayRemove(`${H}/.local/share/rootless-k8s-other`, receipt)).toBe(false);
   });
   it("refuses a receipt whose folders are not the tool's", () => {
-    expect(() => checkOwnedRoots(roots)).not.toThrow();
-    expect(() => checkOwnedRoots({ ...roots, data: H })).toThrow(UserError);
-    expect(() => checkOwnedRoots({ ...roots, runtime: "relative/rootless-k8s" })).toThrow(/not a rootless-k8s folder/);
+    const where = { home: H, prefix: null };
+    expect(() => checkOwnedRoots(roots, where)).not.toThrow();
+    expect(() => checkOwnedRoots({ ...roots, data: H }, where)).toThrow(UserError);
+    expect(() => checkOwnedRoots({ ...roots, data: "/home" }, where)).toThrow(UserError);
+    expect(() => checkOwnedRoots({ ...roots, data: `${H}/.local/share` }, where)).toThrow(/not a rootless-k8s folder/);
+    expect(() => checkOwnedRoots({ ...roots, runtime: "relative/rootless-k8s" }, where)).toThrow(/not a rootless-k8s folder/);
+  });
+  it("accepts folders inside a --prefix, but never the prefix's parents or $HOME", () => {
+    const where = { home: H, prefix: `${H}/k8s` };
+    expect(() => checkOwnedRoots({ ...roots, state: `${H}/k8s`, data: `${H}/k8s/data` }, where)).not.toThrow();
+    expect(() => checkOwnedRoots({ ...roots, data: H }, { home: H, prefix: H })).toThrow(UserError);
   });
 });
 

@@ -1,0 +1,48 @@
+// The components of a version set: the manifest they come from (built-in, --manifest, or a
+// --bundle's), and installing a set into versions/<set>/bin through cli/fetch, which downloads,
+// verifies, caches and extracts (nothing unverified is ever installed).
+import { ExitCode, UserError } from "../errors";
+import type { Manifest } from "../fetch/index";
+import type { Plan, VersionSet } from "../plan/plan";
+import type { Context } from "../commands/registry";
+import type { ComponentSource } from "./install";
+import type { ReceiptSet } from "./receipt";
+
+export interface Components {
+  manifest: Manifest;
+  versions: VersionSet;
+}
+
+export async function loadComponents(source: ComponentSource): Promise<Components> {
+  const fetch = await import("../fetch/index");
+  const { versionSetOf } = await import("../plan/index");
+  if (source.trustBundle && !source.bundle) {
+    throw new UserError("--trust-bundle needs --bundle FILE", { exitCode: ExitCode.Usage, fix: "add --bundle FILE, or drop --trust-bundle" });
+  }
+  const manifest = source.bundle && source.trustBundle ? await fetch.readBundleManifest(source.bundle) : fetch.loadManifest({ file: source.manifestFile });
+  return { manifest, versions: versionSetOf(manifest) };
+}
+
+/** Fetches (verified, cached) and installs the plan's version set into its versions/<set>/bin. */
+export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: ComponentSource): Promise<ReceiptSet> {
+  const fetch = await import("../fetch/index");
+  const arch = plan.arch as "amd64" | "arm64";
+  const artifacts = fetch.selectArtifacts(c.manifest, { arch, runtime: plan.runtime.name, network: plan.network.driver });
+  const fetched = await fetch.fetchArtifacts(artifacts, {
+    cacheDir: plan.paths.cacheDir,
+    mirror: fetch.mirrorFrom(source.mirror, ctx.env),
+    caFile: source.caFile,
+    signal: ctx.signal,
+    progress: fetch.plainProgress(ctx.out),
+    bundle: source.bundle,
+    trustBundle: source.trustBundle,
+    env: ctx.env,
+  });
+  const installed = await fetch.installBinaries(fetched, plan.paths.versionBinDir, { signal: ctx.signal });
+  return {
+    id: plan.versions.id,
+    binDir: plan.paths.versionBinDir,
+    versions: { ...plan.versions.components },
+    binaries: installed.map((b) => ({ path: b.path, sha256: b.sha256, mode: 0o755, kind: "binary" as const })),
+  };
+}

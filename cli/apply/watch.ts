@@ -1,0 +1,44 @@
+// Watching units while the node starts: a unit that failed, or keeps restarting, ends the wait at
+// once (instead of at the timeout), and the failure report shows that unit's last 30 lines, from
+// the journal or, where there is none, from its log file.
+import { UserError, messageOf } from "../errors";
+import type { SystemdUser, UnitState } from "./systemd";
+
+/** Thrown while waiting when a unit has failed. */
+export class UnitFailedError extends UserError {
+  constructor(readonly unit: string, readonly state: UnitState) {
+    super(`${unit} ${state.activeState === "failed" ? `failed (${state.result})` : `keeps restarting (${state.nRestarts} restarts, ${state.result})`}`, {
+      fix: "see the unit's last lines above; fix the cause, then re-run the same command (it resumes)",
+    });
+    this.name = "UnitFailedError";
+  }
+}
+
+/** A crash loop: systemd restarted it at least this often while we waited. */
+const RESTARTS_FOR_FAILURE = 2;
+
+export function isFailing(s: UnitState): boolean {
+  return s.activeState === "failed" || (s.nRestarts >= RESTARTS_FOR_FAILURE && s.activeState !== "active");
+}
+
+/** A readiness probe: throws UnitFailedError for the first failing unit, in start order. */
+export function unitProbe(systemd: SystemdUser, units: string[]): () => Promise<void> {
+  return async () => {
+    const states = await Promise.all(units.map((u) => systemd.state(u)));
+    const bad = states.find(isFailing);
+    if (bad) throw new UnitFailedError(bad.unit, bad);
+  };
+}
+
+/** Lines that explain a failed start: the failing unit (or the first not active) and its last output. */
+export async function describeUnitFailure(systemd: SystemdUser, units: string[], e: unknown): Promise<string[]> {
+  let unit = e instanceof UnitFailedError ? e.unit : null;
+  if (!unit) {
+    const states = await Promise.all(units.map((u) => systemd.state(u)));
+    unit = (states.find(isFailing) ?? states.find((s) => s.activeState !== "active"))?.unit ?? null;
+  }
+  if (!unit) return [`(every unit is active; the error was: ${messageOf(e)})`];
+  const tail = await systemd.unitLogs(unit, 30);
+  if (!tail.source) return [`${unit}: no log lines found (no journal entries and no log file)`];
+  return [`--- last ${tail.lines.length} lines of ${unit} (${tail.source === "journal" ? `journalctl --user -u ${unit} -n 30` : tail.source}) ---`, ...tail.lines, "---"];
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The host route's environment: a real `systemd --user` manager for the test user directly on this
+# machine kind (Debian 12, PID 1 is not systemd, cgroup v1 hybrid, kernel >= 5.11), so the node runs
+# in mode `none` (no cgroup delegation is possible here). Adapted from the project's testenv
+# research (shared/research/testenv.md, route 1).
+#
+#   sudo test/e2e/host-env.sh up       packages, test user with subordinate ids, devices, user manager
+#   sudo test/e2e/host-env.sh down     stops the user manager (by its recorded pid), removes its cgroups
+#   sudo test/e2e/host-env.sh exec CMD run CMD as the test user inside the manager's mount namespace
+#   sudo test/e2e/host-env.sh pid      print the user manager's pid (for nsenter)
+#
+# What this machine cannot give, and the product must cope with: no system manager, no logind and
+# so no linger, no journald (unit output goes to files: the plan's logging.to = "file").
+# Host changes: packages, user k8sdev and its /etc/subuid+subgid lines, /dev/net/tun and /dev/fuse
+# 0666 (as udev would), a hugetlb v1 mount (as systemd does in hybrid mode; crun needs it),
+# /etc/systemd/user.conf.d/50-rk8s-e2e-nojournal.conf, /run/user/UID.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC1091 # lib/common.sh: checked on its own
+. "$HERE/lib/common.sh"
+STATE=$E2E_CACHE/host
+MGR_PIDFILE=$STATE/user-manager.pid
+HOST_PKGS=(systemd dbus dbus-user-session uidmap iptables libslirp0 python3 iproute2 procps util-linux)
+
+manager_pid() {
+  local p
+  p=$(cat "$MGR_PIDFILE" 2>/dev/null) || return 1
+  [ -n "$p" ] && [ "$(ps -o comm= -p "$p" 2>/dev/null)" = systemd ] && [ "$(ps -o user= -p "$p")" = "$E2E_USER" ] && echo "$p"
+}
+
+prepare_devices() {
+  # Debian's udev would make these 0666; without udev they are 0600 root, and then slirp4netns
+  # fails ("open: Permission denied" setting up tap0) and fuse-overlayfs cannot open /dev/fuse.
+  chmod 0666 /dev/net/tun /dev/fuse
+  if [ -d /sys/fs/cgroup/unified ] && ! mountpoint -q /sys/fs/cgroup/hugetlb && grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers; then
+    mkdir -p /sys/fs/cgroup/hugetlb && mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb
+  fi
+}
+
+start_manager() {
+  local u g h
+  u=$(user_uid); g=$(id -g "$E2E_USER"); h=$(user_home)
+  manager_pid >/dev/null && return 0
+  install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "/run/user/$u"
+  # systemd --user needs a cgroup it owns in every hierarchy it tracks processes in: the v2
+  # `unified` one and the v1 name=systemd one (hybrid), like user@UID.service under a real PID 1.
+  local cgdirs=() hier d
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cgdirs=(/sys/fs/cgroup)
+  else for hier in unified systemd; do [ -d "/sys/fs/cgroup/$hier" ] && cgdirs+=("/sys/fs/cgroup/$hier"); done; fi
+  local launcher=$STATE/user-manager-launch.sh
+  {
+    echo '#!/bin/sh'
+    echo 'set -e'
+    for hier in "${cgdirs[@]}"; do
+      d=$hier/user.slice/user-$u.slice/user@$u.service
+      echo "mkdir -p $d && chown -R $E2E_USER:$E2E_USER $d && echo \$\$ > $d/cgroup.procs"
+    done
+    # systemd runs as a user instance only when sd_booted() (/run/systemd/system exists). Fake it
+    # in a private mount namespace only, so apt and invoke-rc.d on the host see no systemd.
+    cat <<LAUNCH
+mkdir -p /run/rk8s-e2e-sd
+exec unshare --mount --propagation slave sh -c '
+  mount -t tmpfs -o mode=755 rk8s-e2e-sd /run/rk8s-e2e-sd
+  cp -a /run/systemd/. /run/rk8s-e2e-sd/ 2>/dev/null || true
+  mkdir -p /run/rk8s-e2e-sd/system
+  mount --bind /run/rk8s-e2e-sd /run/systemd
+  exec setpriv --reuid=$u --regid=$g --init-groups env -i HOME=$h USER=$E2E_USER LOGNAME=$E2E_USER SHELL=/bin/bash PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin XDG_RUNTIME_DIR=/run/user/$u /lib/systemd/systemd --user'
+LAUNCH
+  } >"$launcher"
+  chmod 755 "$launcher"
+  # No journald here: unit output the product does not redirect goes to the manager's own log.
+  mkdir -p /etc/systemd/user.conf.d
+  printf '[Manager]\nDefaultStandardOutput=inherit\nDefaultStandardError=inherit\n' >/etc/systemd/user.conf.d/50-rk8s-e2e-nojournal.conf
+  setsid "$launcher" >"$STATE/user-manager.log" 2>&1 </dev/null &
+  echo $! >"$MGR_PIDFILE"
+  local _
+  for _ in $(seq 1 50); do [ -S "/run/user/$u/systemd/private" ] && break; sleep 0.2; done
+  E2E_NS_PID=$(manager_pid) || { echo "the user manager did not start; see $STATE/user-manager.log" >&2; tail -20 "$STATE/user-manager.log" >&2; return 1; }
+  for _ in $(seq 1 50); do
+    case "$(as_user systemctl --user is-system-running 2>/dev/null)" in running | degraded) return 0 ;; esac
+    sleep 0.2
+  done
+  echo "the user manager is not running; see $STATE/user-manager.log" >&2
+  return 1
+}
+
+up() {
+  need_root
+  mkdir -p "$STATE"
+  local t0
+  t0=$(ts)
+  apt_install "${HOST_PKGS[@]}"
+  prepare_devices
+  ensure_test_user
+  start_manager
+  E2E_NS_PID=$(manager_pid)
+  local st
+  st=$(as_user systemctl --user is-system-running 2>&1 || true)
+  if [[ $st =~ ^(running|degraded)$ ]]; then
+    pass env "host route: systemd --user for $E2E_USER (pid $E2E_NS_PID) is $st; cgroup $([ -f /sys/fs/cgroup/cgroup.controllers ] && echo v2 || echo v1/hybrid), no system systemd, no journald; ready in $(elapsed "$t0")s"
+  else
+    fail env "host route: systemd --user is '$st'"
+    return 1
+  fi
+}
+
+down() {
+  local p u
+  u=$(id -u "$E2E_USER" 2>/dev/null) || return 0
+  if p=$(manager_pid); then
+    E2E_NS_PID=$p as_user systemctl --user stop default.target >/dev/null 2>&1 || true
+    kill -TERM "$p"
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -0 "$p" 2>/dev/null && kill -KILL "$p"
+  fi
+  rm -f "$MGR_PIDFILE"
+  local hier
+  for hier in /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do
+    if [ -d "$hier/user.slice" ]; then find "$hier/user.slice" -depth -type d -exec rmdir {} \; 2>/dev/null || true; fi
+  done
+  echo "down: user manager of $E2E_USER stopped (uid $u)"
+}
+
+case "${1:-up}" in
+  up) up ;;
+  down) down ;;
+  pid) manager_pid ;;
+  exec) shift; E2E_NS_PID=$(manager_pid) as_user "$@" ;;
+  *) echo "usage: $0 [up|down|pid|exec CMD...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# Shared by the e2e scripts (sourced): result lines, timing, package installation, and running
+# commands as the test user in a session-like environment.
+#
+# Result lines are the contract of every e2e script: "PASS (scope) what", "FAIL (scope) what",
+# "INFO (scope) what". run.sh counts them; a script's exit status is its number of FAIL lines.
+
+E2E_USER=${E2E_USER:-k8sdev}
+E2E_CACHE=${E2E_CACHE:-/var/tmp/rk8s-e2e}
+# Where the environments keep what the test user runs: the pinned Node (for the test doubles'
+# `#!` line) and the rootless-k8s binary under test. Same path on the host and in the VM guest.
+E2E_OPT=${E2E_OPT:-/opt/rk8s-e2e}
+E2E_FAILS=${E2E_FAILS:-0}
+
+ts() { date +%s.%N; }
+elapsed() { awk "BEGIN{printf \"%.1f\", $(ts) - $1}"; }
+log() { echo "[$(date +%T)] $*" >&2; }
+pass() { echo "PASS ($1) $2"; }
+fail() { echo "FAIL ($1) $2"; E2E_FAILS=$((E2E_FAILS + 1)); }
+info() { echo "INFO ($1) $2"; }
+
+# check SCOPE DESCRIPTION CMD...: PASS when CMD succeeds, FAIL (with its output) otherwise.
+check() {
+  local scope=$1 what=$2 out rc=0
+  shift 2
+  out=$("$@" 2>&1) || rc=$?
+  if [ $rc = 0 ]; then pass "$scope" "$what"; else
+    fail "$scope" "$what (exit $rc)"
+    printf '%s\n' "$out" | tail -25 | sed 's/^/    | /'
+  fi
+  return $rc
+}
+
+need_root() { [ "$(id -u)" = 0 ] || { echo "run as root (the e2e environments create a test user)" >&2; exit 2; }; }
+
+# apt_install PKG...: installs what is missing; one `apt-get update` and a retry when not found.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} = 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  mkdir -p "$E2E_CACHE"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >"$E2E_CACHE/apt.log" 2>&1 || {
+    apt-get update >>"$E2E_CACHE/apt.log" 2>&1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >>"$E2E_CACHE/apt.log" 2>&1
+  } || { tail -20 "$E2E_CACHE/apt.log" >&2; return 1; }
+}
+
+user_uid() { id -u "$E2E_USER"; }
+user_home() { getent passwd "$E2E_USER" | cut -d: -f6; }
+
+# as_user CMD...: runs CMD as the test user with a login-like environment. E2E_NS_PID, when set,
+# is a process whose mount namespace to enter first (the host route's user manager).
+as_user() {
+  local u g h
+  u=$(user_uid); g=$(id -g "$E2E_USER"); h=$(user_home)
+  ${E2E_NS_PID:+nsenter -t "$E2E_NS_PID" -m} setpriv --reuid="$u" --regid="$g" --init-groups \
+    env -i HOME="$h" USER="$E2E_USER" LOGNAME="$E2E_USER" SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
+    PATH="$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    XDG_RUNTIME_DIR="/run/user/$u" DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$u/bus" \
+    ROOTLESS_K8S_NO_UPDATE_CHECK=1 NO_COLOR=1 "$@"
+}
+
+# ensure_test_user: the test user with its own subordinate id ranges (as useradd allocates them).
+ensure_test_user() {
+  touch /etc/subuid /etc/subgid
+  id "$E2E_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$E2E_USER"
+  local f start
+  for f in subuid subgid; do
+    if ! grep -q "^$E2E_USER:" "/etc/$f"; then
+      start=$(awk -F: 'BEGIN{m=100000} {e=$2+$3; if (e>m) m=e} END{print m}' "/etc/$f")
+      usermod "--add-${f}s" "$start-$((start + 65535))" "$E2E_USER" 2>/dev/null || echo "$E2E_USER:$start:65536" >>"/etc/$f"
+    fi
+  done
+}

@@ -1,0 +1,85 @@
+// Serves the e2e mirror (DIR/files, at upstream paths) on 127.0.0.1, as a plain static server with
+// byte ranges (fetch resumes with Range/If-Range) and a request log. Test controls, on the same
+// port under /__e2e/: a bandwidth cap (to interrupt a download in flight) and byte counters.
+//
+//   node serve-mirror.mjs --dir DIR [--port 0] [--port-file FILE] [--log FILE]
+import { createReadStream, promises as fsp, appendFileSync, writeFileSync } from "node:fs";
+import * as http from "node:http";
+import { join, normalize } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({ options: { dir: { type: "string" }, port: { type: "string", default: "0" }, "port-file": { type: "string" }, log: { type: "string" } } });
+if (!values.dir) {
+  console.error("usage: serve-mirror.mjs --dir DIR [--port N] [--port-file FILE] [--log FILE]");
+  process.exit(2);
+}
+const root = join(values.dir, "files");
+let rate = 0; // bytes per second; 0 = unlimited
+const stats = { requests: 0, bytes: 0, ranges: 0 };
+
+function log(line) {
+  if (values.log) appendFileSync(values.log, `${new Date().toISOString()} ${line}\n`);
+}
+
+function throttled(stream, res) {
+  if (!rate) return stream.pipe(res);
+  stream.on("data", (chunk) => {
+    stream.pause();
+    const ok = res.write(chunk);
+    stats.bytes += chunk.length;
+    const wait = (chunk.length / rate) * 1000;
+    setTimeout(() => (ok ? stream.resume() : res.once("drain", () => stream.resume())), wait);
+  });
+  stream.on("end", () => res.end());
+  res.on("close", () => stream.destroy());
+}
+
+const server = http.createServer(async (req, res) => {
+  const url = new URL(req.url, "http://x");
+  if (url.pathname === "/__e2e/rate") {
+    rate = Number(url.searchParams.get("bps") ?? 0);
+    return res.end(`rate ${rate}\n`);
+  }
+  if (url.pathname === "/__e2e/stats") return res.end(JSON.stringify(stats) + "\n");
+  if (url.pathname === "/__e2e/reset") {
+    Object.assign(stats, { requests: 0, bytes: 0, ranges: 0 });
+    return res.end("reset\n");
+  }
+  stats.requests++;
+  const rel = normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.(\/|$))+/, "");
+  const file = join(root, rel);
+  const st = await fsp.stat(file).catch(() => null);
+  if (!st?.isFile() || !file.startsWith(root)) {
+    log(`404 ${req.method} ${url.pathname}`);
+    res.writeHead(404).end("not found\n");
+    return;
+  }
+  const etag = `"${st.size}-${Math.floor(st.mtimeMs)}"`;
+  const range = /^bytes=(\d+)-(\d*)$/.exec(String(req.headers.range ?? ""));
+  const ifRange = req.headers["if-range"];
+  if (range && (!ifRange || ifRange === etag)) {
+    const start = Number(range[1]);
+    const end = range[2] ? Number(range[2]) : st.size - 1;
+    if (start >= st.size) {
+      res.writeHead(416, { "content-range": `bytes */${st.size}` }).end();
+      return;
+    }
+    stats.ranges++;
+    log(`206 ${req.method} ${url.pathname} bytes=${start}-${end}`);
+    res.writeHead(206, { "content-length": end - start + 1, "content-range": `bytes ${start}-${end}/${st.size}`, etag, "accept-ranges": "bytes" });
+    if (req.method === "HEAD") return res.end();
+    if (!rate) stats.bytes += end - start + 1;
+    return throttled(createReadStream(file, { start, end }), res);
+  }
+  log(`200 ${req.method} ${url.pathname} ${st.size}`);
+  res.writeHead(200, { "content-length": st.size, etag, "accept-ranges": "bytes", "last-modified": st.mtime.toUTCString() });
+  if (req.method === "HEAD") return res.end();
+  if (!rate) stats.bytes += st.size;
+  throttled(createReadStream(file), res);
+});
+server.listen(Number(values.port), "127.0.0.1", () => {
+  const { port } = server.address();
+  if (values["port-file"]) writeFileSync(values["port-file"], `${port}\n`);
+  console.log(`mirror on http://127.0.0.1:${port}/ serving ${root}`);
+});
+for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => server.close(() => process.exit(0)));
