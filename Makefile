@@ -4,15 +4,20 @@ SHELL := /bin/bash
 ARCH := $(shell uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
 BIN := dist/rootless-k8s-linux-$(ARCH)
 
-.PHONY: deps build run test unit smoke lint e2e bench clean
+.PHONY: deps build release run test unit smoke lint e2e bench clean
 
 deps: node_modules/.deps-stamp
 node_modules/.deps-stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
+# dist/rootless-k8s-linux-{amd64,arm64} and dist/SHA256SUMS: Node SEA binaries of the pinned Node (README, "The binary").
 build: deps
 	npm run build
+
+# dist/release/: the download layout of README "Release layout" (latest.txt, install.sh, <version>/...).
+release: build
+	bash scripts/release.sh dist/release
 
 # Install dependencies, build, and run `rootless-k8s doctor` on this machine.
 run: build
@@ -26,8 +31,9 @@ test: deps
 	bash scripts/smoke.sh
 	$(MAKE) lint
 
+# Every shell script of the project; scripts/install.sh as POSIX sh (its #!/bin/sh).
 lint:
-	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh test/e2e/*.sh; \
+	@if command -v shellcheck >/dev/null; then find scripts test -name '*.sh' -not -path '*/node_modules/*' -print0 | sort -z | xargs -0 shellcheck; \
 	else echo "shellcheck is not installed (apt-get install shellcheck); CI installs it" >&2; exit 1; fi
 
 # End-to-end under real systemd, RootlessKit and containerd (needs root to create the test user).
