@@ -136,7 +136,7 @@ export interface SystemdFacts {
   userManager: boolean;
   /** A D-Bus session bus for the user (socket at $XDG_RUNTIME_DIR/bus or dbus-user-session). */
   dbusUserSession: boolean;
-  /** /var/lib/systemd/linger/USER exists, or loginctl says Linger=yes. */
+  /** /var/lib/systemd/linger/USER exists (what loginctl enable-linger writes and logind reads). */
   linger: boolean | null;
   /** PID 1 is systemd. */
   pid1: boolean;

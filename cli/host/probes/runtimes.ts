@@ -1,7 +1,7 @@
 // Container tools on the host and their versions, read from the plain text they print. Only tools
 // found on PATH (or in the sbin folders) are run, all at once, each with a timeout.
 import type { DockerFacts, IptablesFacts, RuntimeFacts, ToolFacts } from "../facts";
-import { dockerRootless, dockerVersion, emptyDockerReading, parseDockerDashVersion, parseDockerInfo, parseDockerVersion } from "../parse/docker";
+import { dockerRootless, dockerVersion, parseDockerDashVersion, parseDockerInfo } from "../parse/docker";
 import * as v from "../parse/versions";
 import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
 
@@ -22,8 +22,10 @@ async function tool(ctx: ProbeContext, name: string, args: string[], parse: Pars
 async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
   const p = await findTool(ctx.host, "docker");
   if (!p) return null;
-  const [ver, info] = await Promise.all([probeRun(ctx, p, ["version"], 3000), probeRun(ctx, p, ["info"], 3000)]);
-  const reading = parseDockerInfo(outputOf(info), parseDockerVersion(outputOf(ver)));
+  // One `docker info` says it all on Docker 19.03+ (client block, server version, cgroup driver,
+  // security options); `docker --version` only when it printed no client version (older clients).
+  const info = await probeRun(ctx, p, ["info"], 3000);
+  const reading = parseDockerInfo(outputOf(info));
   if (!reading.clientVersion) {
     const dash = await probeRun(ctx, p, ["--version"]);
     reading.clientVersion = parseDockerDashVersion(outputOf(dash));
@@ -32,7 +34,7 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
   return {
     path: p,
     version: dockerVersion(reading),
-    raw: firstLine(outputOf(ver), /Version:|version/),
+    raw: firstLine(outputOf(info), /Server Version:|^\s*Version:/),
     clientVersion: v.upstreamVersion(reading.clientVersion),
     serverVersion: v.upstreamVersion(reading.serverVersion),
     serverReachable: reading.serverAnswered,

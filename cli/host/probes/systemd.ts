@@ -1,11 +1,17 @@
 // systemd: its version, whether it is PID 1, the user's manager and D-Bus session, and linger.
 import type { SystemdFacts } from "../facts";
 import { parseSystemdVersion } from "../parse/versions";
-import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
+import { findTool, probeRun, type ProbeContext } from "./context";
 
-/** The version from the shared library's file name (libsystemd-shared-252.so), without running anything. */
+/** Where distributions install libsystemd-shared-NNN.so: Debian 12+ in the multiarch folder, Debian 11 in /lib. */
+const SYSTEMD_LIB_DIRS = ["/usr/lib/x86_64-linux-gnu/systemd", "/usr/lib/aarch64-linux-gnu/systemd", "/usr/lib/systemd", "/usr/lib64/systemd", "/lib/systemd"];
+
+/**
+ * The version from the shared library's file name ("libsystemd-shared-252.so", Arch
+ * "libsystemd-shared-256.7-1.so"), without running anything; systemctl --version otherwise.
+ */
 async function versionFromFiles(ctx: ProbeContext): Promise<number | null> {
-  for (const dir of ["/usr/lib/systemd", "/usr/lib64/systemd", "/lib/systemd"]) {
+  for (const dir of SYSTEMD_LIB_DIRS) {
     const names = await ctx.host.readDir(dir);
     const m = names?.map((n) => /^libsystemd-shared-(\d+)/.exec(n)).find(Boolean);
     if (m) return Number(m[1]);
@@ -36,17 +42,10 @@ async function userManager(ctx: ProbeContext, runtimeDir: string): Promise<boole
   return r.code === 0;
 }
 
+/** Linger is the file logind reads (loginctl enable-linger writes it): no need to ask loginctl. */
 async function linger(ctx: ProbeContext): Promise<boolean | null> {
   const { host, user } = ctx;
   if (await host.stat(`/var/lib/systemd/linger/${user.name}`)) return true;
-  if (host.canRun) {
-    const loginctl = await findTool(host, "loginctl");
-    if (loginctl) {
-      const r = await probeRun(ctx, loginctl, ["show-user", user.name, "--property=Linger"], 1000);
-      const m = /^Linger=(yes|no)/m.exec(outputOf(r));
-      if (m) return m[1] === "yes";
-    }
-  }
   return (await host.stat("/var/lib/systemd")) ? false : null;
 }
 

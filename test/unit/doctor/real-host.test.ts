@@ -1,0 +1,122 @@
+// doctor on this very machine: as root (a failing check, not a crash), and as an ordinary user the
+// test creates with subordinate ids, the way a user would run it. The machine is Debian 12 with
+// cgroup v1 hybrid and no delegation, so the verdict is `none`. Needs root (to create the user);
+// without root the tests are skipped and say why.
+import { execFile, execFileSync } from "node:child_process";
+import { readFileSync, statSync } from "node:fs";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+
+const USER = "rk8s-doctor";
+/** Far above the ranges useradd hands out (SUB_UID_MIN 100000), so no other test user overlaps. */
+const SUBID_START = 3_000_000_000;
+const isRoot = process.getuid?.() === 0;
+if (!isRoot) console.warn("real-host doctor tests skipped: they need root to create the test user (run them as root, as CI does)");
+
+interface DoctorJson {
+  mode: string;
+  reasons: string[];
+  host: {
+    distro: { id: string; versionId: string | null; family: string };
+    cgroup: { mode: string; delegatedControllers: string[] };
+    user: { name: string; uid: number; subuid: { start: number; count: number }[]; subgid: { start: number; count: number }[] };
+    systemd: { version: number | null; userManager: boolean };
+  };
+  checks: { id: string; status: string; summary: string }[];
+}
+
+function removeUser(): void {
+  try {
+    execFileSync("userdel", ["--remove", USER], { stdio: "ignore" });
+  } catch {
+    /* not there */
+  }
+}
+
+async function doctorAsUser(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const uid = execFileSync("id", ["-u", USER], { encoding: "utf8" }).trim();
+  const gid = execFileSync("id", ["-g", USER], { encoding: "utf8" }).trim();
+  const home = `/home/${USER}`;
+  try {
+    const r = await promisify(execFile)("setpriv", ["--reuid", uid, "--regid", gid, "--init-groups", process.execPath, CLI_BUNDLE, "doctor", ...args], {
+      env: { HOME: home, USER, LOGNAME: USER, PATH: "/usr/local/bin:/usr/bin:/bin", NO_COLOR: "1", LANG: "C" },
+      cwd: home,
+      timeout: 30_000,
+    });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: err.code ?? -1, stdout: err.stdout ?? "", stderr: err.stderr ?? "" };
+  }
+}
+
+const check = (j: DoctorJson, id: string) => j.checks.find((c) => c.id === id)!;
+const pid1IsSystemd = () => readFileSync("/proc/1/comm", "utf8").trim() === "systemd";
+
+describe.skipIf(!isRoot)("doctor on this machine", () => {
+  beforeAll(() => {
+    removeUser();
+    // No automatic range from login.defs: the test gives the user exactly one, with usermod.
+    execFileSync("useradd", ["--create-home", "--shell", "/bin/bash", "-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0", USER]);
+    const range = `${SUBID_START}-${SUBID_START + 65535}`;
+    execFileSync("usermod", ["--add-subuids", range, "--add-subgids", range, USER]);
+  });
+  afterAll(removeUser);
+
+  it("as an ordinary user: Debian 12, cgroup v1 hybrid, no delegation, so mode none", async () => {
+    const r = await doctorAsUser(["--json"]);
+    expect(r.stderr).toBe("");
+    const j = JSON.parse(r.stdout) as DoctorJson;
+    expect(j.host.distro).toMatchObject({ id: "debian", versionId: "12", family: "debian" });
+    expect(j.host.cgroup).toEqual({ mode: "hybrid", delegatedControllers: [] });
+    expect(j.host.user).toMatchObject({ name: USER, subuid: [{ start: SUBID_START, count: 65536 }], subgid: [{ start: SUBID_START, count: 65536 }] });
+    expect(check(j, "not-root").status).toBe("ok");
+    expect(check(j, "subuid").status).toBe("ok");
+    expect(check(j, "subid-overlap").status).toBe("ok");
+    expect(check(j, "newuidmap"), "newuidmap must be installed (apt-get install uidmap; .ci/run does)").toMatchObject({ status: "ok" });
+    expect(check(j, "userns-smoke")).toMatchObject({ status: "ok", summary: "unshare --user --map-root-user true works" });
+    expect(check(j, "cgroup-version").status).toBe("warn");
+    expect(check(j, "cgroup-delegation").status).toBe("skip");
+    const tunMode = statSync("/dev/net/tun").mode & 0o777;
+    expect(check(j, "dev-net-tun").status).toBe((tunMode & 0o006) === 0o006 ? "ok" : "fail");
+    if (!pid1IsSystemd()) expect(check(j, "user-manager")).toMatchObject({ status: "fail", summary: expect.stringContaining("PID 1 is not systemd") });
+    expect(j.mode).toBe("none");
+    expect(j.reasons[0]).toMatch(/hybrid/);
+    const failed = j.checks.filter((c) => c.status === "fail").length;
+    expect(r.code).toBe(failed ? 1 : 0);
+  });
+
+  it("as an ordinary user, as text: grouped checks and the verdict with what mode none gives up", async () => {
+    const r = await doctorAsUser([]);
+    expect(r.stdout).toContain(`user ${USER} (uid `);
+    expect(r.stdout).toMatch(/Verdict: none: the node runs without cgroup control/);
+    expect(r.stdout).toContain("no per-pod resource limits");
+    expect(r.stdout).not.toMatch(/\x1b\[/);
+  });
+
+  it("as root: running as root is a failing check and the verdict is blocked, never a crash", async () => {
+    const r = await runCli(["doctor", "--json"]);
+    expect(r.stderr).toBe("");
+    const j = JSON.parse(r.stdout) as DoctorJson;
+    expect(check(j, "not-root")).toMatchObject({ status: "fail", summary: "running as root: a rootless node runs as an ordinary user" });
+    expect(j.mode).toBe("blocked");
+    expect(r.code).toBe(1);
+  });
+
+  it("as root with --user: evaluates that user", async () => {
+    const r = await runCli(["doctor", "--json", "--user", USER]);
+    const j = JSON.parse(r.stdout) as DoctorJson;
+    expect(j.host.user.name).toBe(USER);
+    expect(check(j, "not-root").status).toBe("ok");
+    expect(check(j, "userns-smoke").status).toBe("skip");
+    expect(j.mode).toBe("none");
+  });
+
+  it("the root script for that user is valid sh and names the user", async () => {
+    const r = await runCli(["doctor", "--root-script", "--user", USER]);
+    expect(r.code).toBe(0);
+    execFileSync("sh", ["-n"], { input: r.stdout });
+    expect(r.stdout).toContain(`root-side fixes for ${USER}`);
+  });
+});
