@@ -1,0 +1,169 @@
+// The rendered configs against what upstream accepts:
+// - every KubeletConfiguration (v1beta1) and KubeProxyConfiguration (v1alpha1) key is a field of
+//   Kubernetes 1.36 and every feature gate a real gate (../shared/upstream/k8s-config-fields.json,
+//   read from upstream's Go types at kubernetes-1.36.3, with its sources noted in the file);
+// - every containerd key is one containerd's docs list for that config version
+//   (containerd-config-keys.json here, transcribed from docs/cri/config.md and the man page);
+// - the version 2 config is loaded by the real containerd 1.6 of Debian (`config dump`).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import YAML from "yaml";
+import type { Plan } from "../../../cli/plan/plan";
+import { layout } from "../../../cli/render/layout";
+import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/render/kube-configs";
+import { containerdConfig, renderToml } from "../../../cli/render/runtime-configs";
+import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
+
+const FIELDS_FILE = join(import.meta.dirname, "..", "..", "..", "..", "shared", "upstream", "k8s-config-fields.json");
+const hasFieldsFile = (() => {
+  try {
+    readFileSync(FIELDS_FILE);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+interface FieldsDb {
+  featureGates: string[];
+  [k: string]: unknown;
+}
+
+/** Keys of `doc` that are not fields of `type`, recursing into nested structs (dotted paths). */
+export function unknownFields(doc: unknown, type: string, fields: Record<string, string[]>, refs: Record<string, Record<string, string>>, at = ""): string[] {
+  if (typeof doc !== "object" || doc === null) return [];
+  const allowed = fields[type];
+  if (!allowed) return [`${at || "."}: no field list for type ${type}`];
+  const bad: string[] = [];
+  for (const [key, value] of Object.entries(doc)) {
+    const path = at ? `${at}.${key}` : key;
+    if (!allowed.includes(key)) {
+      bad.push(path);
+      continue;
+    }
+    const nested = refs[type]?.[key];
+    if (!nested) continue; // a scalar or a free-form map (featureGates, evictionHard, ...)
+    for (const item of Array.isArray(value) ? value : [value]) bad.push(...unknownFields(item, nested, fields, refs, path));
+  }
+  return bad;
+}
+
+/** Every key path of a TOML document; the name under `runtimes` becomes <runtime>. */
+export function tomlKeys(doc: Record<string, unknown>, at: string[] = []): string[] {
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(doc)) {
+    const seg = at[at.length - 1] === "runtimes" ? "<runtime>" : key;
+    const path = [...at, seg];
+    if (value && typeof value === "object" && !Array.isArray(value)) out.push(...tomlKeys(value as Record<string, unknown>, path));
+    else out.push(path.join("."));
+  }
+  return out;
+}
+
+const catalog = JSON.parse(readFileSync(join(import.meta.dirname, "containerd-config-keys.json"), "utf8")) as Record<string, string[]> & { common: string[] };
+
+const plans: { name: string; plan: Plan }[] = [];
+beforeAll(async () => {
+  for (const combo of COMBOS) {
+    const r = planCombo(combo, await comboFacts(combo));
+    if (r.plan) plans.push({ name: combo.name, plan: r.plan });
+  }
+});
+
+describe.skipIf(!hasFieldsFile)("Kubernetes 1.36 config fields", () => {
+  const db = hasFieldsFile ? (JSON.parse(readFileSync(FIELDS_FILE, "utf8")) as FieldsDb) : ({ featureGates: [] } as FieldsDb);
+  const kubelet = () => [db.KubeletConfiguration, db.KubeletConfigurationStructRefs] as [Record<string, string[]>, Record<string, Record<string, string>>];
+  const proxy = () => [db.KubeProxyConfiguration, db.KubeProxyConfigurationStructRefs] as [Record<string, string[]>, Record<string, Record<string, string>>];
+
+  it("every KubeletConfiguration key of every combination is a v1beta1 field, every gate a real gate", () => {
+    expect(plans.length).toBeGreaterThanOrEqual(12);
+    for (const { name, plan } of plans) {
+      // What the kubelet reads: the rendered YAML, parsed back.
+      const doc = YAML.parse(YAML.stringify(kubeletConfiguration(plan))) as Record<string, unknown>;
+      expect(doc.apiVersion).toBe("kubelet.config.k8s.io/v1beta1");
+      expect(unknownFields(doc, "KubeletConfiguration", ...kubelet()), name).toEqual([]);
+      for (const gate of Object.keys(doc.featureGates as object)) expect(db.featureGates, `${name}: gate ${gate}`).toContain(gate);
+    }
+  });
+
+  it("every KubeProxyConfiguration key is a v1alpha1 field, with a real proxy mode", () => {
+    for (const { name, plan } of plans) {
+      const doc = YAML.parse(YAML.stringify(kubeProxyConfiguration(plan))) as Record<string, unknown>;
+      expect(doc.apiVersion).toBe("kubeproxy.config.k8s.io/v1alpha1");
+      expect(unknownFields(doc, "KubeProxyConfiguration", ...proxy()), name).toEqual([]);
+      const modes = (db.KubeProxyConfigurationEnums as { ProxyMode: { values_from_doc_comment: string[] } }).ProxyMode.values_from_doc_comment;
+      expect(modes).toContain(doc.mode);
+    }
+  });
+
+  it("the checker catches a key that is not a field, at any depth", () => {
+    expect(unknownFields({ apiVersion: "x", cgroupDriverr: "none", authentication: { anonymous: { enable: false } } }, "KubeletConfiguration", ...kubelet())).toEqual([
+      "cgroupDriverr",
+      "authentication.anonymous.enable",
+    ]);
+    expect(unknownFields({ conntrack: { maxPerCPU: 0 } }, "KubeProxyConfiguration", ...proxy())).toEqual(["conntrack.maxPerCPU"]);
+    expect(db.featureGates).not.toContain("SupportNoneCgroupDriver");
+  });
+});
+
+describe("containerd config keys, per config version, as containerd's docs list them", () => {
+  it("every key of every containerd config (v2 and v3) is documented for its version", () => {
+    const containerd = plans.filter((p) => p.plan.runtime.name === "containerd");
+    expect(new Set(containerd.map((p) => p.plan.runtime.containerdConfigVersion))).toEqual(new Set([2, 3]));
+    for (const { name, plan } of containerd) {
+      const version = plan.runtime.containerdConfigVersion!;
+      const doc = parseToml(renderToml(containerdConfig(plan))) as Record<string, unknown>;
+      expect(doc.version).toBe(version);
+      const allowed = new Set([...catalog.common, ...catalog[String(version)]!]);
+      const unknown = tomlKeys(doc).filter((k) => !allowed.has(k));
+      expect(unknown, `${name} (version ${version})`).toEqual([]);
+    }
+  });
+
+  it("a v3 key in a v2 config is caught (the check can fail)", () => {
+    const allowed = new Set([...catalog.common, ...catalog["2"]!]);
+    expect(tomlKeys({ plugins: { "io.containerd.cri.v1.runtime": { disable_cgroup: true } } }).filter((k) => !allowed.has(k))).toEqual([
+      "plugins.io.containerd.cri.v1.runtime.disable_cgroup",
+    ]);
+  });
+});
+
+const containerd16 = spawnSync("containerd", ["--version"], { encoding: "utf8" });
+const hasContainerd16 = containerd16.status === 0 && /\s1\.6\./.test(containerd16.stdout);
+
+describe.skipIf(!hasContainerd16)("the real containerd 1.6 of Debian loads the version 2 config", () => {
+  const dir = mkdtempSync(join(tmpdir(), "rk8s-containerd-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("`containerd --config FILE config dump` accepts it and keeps every setting", () => {
+    const { plan } = plans.find((p) => p.plan.runtime.containerdConfigVersion === 2)!;
+    const file = join(dir, "config.toml");
+    writeFileSync(file, renderToml(containerdConfig(plan)));
+    const r = spawnSync("containerd", ["--config", file, "config", "dump"], { encoding: "utf8" });
+    expect(r.stderr).not.toMatch(/level=(error|fatal)|failed to load|unknown/i);
+    expect(r.status).toBe(0);
+    const dumped = parseToml(r.stdout) as Record<string, any>;
+    const cri = dumped.plugins["io.containerd.grpc.v1.cri"];
+    expect(dumped.version).toBe(2);
+    expect(dumped.root).toBe(layout(plan).data.containerd);
+    expect(dumped.grpc.address).toBe(plan.runtime.criSocket);
+    expect(cri.disable_cgroup).toBe(plan.runtime.disableCgroup);
+    expect(cri.disable_apparmor).toBe(true);
+    expect(cri.restrict_oom_score_adj).toBe(true);
+    expect(cri.containerd.snapshotter).toBe(plan.runtime.snapshotter?.name);
+    expect(cri.containerd.runtimes.runc.options.BinaryName).toBe(plan.runtime.ociRuntime?.path);
+    expect(cri.containerd.runtimes.runc.options.SystemdCgroup).toBe(false);
+    expect(cri.cni.conf_dir).toBe(layout(plan).cniConfDir);
+  });
+
+  it("and rejects a config it cannot read (the check can fail)", () => {
+    const file = join(dir, "bad.toml");
+    writeFileSync(file, "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\ndisable_cgroup = \"yes\"\n");
+    const r = spawnSync("containerd", ["--config", file, "config", "dump"], { encoding: "utf8" });
+    expect(r.status).not.toBe(0);
+  });
+});

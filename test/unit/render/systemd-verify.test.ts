@@ -1,0 +1,83 @@
+// Every rendered unit passes `systemd-analyze --user verify`, run as an ordinary user against a
+// temporary HOME where every file the units name exists: the plan is made for that HOME from the
+// real fixture host, the rendered files are written at their paths, and the binaries are stand-in
+// executables in versions/<set>/bin behind the `current` link.
+import { spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { Plan } from "../../../cli/plan/plan";
+import { folders, generatePki, renderNode, type Pki } from "../../../cli/render/index";
+import { COMBOS, comboFacts, planCombo, relocated } from "../../golden/combos";
+import { testUser } from "./test-user";
+
+const hasAnalyze = spawnSync("systemd-analyze", ["--version"]).status === 0;
+const work = mkdtempSync(join(tmpdir(), "rk8s-verify-"));
+chmodSync(work, 0o755);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+const user = testUser();
+
+/** Writes the node's files below its (temporary) HOME, plus stand-ins for what the units run. */
+function materialize(plan: Plan, pki: Pki): string[] {
+  for (const f of folders(plan)) mkdirSync(f.path, { recursive: true, mode: f.mode });
+  const files = renderNode(plan, pki);
+  for (const f of files) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(f.path, f.content, { mode: f.mode });
+    chmodSync(f.path, f.mode);
+  }
+  mkdirSync(plan.paths.versionBinDir, { recursive: true });
+  for (const bin of ["rootlesskit", "rootlessctl"]) copyFileSync("/bin/true", join(plan.paths.versionBinDir, bin));
+  symlinkSync(plan.versions.id, plan.paths.currentLink);
+  if (plan.runtime.docker) {
+    // The user's own rootless Docker unit, as dockerd-rootless-setuptool.sh writes it.
+    writeFileSync(join(plan.paths.unitDir, "docker.service"), "[Unit]\nDescription=Docker (rootless)\n\n[Service]\nType=notify\nExecStart=/bin/true\n");
+  }
+  return files.filter((f) => f.kind === "unit").map((f) => f.path);
+}
+
+function verify(home: string, runtimeDir: string, units: string[]) {
+  return user.run("systemd-analyze", ["--user", "verify", ...units], { HOME: home, XDG_RUNTIME_DIR: runtimeDir });
+}
+
+describe.skipIf(!hasAnalyze)("systemd-analyze --user verify, as an ordinary user with a temporary HOME", () => {
+  let pki: Pki | null = null;
+  for (const combo of COMBOS.filter((c) => c.expect === "plan")) {
+    it(combo.name, async () => {
+      const root = join(work, combo.name);
+      const home = join(root, "home");
+      const runtimeDir = join(root, "run");
+      mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
+      const result = planCombo(combo, relocated(await comboFacts(combo), home, runtimeDir));
+      expect(result.refusal).toBeNull();
+      pki ??= await generatePki(result.plan!);
+      const units = materialize(result.plan!, pki);
+      user.own(root);
+      const r = verify(home, runtimeDir, units);
+      expect(r.error).toBeUndefined();
+      expect(`${r.stdout}${r.stderr}`).toBe("");
+      expect(r.status).toBe(0);
+    }, 60_000);
+  }
+
+  it("fails a unit that systemd would reject (the check can fail)", async () => {
+    const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
+    const root = join(work, "broken");
+    const home = join(root, "home");
+    const runtimeDir = join(root, "run");
+    mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
+    const plan = planCombo(combo, relocated(await comboFacts(combo), home, runtimeDir)).plan!;
+    const units = materialize(plan, pki ?? (await generatePki(plan)));
+    const owner = units.find((u) => u.endsWith(plan.units.owner))!;
+    writeFileSync(owner, readFileSync(owner, "utf8").replace("Type=notify", "Type=notfy"));
+    rmSync(join(plan.paths.libexecDir, "rootless-k8s-enter"));
+    user.own(root);
+    const out = (() => {
+      const r = verify(home, runtimeDir, units);
+      return `${r.stdout}${r.stderr}`;
+    })();
+    expect(out).toMatch(/notfy/);
+    expect(out).toMatch(/rootless-k8s-enter is not executable/);
+  }, 60_000);
+});
