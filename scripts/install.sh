@@ -11,6 +11,7 @@
 #   -y, --yes       passed to `rootless-k8s install`: accept the defaults, ask nothing
 #   --modify-path   add the install folder to PATH in your shell's rc file (backed up first)
 #   -h, --help      show this help
+#   -- ARGS...      pass the rest to `rootless-k8s install` (e.g. -- --runtime crio)
 # Environment:
 #   ROOTLESS_K8S_VERSION       same as --version
 #   ROOTLESS_K8S_DOWNLOAD_URL  <base> of the release layout (default https://dl.rootless-k8s.dev)
@@ -47,6 +48,7 @@ Options:
   -y, --yes       passed to `rootless-k8s install`: accept the defaults, ask nothing
   --modify-path   add the install folder to PATH in your shell's rc file (backed up first)
   -h, --help      show this help
+  -- ARGS...      pass the rest to `rootless-k8s install` (e.g. -- --runtime crio)
 
 Environment:
   ROOTLESS_K8S_VERSION       same as --version
@@ -69,6 +71,7 @@ parse_args() {
       --no-start) opt_no_start=1; shift ;;
       --modify-path) opt_modify_path=1; shift ;;
       -h | --help) usage; exit 0 ;;
+      --) shift; install_args_count=$#; break ;;
       *) die "unknown option \"$1\"" "see the options: sh install.sh --help" 2 ;;
     esac
   done
@@ -267,7 +270,8 @@ cleanup() {
   if [ -n "${workdir:-}" ]; then rm -rf "$workdir"; fi
 }
 
-# Runs `rootless-k8s install`, with the terminal as its input when this script is piped into sh.
+# Runs `rootless-k8s install [--yes] [ARGS after --]`, with the terminal as its input when this
+# script is piped into sh. Arguments: the ones after `--`.
 hand_over() {
   if [ "$opt_no_start" = 1 ]; then
     cmd=rootless-k8s
@@ -275,8 +279,8 @@ hand_over() {
     say "Next: \`$cmd doctor\` checks this host, \`$cmd install\` sets up the node."
     return
   fi
-  set -- install
-  if [ "$opt_yes" = 1 ]; then set -- "$@" --yes; fi
+  if [ "$opt_yes" = 1 ]; then set -- --yes "$@"; fi
+  set -- install "$@"
   say "Running: rootless-k8s $*"
   cleanup
   trap - EXIT
@@ -288,8 +292,10 @@ hand_over() {
 
 main() {
   opt_version="" opt_yes=0 opt_no_start=0 opt_modify_path=0
-  workdir="" tmpbin=""
+  workdir="" tmpbin="" install_args_count=0
   parse_args "$@"
+  # Keep only the arguments after `--`: they go to `rootless-k8s install`.
+  shift $(($# - install_args_count))
   trap cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -322,7 +328,7 @@ main() {
   if ! on_path "$dir"; then
     if [ "$opt_modify_path" = 1 ]; then modify_path; else print_path_hint; fi
   fi
-  hand_over
+  hand_over "$@"
 }
 
 main "$@"
