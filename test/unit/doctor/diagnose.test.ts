@@ -227,3 +227,13 @@ describe("text report", () => {
     expect(text).toContain("In mode none the node gives up:");
   });
 });
+
+describe("docs/doctor-json.md", () => {
+  it("lists exactly the check ids doctor has", async () => {
+    const { readFileSync } = await import("node:fs");
+    const doc = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "doctor-json.md"), "utf8");
+    const table = doc.slice(doc.indexOf("## Check ids"), doc.indexOf("## Example"));
+    const documented = [...table.matchAll(/`([a-z0-9-]+)`/g)].map((m) => m[1]);
+    expect([...documented].sort()).toEqual([...CHECK_IDS].sort());
+  });
+});
