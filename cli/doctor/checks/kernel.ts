@@ -73,7 +73,7 @@ export const kernelChecks: Check[] = [
       if (w < MIN_WATCHES) root.push(...sysctlFix("60-rootless-k8s-inotify-watches", "fs.inotify.max_user_watches", MIN_WATCHES));
       if (i < MIN_INSTANCES) root.push(...sysctlFix("60-rootless-k8s-inotify-instances", "fs.inotify.max_user_instances", MIN_INSTANCES));
       const text = `max_user_watches ${w}, max_user_instances ${i}`;
-      return root.length ? warn(`${text}: low for a node (pods and the kubelet watch many files)`, { root }) : ok(text);
+      return root.length ? warn(`${text}: low for a node (pods and the kubelet watch many files)`, { root: [...new Set(root)] }) : ok(text);
     },
   },
   {

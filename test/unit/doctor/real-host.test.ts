@@ -7,6 +7,8 @@ import { readFileSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+import { gatherFacts } from "../../../cli/host/gather";
+import { localHost } from "../../../cli/host/host";
 
 const USER = "rk8s-doctor";
 /** Far above the ranges useradd hands out (SUB_UID_MIN 100000), so no other test user overlaps. */
@@ -111,6 +113,17 @@ describe.skipIf(!isRoot)("doctor on this machine", () => {
     expect(check(j, "not-root").status).toBe("ok");
     expect(check(j, "userns-smoke").status).toBe("skip");
     expect(j.mode).toBe("none");
+  });
+
+  it("on a kernel older than 5.11, rootless overlayfs is decided by a real mount in a user namespace", async () => {
+    const real = localHost();
+    // This machine, seen through a Host that reports an older kernel and a non-root caller: the probe
+    // then mounts overlayfs inside `unshare --user --map-root-user --mount`, in a temporary folder.
+    const host = { ...real, ids: { uid: 1000, gid: 1000 }, uname: () => ({ ...real.uname(), release: "5.10.0-26-amd64" }) };
+    const before = execFileSync("sh", ["-c", "ls -d /tmp/tmp.* 2>/dev/null | wc -l"], { encoding: "utf8" });
+    const f = await gatherFacts(host);
+    expect(f.features.overlayRootless).toEqual({ ok: true, basis: "mount-test" });
+    expect(execFileSync("sh", ["-c", "ls -d /tmp/tmp.* 2>/dev/null | wc -l"], { encoding: "utf8" })).toBe(before);
   });
 
   it("the root script for that user is valid sh and names the user", async () => {
