@@ -1,0 +1,135 @@
+// `rootless-k8s install --dry-run` on this very machine (Debian 12, cgroup v1 hybrid: mode none),
+// run through the bundled CLI as an ordinary user with a temporary HOME: the plan in words and as
+// JSON, every file under --output with its mode, nothing written anywhere else, and bad input
+// refused with the documented exit codes before anything is written.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, chmodSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+import { testUser } from "../render/test-user";
+
+const user = testUser("rk8s-dryrun");
+const work = mkdtempSync(join(tmpdir(), "rk8s-dryrun-"));
+chmodSync(work, 0o755);
+const home = join(work, "home");
+const runtimeDir = join(work, "run");
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+beforeAll(() => {
+  mkdirSync(home, { mode: 0o755 });
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  user.own(work);
+});
+
+/** The bundled CLI as the test user, with a clean environment and the temporary HOME. */
+function cli(args: string[]) {
+  const r = user.run(process.execPath, [CLI_BUNDLE, ...args], { HOME: home, USER: user.name, XDG_RUNTIME_DIR: runtimeDir, NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1" });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const listing = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String).sort() : []);
+
+describe("install --dry-run on this machine", () => {
+  it("refuses to run as root", async () => {
+    if (process.getuid?.() !== 0) return; // only meaningful as root
+    const r = await runCli(["install", "--dry-run"]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/^error: install refuses to run as root/m);
+    expect(r.stderr).toMatch(/^fix: /m);
+  });
+
+  it("prints the plan: mode none on cgroup v1, what it gives up, the files, and the doctor's verdict", () => {
+    const r = cli(["install", "--dry-run"]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toMatch(/^Node plan for rk8s-dryrun \(dry run: nothing was changed\)/);
+    expect(r.stdout).toMatch(/^Mode {8}none$/m);
+    expect(r.stdout).toMatch(/cgroup v1\/v2 hybrid|cgroup v1:/);
+    expect(r.stdout).toMatch(/no per-pod resource limits/);
+    expect(r.stdout).toMatch(/failCgroupV1 false/);
+    expect(r.stdout).toMatch(/^Files \(\d+: \d+ new, 0 changed, 0 unchanged\)$/m);
+    expect(r.stdout).toContain("~/.config/systemd/user/rootless-k8s.target");
+    const stops = /^Install would stop: \d+ doctor check/m.test(r.stdout);
+    expect(r.code).toBe(stops ? 3 : 0);
+    if (!stops) expect(r.stdout).toMatch(/Install would go ahead/);
+    expect(listing(home)).toEqual([]);
+  });
+
+  it("--json gives the plan as data, with file hashes but no secrets", () => {
+    const r = cli(["install", "--dry-run", "--json"]);
+    const out = JSON.parse(r.stdout) as {
+      schemaVersion: number;
+      plan: { mode: { name: string }; kubelet: { failCgroupV1: boolean | null; cgroupsPerQOS: boolean }; node: { labels: Record<string, string> }; paths: { home: string } };
+      files: { path: string; mode: string; kind: string; sha256: string; state: string }[];
+      blockingChecks: { id: string }[];
+      wouldInstall: boolean;
+    };
+    expect(out.schemaVersion).toBe(1);
+    expect(out.plan.mode.name).toBe("none");
+    expect(out.plan.kubelet).toMatchObject({ failCgroupV1: false, cgroupsPerQOS: false });
+    expect(out.plan.node.labels["rootless-k8s.io/resource-isolation"]).toBe("none");
+    expect(out.plan.paths.home).toBe(home);
+    expect(out.files.find((f) => f.path.endsWith("/pki/ca.key"))).toMatchObject({ mode: "0600", kind: "pki", state: "new" });
+    expect(out.files.every((f) => /^[0-9a-f]{64}$/.test(f.sha256))).toBe(true);
+    expect(r.stdout).not.toMatch(/PRIVATE KEY|client-key-data/);
+    expect(r.code).toBe(out.wouldInstall ? 0 : 3);
+    expect(out.wouldInstall).toBe(out.blockingChecks.length === 0);
+  });
+
+  it("--output DIR writes every file at its mirrored path with its mode, and nothing else changes", () => {
+    const out = join(work, "out");
+    const r = cli(["install", "--dry-run", "--output", out]);
+    expect([0, 3]).toContain(r.code);
+    expect(r.stdout).toContain(`Wrote them below ${out}.`);
+    const mirrored = join(out, home);
+    const key = join(mirrored, ".config/rootless-k8s/pki/ca.key");
+    expect(statSync(key).mode & 0o777).toBe(0o600);
+    expect(statSync(join(mirrored, ".config/rootless-k8s/pki")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(mirrored, ".config/rootless-k8s/admin.kubeconfig")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(mirrored, ".local/share/rootless-k8s/libexec/rootless-k8s-enter")).mode & 0o777).toBe(0o755);
+    expect(readFileSync(join(mirrored, ".config/systemd/user/rootless-k8s.target"), "utf8")).toMatch(/WantedBy=default.target/);
+    expect(readFileSync(join(mirrored, ".config/rootless-k8s/kubelet-config.yaml"), "utf8")).toMatch(/cgroupsPerQOS: false/);
+    expect(readFileSync(key, "utf8")).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    // The real HOME is untouched.
+    expect(listing(home)).toEqual([]);
+  });
+});
+
+describe("install refuses bad input before anything is written", () => {
+  let busy: Server;
+  let busyPort = 0;
+  beforeAll(async () => {
+    busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+    busyPort = (busy.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+
+  it.each([
+    [["install", "--dry-run", "--api-port", "70000"], 2, /--api-port must be a whole number from 1 to 65535/],
+    [["install", "--output", "/tmp/x"], 2, /--output works with --dry-run only/],
+    [["install", "--dry-run", "--timeout", "soon"], 2, /--timeout must be seconds/],
+    [["install", "--dry-run", "--mode", "bogus"], 2, /--mode must be one of delegated, none/],
+    [["install", "--dry-run", "--ignore-check", "no-such-check"], 2, /no check named no-such-check/],
+    [["install", "--dry-run", "--mode", "delegated"], 3, /--mode delegated is not possible here/],
+    [["install", "--dry-run", "--runtime", "docker"], 3, /--runtime docker: /],
+    [["install", "--dry-run", "--runtime-bin", "/nonexistent/containerd"], 3, /no such program/],
+  ])("%j → exit %i", (args, code, message) => {
+    const r = cli(args as string[]);
+    expect(r.code).toBe(code);
+    expect(r.stderr).toMatch(message as RegExp);
+    expect(r.stderr).not.toMatch(/\n\s+at /); // never a stack trace
+    expect(listing(home)).toEqual([]);
+  });
+
+  it("a published port already in use: refused with the fix, and --output stays empty", () => {
+    const out = join(work, "out-refused");
+    const r = cli(["install", "--dry-run", "--api-port", String(busyPort), "--output", out]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(new RegExp(`^error: refusing this plan: host port ${busyPort} is already in use`, "m"));
+    expect(r.stderr).toMatch(/^fix: pick a free port with --api-port N/m);
+    expect(existsSync(out)).toBe(false);
+    expect(listing(home)).toEqual([]);
+  });
+});
