@@ -1,6 +1,8 @@
 // `rootless-k8s self-upgrade` for real: two binaries built from this checkout (1.0.0 and 1.1.0),
 // a release base on 127.0.0.1, and a non-root user whose ~/.local/bin holds the running binary.
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -189,5 +191,67 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     expect(r.stderr).toContain("fix: install rootless-k8s into a folder you own");
     expect(server.requests.length).toBe(from);
     expect(sha256File(bin)).toBe(sum1());
+  });
+
+  it("Ctrl-C during the download stops with exit 130 and leaves only the old binary", async () => {
+    // A server that sends the start of the binary and then nothing more.
+    const stall = createServer((req, res) => {
+      if (req.url === "/latest.txt") res.end("1.1.0\n");
+      else if (req.url === "/1.1.0/SHA256SUMS") res.end(readFileSync(join(v2, "SHA256SUMS")));
+      else if (req.url === `/1.1.0/${BINARY_NAME}`) {
+        res.writeHead(200, { "content-length": String(statSync(join(v2, BINARY_NAME)).size) });
+        res.write(readFileSync(join(v2, BINARY_NAME)).subarray(0, 1 << 20));
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => stall.listen(0, "127.0.0.1", r));
+    try {
+      const { dir, bin, env } = installed();
+      env.ROOTLESS_K8S_DOWNLOAD_URL = `http://127.0.0.1:${(stall.address() as { port: number }).port}`;
+      const child = spawn(bin, ["self-upgrade"], { env, cwd: env.HOME, uid: user.uid, gid: user.gid, stdio: ["ignore", "pipe", "pipe"] });
+      let stderr = "";
+      const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
+      await new Promise<void>((resolve) =>
+        child.stderr.on("data", (d) => {
+          stderr += d;
+          if (stderr.includes("downloading")) resolve();
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 300)); // the download has started writing
+      child.kill("SIGINT");
+      expect(await exited).toBe(130);
+      expect(stderr).toMatch(/^error: interrupted$/m);
+      expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+      expect(sha256File(bin)).toBe(sum1());
+    } finally {
+      stall.closeAllConnections();
+      stall.close();
+    }
+  });
+
+  it("a full disk stops the download, removes it and leaves the old binary", async () => {
+    const mnt = mkdtempSync(join(tmpdir(), "rk8s-full-"));
+    scratch.push(mnt);
+    const size = Math.ceil(statSync(join(v1, BINARY_NAME)).size / 1048576) + 20;
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size}m,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], { encoding: "utf8" });
+    if (mounted.status !== 0) {
+      console.log(`skip the full-disk case: cannot mount a tmpfs (${mounted.stderr.trim()})`);
+      return;
+    }
+    try {
+      const bin = join(mnt, "rootless-k8s");
+      copyFileSync(join(v1, BINARY_NAME), bin);
+      chmodSync(bin, 0o755);
+      chownSync(bin, user.uid, user.gid);
+      const home = user.newHome();
+      scratch.push(home);
+      const r = await runAs(user, bin, ["self-upgrade"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`error: no space left to download ${server.url}/1.1.0/${BINARY_NAME}`);
+      expect(r.stderr).toContain("fix: free some disk space and run this again");
+      expect(readdirSync(mnt)).toEqual(["rootless-k8s"]);
+      expect(sha256File(bin)).toBe(sum1());
+    } finally {
+      spawnSync("umount", [mnt]);
+    }
   });
 });
