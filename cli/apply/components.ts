@@ -27,7 +27,10 @@ export async function loadComponents(source: ComponentSource): Promise<Component
 export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: ComponentSource): Promise<ReceiptSet> {
   const fetch = await import("../fetch/index");
   const arch = plan.arch as "amd64" | "arm64";
-  const artifacts = fetch.selectArtifacts(c.manifest, { arch, runtime: plan.runtime.name, network: plan.network.driver });
+  // With docker, dockerd's own RootlessKit owns the network: no network helper to download
+  // (selected like RootlessKit's built-in driver, which needs no extra artifact either).
+  const network = plan.network.driver === "docker" ? "builtin" : plan.network.driver;
+  const artifacts = fetch.selectArtifacts(c.manifest, { arch, runtime: plan.runtime.name, network });
   const fetched = await fetch.fetchArtifacts(artifacts, {
     cacheDir: plan.paths.cacheDir,
     mirror: fetch.mirrorFrom(source.mirror, ctx.env),

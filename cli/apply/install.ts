@@ -15,7 +15,7 @@ import type { Context } from "../commands/registry";
 import { createProgress, type Progress } from "../ui/progress";
 import { createPrompter, type Prompter } from "../ui/prompt";
 import { ensureDir, hashFile, switchSymlink, writeFileAtomic } from "./files";
-import { allUnits, restartsFor, rootsOf, sharedParents, startOrder } from "./node";
+import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
 import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
@@ -77,7 +77,7 @@ export async function installNode(ctx: Context, o: InstallOptions): Promise<numb
   const components = await loadComponents(source);
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s install" });
   try {
-    const result = await applyPlan(ctx, { plan, facts, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source });
+    const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source });
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {
@@ -165,9 +165,9 @@ async function showPlan(ctx: Context, plan: Plan, previous: Receipt | null): Pro
 
 export interface ApplyInput {
   plan: Plan;
-  facts: Facts;
   previous: Receipt | null;
-  components: import("./components").Components;
+  /** Where a version set that is not installed yet comes from (a rollback needs none). */
+  components: import("./components").Components | null;
   progress: Progress;
   merge: boolean;
   timeoutMs: number;
@@ -202,6 +202,8 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
     throw e;
   };
 
+  // The set the node runs now (before this install), to restart only units whose binary changes.
+  const previousSet = receipt.current ? (receipt.sets[receipt.current] ?? null) : null;
   try {
     await systemd.ensureReachable();
 
@@ -212,6 +214,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         h.update("already installed and intact");
         return { set: have, changed: false };
       }
+      if (!input.components) throw new UserError(`the binaries of version set ${plan.versions.id} are missing or damaged`, { fix: "re-run `rootless-k8s install` with the manifest of that set (--manifest FILE)" });
       const { fetchSet } = await import("./components");
       const installed = await fetchSet(ctx, plan, input.components, input.source);
       return { set: installed, changed: true };
@@ -263,7 +266,9 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       await systemd.enable([plan.units.target]);
       const states = await Promise.all(startOrder(plan).map((u) => systemd.state(u)));
       const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
-      const restart = restartsFor(plan, written.changes.write, set.changed || written.linkChanged).filter((u) => running.has(u));
+      const before = receipt.current ? previousSet : null;
+      const newBinaries = written.linkChanged || set.changed ? unitsWithNewBinaries(plan, before?.binaries ?? null, set.set.binaries, set.set.binDir, before?.binDir ?? null) : new Set<string>();
+      const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
       await systemd.resetFailed(allUnits(plan));
       if (restart.length) await systemd.restart(restart);
       await systemd.start([plan.units.target]);
@@ -279,6 +284,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         timeoutMs: input.timeoutMs,
         signal,
         probe: unitProbe(systemd, startOrder(plan)),
+        expectVersion: plan.versions.components.kubernetes,
         onPhase: (phase) => h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`),
       });
     });

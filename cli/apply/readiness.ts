@@ -117,6 +117,11 @@ export interface WaitOptions {
   probe?: () => Promise<void>;
   onPhase?: (phase: ReadyPhase, elapsedMs: number) => void;
   pollMs?: number;
+  /**
+   * After an upgrade: the Kubernetes version ("1.37.0") the API server (/version) and the kubelet
+   * (the node's nodeInfo) must report, so a stale Ready from the old kubelet does not count.
+   */
+  expectVersion?: string;
 }
 
 export interface ReadyResult {
@@ -158,6 +163,13 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** Null when the API server reports `want`; otherwise what it reports instead. */
+async function apiVersionMismatch(client: ApiClient, want: string): Promise<string | null> {
+  const v = await client.get("/version", 5000);
+  const git = v.status === 200 ? String((JSON.parse(v.body) as { gitVersion?: string }).gitVersion ?? "") : "";
+  return git.replace(/^v/, "") === want ? null : `the API server reports ${git || `HTTP ${v.status}`}, not v${want}`;
+}
+
 function describe(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
   return err.code ? `${err.code}` : String(err.message ?? e).split("\n")[0] ?? "error";
@@ -179,7 +191,9 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
       if (phase === "api") {
         const r = await o.client.get("/readyz", 5000);
         last = `HTTP ${r.status} ${r.body.trim().split("\n").pop() ?? ""}`.trim();
-        if (r.status === 200) {
+        const mismatch = r.status === 200 && o.expectVersion ? await apiVersionMismatch(o.client, o.expectVersion) : null;
+        if (mismatch) last = mismatch;
+        if (r.status === 200 && !mismatch) {
           phase = "node";
           apiMs = Date.now() - start;
           o.onPhase?.("node", apiMs);
@@ -190,9 +204,14 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
         const r = await o.client.get(`/api/v1/nodes/${encodeURIComponent(o.nodeName)}`, 5000);
         if (r.status === 200) {
           const node = parseNode(r.body);
-          if (node.ready) return { node, apiMs, nodeMs: Date.now() - start };
+          const versionOk = !o.expectVersion || node.kubeletVersion?.replace(/^v/, "") === o.expectVersion;
+          if (node.ready && versionOk) return { node, apiMs, nodeMs: Date.now() - start };
           const rc = node.conditions.find((c) => c.type === "Ready");
-          last = rc ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}` : "no Ready condition yet";
+          last = node.ready
+            ? `the kubelet still reports ${node.kubeletVersion ?? "no version"}, not v${o.expectVersion}`
+            : rc
+              ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}`
+              : "no Ready condition yet";
         } else {
           last = r.status === 404 ? `node ${o.nodeName} not registered yet` : `HTTP ${r.status}`;
         }

@@ -142,3 +142,28 @@ export function listedPaths(r: Receipt): Set<string> {
   out.add(r.currentLink);
   return out;
 }
+
+/**
+ * Where the receipt of the user's node is, before any plan exists (status, logs, uninstall): below
+ * --prefix when given, else $XDG_DATA_HOME/rootless-k8s or ~/.local/share/rootless-k8s, the same
+ * rule as the plan's shareDir (cli/plan/paths.ts).
+ */
+export function receiptLocation(env: NodeJS.ProcessEnv, prefix?: string): string {
+  if (prefix) return receiptPath(path.resolve(prefix));
+  const xdg = env.XDG_DATA_HOME;
+  const home = env.HOME ?? "";
+  const data = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, ".local", "share");
+  return receiptPath(path.join(data, "rootless-k8s"));
+}
+
+/** The installed node's receipt and plan, or a clear "not installed" error. */
+export async function requireReceipt(env: NodeJS.ProcessEnv, prefix?: string): Promise<Receipt & { plan: import("../plan/plan").Plan }> {
+  const file = receiptLocation(env, prefix);
+  const r = await readReceipt(file);
+  if (!r || r.state === "uninstalled" || !r.plan) {
+    throw new UserError(`no node is installed for this user (no receipt at ${file}${r?.state === "uninstalled" ? ": uninstalled, data kept" : ""})`, {
+      fix: prefix ? "check the --prefix, or install with `rootless-k8s install --prefix DIR`" : "install one with `rootless-k8s install` (or pass the --prefix it was installed with)",
+    });
+  }
+  return r as Receipt & { plan: import("../plan/plan").Plan };
+}

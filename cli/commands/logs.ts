@@ -1,15 +1,77 @@
-// `rootless-k8s logs`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s logs [COMPONENT] [-f]`: journalctl --user for the node's units, or, where the user
+// manager has no journal, the units' log files (tail). Changes nothing.
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { ExitCode, UsageError } from "../errors";
 import type { Context } from "./registry";
+
+/** Component names (and the short forms people type) → the plan's unit role. */
+export const COMPONENTS: Record<string, keyof import("../plan/plan").UnitNames> = {
+  rootlesskit: "owner",
+  runtime: "owner",
+  containerd: "owner",
+  crio: "owner",
+  etcd: "etcd",
+  "kube-apiserver": "apiServer",
+  apiserver: "apiServer",
+  "kube-controller-manager": "controllerManager",
+  "controller-manager": "controllerManager",
+  "kube-scheduler": "scheduler",
+  scheduler: "scheduler",
+  kubelet: "kubelet",
+  "kube-proxy": "kubeProxy",
+  proxy: "kubeProxy",
+  "cri-dockerd": "criDockerd",
+};
 
 export const spec: CommandSpec = {
   name: "logs",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s logs",
-  options: {},
+  summary: "Show the logs of a node component (journalctl --user)",
+  usage: "rootless-k8s logs [COMPONENT] [-f] [-n LINES] [--prefix DIR]",
+  description: `
+Shows the output of the node's units: all of them, or one component. Uses \`journalctl --user\`;
+where the user manager has no journal (no journald), the units write to log files instead, and
+these are shown (with -f, followed like tail -F).
+
+Components: rootlesskit (also: runtime, containerd), etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, kubelet, kube-proxy, cri-dockerd (docker runtime only).`,
+  options: {
+    follow: { type: "boolean", short: "f", description: "Keep printing new lines (Ctrl-C stops)" },
+    lines: { type: "string", short: "n", valueName: "N", description: "How many lines to show first (default 100)" },
+    prefix: { type: "string", valueName: "DIR", description: "The --prefix the node was installed with" },
+  },
+  positionals: [{ name: "COMPONENT", description: "One component (default: every unit of the node)" }],
+  examples: ["rootless-k8s logs kubelet", "rootless-k8s logs -f", "rootless-k8s logs kube-apiserver -n 20"],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`logs` is not available in this build yet", { exitCode: ExitCode.Refused });
+export async function run(ctx: Context, parsed: Parsed): Promise<number> {
+  const lines = opt.int(parsed, "lines", 0, 1_000_000, spec.name) ?? 100;
+  const name = parsed.positionals[0];
+  const role = name === undefined ? null : COMPONENTS[name];
+  if (name !== undefined && !role) {
+    throw new UsageError(`no component "${name}" (one of: ${[...new Set(Object.keys(COMPONENTS))].join(", ")})`, spec.name);
+  }
+  const [{ requireReceipt }, { startOrder }, { unitLogFile }] = await Promise.all([import("../apply/receipt"), import("../apply/node"), import("../apply/systemd")]);
+  const { plan } = await requireReceipt(ctx.env, opt.str(parsed, "prefix"));
+  const unit = role ? plan.units[role] : null;
+  if (role && !unit) throw new UsageError(`${name} is not part of this node (runtime ${plan.runtime.name})`, spec.name);
+  const units = unit ? [unit] : startOrder(plan);
+  const follow = opt.bool(parsed, "follow");
+  const { spawn } = await import("node:child_process");
+  const args =
+    plan.logging.to === "journal"
+      ? { cmd: "journalctl", argv: ["--user", ...units.flatMap((u) => ["-u", u]), "-n", String(lines), "--no-pager", ...(follow ? ["-f"] : [])] }
+      : { cmd: "tail", argv: ["-n", String(lines), ...(follow ? ["-F"] : []), ...units.map((u) => unitLogFile(plan.paths.logDir, u))] };
+  return new Promise((resolve) => {
+    const child = spawn(args.cmd, args.argv, { stdio: "inherit", env: ctx.env });
+    const stop = () => child.kill("SIGTERM");
+    ctx.signal.addEventListener("abort", stop, { once: true });
+    child.on("error", (e) => {
+      ctx.out.err(`error: ${args.cmd}: ${e.message}`);
+      resolve(ExitCode.Failure);
+    });
+    child.on("close", (code) => {
+      ctx.signal.removeEventListener("abort", stop);
+      resolve(ctx.signal.aborted ? ExitCode.Ok : code === 0 ? ExitCode.Ok : ExitCode.Failure);
+    });
+  });
 }

@@ -1,15 +1,62 @@
-// `rootless-k8s upgrade`: placeholder until its issue lands; it refuses plainly instead of pretending.
-import type { CommandSpec } from "../args";
-import { ExitCode, UserError } from "../errors";
+// `rootless-k8s upgrade [--to VERSION]`: the node to another version set, with automatic rollback.
+import { opt, type CommandSpec, type Parsed } from "../args";
+import { UsageError } from "../errors";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
   name: "upgrade",
-  summary: "(not available in this build yet)",
-  usage: "rootless-k8s upgrade",
-  options: {},
+  summary: "Upgrade the node to another version set, rolling back on failure",
+  usage: "rootless-k8s upgrade [--to VERSION] [--manifest FILE] [--dry-run] [options]",
+  description: `
+Moves the installed node to the version set of this rootless-k8s's built-in manifest, or of
+--manifest FILE (or --bundle FILE). --to VERSION names the Kubernetes version you expect that set
+to carry, and refuses when it does not.
+
+The skew is checked before anything is downloaded: one minor version at a time, never a downgrade,
+the kubelet never newer than the API server. The new set is downloaded and verified next to the
+old one (versions/<set>), the units are rendered again, the \`current\` link is switched atomically,
+and only the units whose binaries or files changed restart, in dependency order (etcd, the API
+server, the controllers, the kubelet, kube-proxy). If the node is not Ready on the new versions
+within --timeout, the old set is brought back the same way, automatically.
+
+Exit status: 0 upgraded (or nothing to do), 1 failed (rolled back), 3 refused (skew, --to mismatch,
+a failing doctor check), 4/5 download verification or network failure (nothing was switched).`,
+  options: {
+    to: { type: "string", valueName: "VERSION", description: "The Kubernetes version to upgrade to (must match the manifest's set)" },
+    manifest: { type: "string", valueName: "FILE", description: "Components manifest of the new version set" },
+    mirror: { type: "string", valueName: "URL", description: "Download from this mirror (upstream paths kept); also ROOTLESS_K8S_MIRROR" },
+    bundle: { type: "string", valueName: "FILE", description: "Upgrade offline from a bundle written by `rootless-k8s bundle`" },
+    "trust-bundle": { type: "boolean", description: "Accept a bundle whose checksums differ from the built-in pins" },
+    "ca-file": { type: "string", valueName: "FILE", description: "Extra CA certificates (PEM) for HTTPS downloads" },
+    "dry-run": { type: "boolean", description: "Show what would change (versions, files, restarts) and change nothing" },
+    yes: { type: "boolean", short: "y", description: "Do not ask for confirmation" },
+    timeout: { type: "string", valueName: "DURATION", description: "How long to wait for Ready before rolling back: seconds, or 90s, 5m (default 5m)" },
+    "ignore-check": { type: "string", valueName: "ID", multiple: true, description: "Go ahead although this doctor check fails" },
+    prefix: { type: "string", valueName: "DIR", description: "The --prefix the node was installed with" },
+  },
+  examples: ["rootless-k8s upgrade --dry-run", "rootless-k8s upgrade --to 1.37.0 --manifest k8s-1.37.0.json", "rootless-k8s self-upgrade && rootless-k8s upgrade"],
 };
 
-export async function run(_ctx: Context): Promise<number> {
-  throw new UserError("`upgrade` is not available in this build yet", { exitCode: ExitCode.Refused });
+export async function run(ctx: Context, parsed: Parsed): Promise<number> {
+  const [{ upgradeNode }, { parseDuration, DEFAULT_TIMEOUT_SECONDS }] = await Promise.all([import("../apply/upgrade"), import("./install")]);
+  const timeoutText = opt.str(parsed, "timeout");
+  const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
+  if (timeoutSeconds === null) throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
+  const to = opt.str(parsed, "to");
+  if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to)) throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
+  return upgradeNode(ctx, {
+    to,
+    source: {
+      manifestFile: opt.str(parsed, "manifest"),
+      mirror: opt.str(parsed, "mirror"),
+      bundle: opt.str(parsed, "bundle"),
+      trustBundle: opt.bool(parsed, "trust-bundle"),
+      caFile: opt.str(parsed, "ca-file"),
+    },
+    dryRun: opt.bool(parsed, "dry-run"),
+    yes: opt.bool(parsed, "yes"),
+    timeoutSeconds,
+    prefix: opt.str(parsed, "prefix"),
+    ignoreChecks: opt.list(parsed, "ignore-check"),
+  });
 }

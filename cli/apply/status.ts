@@ -1,0 +1,89 @@
+// The state of the installed node, read without changing anything: the receipt (what was
+// installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
+// (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
+import type { Plan } from "../plan/plan";
+import { startOrder } from "./node";
+import { apiClient, parseNode, readKubeconfig, type NodeView } from "./readiness";
+import type { Receipt } from "./receipt";
+import { systemdUser, type SystemdUser, type UnitState } from "./systemd";
+
+export interface NodeStatus {
+  schemaVersion: 1;
+  healthy: boolean;
+  /** One line per thing that is wrong. */
+  problems: string[];
+  state: Receipt["state"];
+  failedStep: string | null;
+  node: string;
+  mode: string;
+  runtime: { name: string; version: string; cri: { answering: boolean; version: string | null; detail: string | null } };
+  versions: { set: string | null; previous: string | null; components: Record<string, string> };
+  api: { url: string; ready: boolean; detail: string };
+  nodeView: NodeView | null;
+  ports: Plan["network"]["published"];
+  units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
+  logs: { to: "journal" | "file"; where: string };
+}
+
+export async function nodeStatus(receipt: Receipt & { plan: Plan }, env: NodeJS.ProcessEnv, systemd: SystemdUser = systemdUser({ env })): Promise<NodeStatus> {
+  const plan = receipt.plan;
+  const problems: string[] = [];
+  if (receipt.state !== "installed") problems.push(`the last install or upgrade did not finish (state ${receipt.state}${receipt.failedStep ? `, step "${receipt.failedStep}"` : ""}): re-run it`);
+  const units = await Promise.all([plan.units.target, ...startOrder(plan)].map((u) => systemd.state(u)));
+  for (const u of units) if (u.activeState !== "active") problems.push(`${u.unit} is ${u.activeState} (${u.subState}${u.result !== "success" ? `, ${u.result}` : ""})`);
+
+  const api = { url: "", ready: false, detail: "" };
+  let nodeView: NodeView | null = null;
+  try {
+    const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+    api.url = client.server;
+    const r = await client.get("/readyz", 3000);
+    api.ready = r.status === 200;
+    api.detail = api.ready ? "/readyz ok" : `/readyz HTTP ${r.status}: ${r.body.trim().split("\n").slice(-2).join(" ")}`;
+    if (api.ready) {
+      const n = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, 3000);
+      if (n.status === 200) nodeView = parseNode(n.body);
+      else problems.push(`the node ${plan.node.name} is not registered (HTTP ${n.status})`);
+    }
+  } catch (e) {
+    api.detail = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+  }
+  if (!api.ready) problems.push(`the API server is not ready (${api.detail})`);
+  if (nodeView && !nodeView.ready) {
+    const c = nodeView.conditions.find((x) => x.type === "Ready");
+    problems.push(`the node is not Ready (${c ? `${c.reason ?? c.status}: ${c.message ?? ""}` : "no Ready condition"})`);
+  }
+
+  const cri = { answering: false, version: null as string | null, detail: null as string | null };
+  if (plan.runtime.name !== "docker" || plan.runtime.criSocket) {
+    const { criClient } = await import("./cri");
+    const c = criClient(plan.runtime.criSocket, 3000);
+    try {
+      const v = await c.version();
+      cri.answering = true;
+      cri.version = `${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion})`;
+    } catch (e) {
+      cri.detail = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+      problems.push(`the runtime does not answer CRI on ${plan.runtime.criSocket} (${cri.detail})`);
+    } finally {
+      c.close();
+    }
+  }
+
+  return {
+    schemaVersion: 1,
+    healthy: problems.length === 0,
+    problems,
+    state: receipt.state,
+    failedStep: receipt.failedStep ?? null,
+    node: plan.node.name,
+    mode: plan.mode.name,
+    runtime: { name: plan.runtime.name, version: plan.runtime.version, cri },
+    versions: { set: receipt.current, previous: receipt.previous, components: { ...plan.versions.components } },
+    api,
+    nodeView,
+    ports: plan.network.published,
+    units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({ unit, activeState, subState, result, mainPid, nRestarts })),
+    logs: plan.logging.to === "file" ? { to: "file", where: plan.paths.logDir } : { to: "journal", where: "journalctl --user" },
+  };
+}

@@ -1,0 +1,188 @@
+// `rootless-k8s upgrade [--to VERSION]`: move the node to another version set. The new set is
+// downloaded and verified next to the old one (versions/<set>), the skew is checked first (one minor
+// at a time, no downgrade, the kubelet never newer than the API server), the units are rendered
+// again, the `current` link is switched atomically, and only the units whose binary or files changed
+// restart, in dependency order. If the node is not Ready on the new versions in time, the old set
+// comes back the same way, automatically, and the command says so.
+import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import type { Context } from "../commands/registry";
+import type { InstallOptions } from "../commands/install";
+import type { Plan, PlanOptions } from "../plan/plan";
+import { createProgress } from "../ui/progress";
+import { createPrompter } from "../ui/prompt";
+import { applyPlan, refuseRoot, type ComponentSource } from "./install";
+import { restartsFor, unitsWithNewVersions } from "./node";
+import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
+import { skewProblem } from "./skew";
+
+export interface UpgradeOptions {
+  /** --to VERSION: the Kubernetes version the chosen set must carry. */
+  to?: string;
+  source: ComponentSource;
+  dryRun: boolean;
+  yes: boolean;
+  timeoutSeconds: number;
+  prefix?: string;
+  ignoreChecks: string[];
+}
+
+/** The plan options that reproduce the installed node's choices on the new versions. */
+export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
+  return {
+    mode: p.mode.name,
+    runtime: p.runtime.name,
+    runtimeBin: p.runtime.source === "host" && p.runtime.name === "containerd" ? p.runtime.binary : undefined,
+    network: p.network.driver === "docker" ? undefined : p.network.driver,
+    apiPort: p.ports.apiServer,
+    prefix: p.paths.prefix ?? undefined,
+    nodeName: p.node.name,
+    taintNone: p.node.taints.some((t) => t.key === "rootless-k8s.io/resource-isolation"),
+    pkiAlgorithm: p.pki.algorithm,
+    env,
+  };
+}
+
+export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<number> {
+  refuseRoot("upgrade");
+  const out = ctx.out;
+  const receipt = await requireReceipt(ctx.env, o.prefix);
+  const from = receipt.plan;
+  const { loadComponents } = await import("./components");
+  const components = await loadComponents(o.source);
+  const to = components.versions;
+  const fromK8s = from.versions.components.kubernetes ?? "?";
+  const toK8s = to.components.kubernetes ?? "?";
+  const origin = o.source.manifestFile ? `the manifest ${o.source.manifestFile}` : o.source.bundle ? `the bundle ${o.source.bundle}` : "this rootless-k8s's built-in manifest";
+
+  if (o.to && o.to.replace(/^v/, "") !== toK8s) {
+    throw new UserError(`--to ${o.to}: ${origin} offers Kubernetes ${toK8s}, not ${o.to.replace(/^v/, "")}`, {
+      exitCode: ExitCode.Refused,
+      fix: `pass the manifest of that version set with --manifest FILE (or a newer rootless-k8s: rootless-k8s self-upgrade)`,
+    });
+  }
+  if (to.id === receipt.current && receipt.state === "installed") {
+    out.out(`The node already runs version set ${to.id} (Kubernetes ${toK8s}); nothing to do.`);
+    return ExitCode.Ok;
+  }
+  const skew = to.id === receipt.current ? null : skewProblem(from.versions.components, to.components);
+  if (skew) {
+    throw new UserError(`refusing to upgrade: ${skew}`, {
+      exitCode: ExitCode.Refused,
+      fix: "upgrade through each minor version in turn, with the manifest of each (--manifest FILE)",
+    });
+  }
+
+  // The new plan: the same choices (mode, runtime, ports, paths, node) on the new versions.
+  const { prepareInstall } = await import("../commands/install");
+  const installOptions: InstallOptions = {
+    dryRun: o.dryRun,
+    output: null,
+    json: false,
+    plan: optionsFromPlan(from, ctx.env),
+    yes: o.yes,
+    ignoreChecks: o.ignoreChecks,
+    timeoutSeconds: o.timeoutSeconds,
+    mirror: o.source.mirror,
+    manifest: o.source.manifestFile,
+    bundle: o.source.bundle,
+    trustBundle: o.source.trustBundle ?? false,
+    caFile: o.source.caFile,
+    mergeKubeconfig: false,
+  };
+  const prepared = await prepareInstall(ctx, installOptions, {
+    async beforePlan(facts, diagnosis, previous) {
+      const ours = new Set(previous?.network.published.map((p) => p.hostPort) ?? []);
+      const blocking = diagnosis.outcomes.filter((c) => c.status === "fail" && !o.ignoreChecks.includes(c.id) && !(c.id === "ports" && facts.network.busyPorts.every((p) => ours.has(p))));
+      if (blocking.length) {
+        throw new UserError(`doctor found problems that stop the upgrade: ${blocking.map((c) => `${c.id} (${c.summary})`).join("; ")}`, {
+          exitCode: ExitCode.Refused,
+          fix: "run `rootless-k8s doctor` for the fixes, or skip a check with --ignore-check ID",
+        });
+      }
+      return installOptions.plan;
+    },
+  });
+  const plan = prepared.plan;
+  out.err(`${out.errStyle.bold("upgrade")} Kubernetes ${fromK8s} → ${toK8s} (version set ${receipt.current} → ${to.id})`);
+  for (const line of await describeChanges(from, plan)) out.err(`  ${line}`);
+  if (o.dryRun) {
+    out.out(`Dry run: nothing was changed. Run without --dry-run to upgrade.`);
+    return ExitCode.Ok;
+  }
+  const prompter = createPrompter({ out, yes: o.yes, stdinIsTTY: ctx.stdinIsTTY, signal: ctx.signal });
+  if (!(await prompter.confirm(`Upgrade the node to Kubernetes ${toK8s}?`, { default: true, unattended: true }))) {
+    out.err("Nothing was changed.");
+    return ExitCode.Ok;
+  }
+
+  const { acquireInstallLock } = await import("../fetch/index");
+  const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s upgrade" });
+  try {
+    const progress = await createProgress(out);
+    const timeoutMs = o.timeoutSeconds * 1000;
+    try {
+      await applyPlan(ctx, { plan, previous: receipt, components, progress, merge: false, timeoutMs, source: o.source });
+    } catch (e) {
+      if (e instanceof InterruptedError || ctx.signal.aborted) throw e;
+      if (e instanceof UserError && e.exitCode !== ExitCode.Failure) throw e; // refused, verification, network: nothing was switched
+      return rollBack(ctx, from, plan, e, timeoutMs);
+    }
+    const done = await readReceipt(plan.paths.receipt);
+    if (done) await pruneSets(done, plan);
+    out.out(`✔ Node ${plan.node.name} is Ready on Kubernetes ${toK8s} (version set ${to.id}; previous ${receipt.current} kept for a rollback).`);
+    return ExitCode.Ok;
+  } finally {
+    await lock.release();
+  }
+}
+
+/** The new set failed: bring the old one back the same way (link, files, restarts, readiness). */
+async function rollBack(ctx: Context, from: Plan, failed: Plan, cause: unknown, timeoutMs: number): Promise<number> {
+  const out = ctx.out;
+  const why = messageOf(cause);
+  out.err(`${out.errStyle.red("upgrade failed")}: ${why}`);
+  out.err(`Rolling back to version set ${from.versions.id} (Kubernetes ${from.versions.components.kubernetes}) ...`);
+  const receipt = await readReceipt(from.paths.receipt);
+  try {
+    const progress = await createProgress(out);
+    await applyPlan(ctx, { plan: from, previous: receipt, components: null, progress, merge: false, timeoutMs, source: {} });
+  } catch (e) {
+    throw new UserError(`upgrade to Kubernetes ${failed.versions.components.kubernetes} failed (${why}), and the rollback to ${from.versions.components.kubernetes} failed too: ${messageOf(e)}`, {
+      fix: "see `rootless-k8s status` and `rootless-k8s logs`; `rootless-k8s install --manifest FILE` with the old set's manifest restores it",
+    });
+  }
+  throw new UserError(`upgrade to Kubernetes ${failed.versions.components.kubernetes} failed (${why}); rolled back: the node is Ready on Kubernetes ${from.versions.components.kubernetes} again`, {
+    fix: "see the log lines above for why the new versions did not come up; nothing else was changed",
+  });
+}
+
+/** What an upgrade changes: component versions, and the units that restart (in order). */
+async function describeChanges(from: Plan, to: Plan): Promise<string[]> {
+  const a = from.versions.components;
+  const b = to.versions.components;
+  const lines: string[] = [];
+  for (const c of [...new Set([...Object.keys(a), ...Object.keys(b)])]) {
+    if (a[c] !== b[c]) lines.push(`${c}: ${a[c] ?? "none"} → ${b[c] ?? "none"}`);
+  }
+  const { renderNode, generatePki, readPki } = await import("../render/index");
+  const { diffFiles } = await import("./sync");
+  const { promises: fsp } = await import("node:fs");
+  const pki = await generatePki(to, { existing: await readPki(to, (f) => fsp.readFile(f, "utf8").catch(() => null)) });
+  const changes = await diffFiles(renderNode(to, pki), null);
+  lines.push(`files to rewrite: ${changes.write.length ? changes.write.map((f) => f.path.split("/").pop()).join(", ") : "none"}`);
+  const restarts = restartsFor(to, changes.write, unitsWithNewVersions(to, a, b));
+  lines.push(`restarts, in order: ${restarts.length ? restarts.join(" → ") : "none"}`);
+  return lines;
+}
+
+/** Keeps the current set and the previous one; older sets' folders go (they are listed in the receipt). */
+async function pruneSets(receipt: Receipt, plan: Plan): Promise<void> {
+  const keep = new Set([receipt.current, receipt.previous].filter((x): x is string => !!x));
+  const drop = Object.keys(receipt.sets).filter((id) => !keep.has(id));
+  if (!drop.length) return;
+  const { promises: fsp } = await import("node:fs");
+  const path = await import("node:path");
+  for (const id of drop) await fsp.rm(path.join(plan.paths.versionsDir, id), { recursive: true, force: true });
+  const sets = Object.fromEntries(Object.entries(receipt.sets).filter(([id]) => keep.has(id)));
+  await writeReceipt(plan.paths.receipt, { ...receipt, sets });
+}
