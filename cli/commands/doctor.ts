@@ -7,7 +7,7 @@ import type { Context } from "./registry";
 export const spec: CommandSpec = {
   name: "doctor",
   summary: "Check whether this host can run a rootless node, and how to fix it",
-  usage: "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]",
+  usage: "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]  |  rootless-k8s doctor --node [--json]",
   description: `
 Reads the host (nothing is changed) and prints one line per check: ok, warn, fail or skip, with the
 exact fix, root commands kept apart from your own. Then the verdict: delegated (cgroup v2 with cpu,
@@ -21,11 +21,14 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
     user: { type: "string", valueName: "NAME|UID", description: "Evaluate the host for this user (subids, delegation, linger); default: you" },
     root: { type: "string", valueName: "DIR", description: "Read host files under DIR instead of / (a mounted system image); no commands are run" },
     "data-dir": { type: "string", valueName: "DIR", description: "Folder the node's data would live in (free space, file system)" },
+    node: { type: "boolean", description: "Check the installed node as it runs: units, readiness, owner cgroup, snapshotter in use, ports, linger" },
+    prefix: { type: "string", valueName: "DIR", description: "With --node: the --prefix the node was installed with" },
   },
   examples: ["rootless-k8s doctor", "rootless-k8s doctor --root-script | sudo sh", "sudo rootless-k8s doctor --user alice", "rootless-k8s doctor --json | jq .mode"],
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
+  if (opt.bool(parsed, "node")) return (await import("../apply/node-checks")).nodeDoctor(ctx, { json: opt.bool(parsed, "json"), prefix: opt.str(parsed, "prefix") });
   return hostDoctor(ctx, parsed);
 }
 
