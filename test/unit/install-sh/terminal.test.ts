@@ -1,0 +1,82 @@
+// The interactive install through the piped script, in a real terminal: tmux runs
+// `curl … | sh` as a non-root user; install.sh hands over to `rootless-k8s install` with the
+// terminal (/dev/tty) as its input, the questions appear on the screen, keys typed into the
+// terminal answer them, and answering "no" to "Install this node?" changes nothing.
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addRelease, BINARY_NAME, isRoot, listFiles, runAs, serveDir, type StaticServer, testBinary, testUser, type TestUser } from "../binary/release-fixture";
+
+const hasTmux = spawnSync("sh", ["-c", "command -v tmux"]).status === 0;
+
+/** A TCP port nobody listens on right now. */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  const { port } = s.address() as { port: number };
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe.skipIf(!isRoot || !hasTmux)("interactive install through `curl | sh` in a terminal (tmux; needs root for the test user)", () => {
+  let base: string;
+  let server: StaticServer;
+  let user: TestUser;
+  let binDir: string;
+  const scratch: string[] = [];
+
+  beforeAll(async () => {
+    binDir = testBinary("1.0.0");
+    base = mkdtempSync(join(tmpdir(), "rk8s-release-"));
+    scratch.push(base);
+    addRelease(base, binDir);
+    server = await serveDir(base);
+    user = testUser();
+  });
+  afterAll(async () => {
+    await server?.close();
+    for (const d of scratch) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("shows the questions, takes the answers typed in the terminal, and a no changes nothing", async () => {
+    const home = user.newHome();
+    scratch.push(home);
+    const env = { HOME: home, PATH: "/usr/bin:/bin", SHELL: "/bin/bash", TERM: "xterm", LANG: "C.UTF-8", ROOTLESS_K8S_DOWNLOAD_URL: server.url, ROOTLESS_K8S_NO_UPDATE_CHECK: "1" };
+
+    // The checks this host fails for this user (no systemd user manager here) are named with
+    // --ignore-check, so the install goes on to its questions, as the doctor's fix lines say.
+    const doctor = await runAs(user, join(binDir, BINARY_NAME), ["doctor", "--json"], env);
+    const failing = (JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.filter((c) => c.status === "fail").map((c) => c.id);
+    const installArgs = [...failing.flatMap((id) => ["--ignore-check", id]), "--api-port", String(await freePort())].join(" ");
+
+    const sock = join(home, "tmux.sock");
+    const tmux = (...args: string[]) => execFileSync("tmux", ["-S", sock, ...args], { encoding: "utf8", uid: user.uid, gid: user.gid, env });
+    const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "install");
+    const waitFor = async (re: RegExp, ms = 60_000) => {
+      for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (re.test(screen())) return;
+      throw new Error(`the terminal never showed ${re}:\n${screen()}`);
+    };
+    const pipeline = `curl -fsSL "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- -- ${installArgs}; echo "EXIT=$?"; sleep 600`;
+    tmux("new-session", "-d", "-s", "install", "-x", "200", "-y", "50", "sh", "-c", pipeline);
+    try {
+      await waitFor(/Running: rootless-k8s install --ignore-check/);
+      await waitFor(/Add a "rootless-k8s" context to .*\.kube\/config \(nothing of yours is replaced\)\?/);
+      tmux("send-keys", "-t", "install", "n", "Enter");
+      await waitFor(/Add a "rootless-k8s" context to .*\? No/);
+      await waitFor(/Install this node\?/);
+      tmux("send-keys", "-t", "install", "n", "Enter");
+      await waitFor(/EXIT=\d+/);
+      const text = screen();
+      expect(text).toMatch(/Install this node\? No/);
+      expect(text).toContain("Nothing was changed.");
+      expect(text).toContain("EXIT=0");
+      expect(text).not.toMatch(/not asked/); // every question was really asked, none answered for us
+      expect(listFiles(home).filter((f) => f !== "tmux.sock")).toEqual([".local/bin/rootless-k8s"]);
+    } finally {
+      spawnSync("tmux", ["-S", sock, "kill-server"], { uid: user.uid, gid: user.gid, env });
+    }
+  });
+});
