@@ -15,8 +15,10 @@ node_modules/.deps-stamp: package.json package-lock.json
 build: deps
 	npm run build
 
-# dist/release/: the download layout of README "Release layout" (latest.txt, install.sh, <version>/...).
+# dist/release/: this build in the download layout of README "Release layout" (latest.txt,
+# install.sh, <version>/...), made afresh; publishing copies it onto the base URL.
 release: build
+	rm -rf dist/release
 	bash scripts/release.sh dist/release
 
 # Install dependencies, build, and run `rootless-k8s doctor` on this machine.
