@@ -72,5 +72,6 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     networkFacts(ctx),
     diskFacts(ctx),
   ]);
+  if (!(await host.stat("/proc/self"))) notes.push(`no /proc under ${host.root}: cgroup, device, sysctl and port facts are defaults, not readings`);
   return { distro, kernel, arch: archOf(host.uname().machine), user: userF, userns, cgroup, systemd, runtimes, features, network, disk, notes };
 }

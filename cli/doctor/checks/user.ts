@@ -69,7 +69,10 @@ function idMapCheck(tool: "newuidmap" | "newgidmap"): Check {
       if (b.setuidRoot) return ok(`${b.path} is setuid root`);
       if (b.privileged) return ok(`${b.path} has file capabilities ${b.capabilities}`);
       if (!b.capabilitiesKnown) {
-        return warn(`${b.path} is not setuid root, and its file capabilities are unknown (getcap is missing)`, { root: [installPackage(f, "getcap"), `getcap ${b.path}`] });
+        return warn(`${b.path} is not setuid root, and its file capabilities are unknown (getcap is missing or was not run)`, {
+          root: [installPackage(f, "getcap")],
+          user: [`/usr/sbin/getcap ${b.path}   # should print ${cap}=ep`],
+        });
       }
       return fail(`${b.path} is neither setuid root nor holds ${cap}: "write to uid_map failed: Operation not permitted"`, {
         root: [`chown root:root ${b.path}`, `chmod u+s ${b.path}`],
