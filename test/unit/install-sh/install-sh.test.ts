@@ -186,6 +186,19 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
   });
 
+  it("verifies with `shasum -a 256` where sha256sum is missing, and refuses when neither is there", async () => {
+    const home = newHome();
+    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("sha256sum") }));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`verified SHA-256 ${binSum}`);
+    expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
+    const none = newHome();
+    const refused = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(none, userDir("tmp"), { PATH: binWithout("sha256sum", "shasum") }));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("error: neither sha256sum nor shasum is installed, so the download cannot be verified");
+    expect(listFiles(none)).toEqual([]);
+  });
+
   it("says which downloader is missing when neither curl nor wget is installed", async () => {
     const home = newHome();
     const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("curl", "wget") }));
