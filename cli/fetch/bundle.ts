@@ -6,12 +6,12 @@
 import { createWriteStream, promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { VERSION } from "../version";
 import { fromCache, pinText, type CacheLayout } from "./cache";
 import { parseManifest } from "./manifest";
+import { HashingFileSink } from "./sink";
 import type { FetchProgress } from "./progress";
 import { resolveArtifact } from "./select";
 import { StopWalk, UnsafeArchiveError, isRegularFile, walkTar, type ReadEntry } from "./tar";
@@ -202,20 +202,14 @@ async function copyVerified(entry: AsyncIterable<Buffer>, a: ResolvedArtifact, l
   await fsp.mkdir(dirname(part), { recursive: true });
   await fsp.mkdir(dirname(dest), { recursive: true });
   const hash = createHash(a.checksum.algorithm);
-  let size = 0;
-  const hashing = new Transform({
-    transform(chunk: Buffer, _e, cb) {
-      hash.update(chunk);
-      size += chunk.length;
-      cb(null, chunk);
-    },
-  });
+  const sink = new HashingFileSink(part, { append: false, mode: 0o644, hash });
   try {
-    await pipeline(entry, hashing, createWriteStream(part, { mode: 0o644 }), { signal });
+    await pipeline(entry, sink, { signal });
   } catch (e) {
     await fsp.rm(part, { force: true });
     throw e;
   }
+  const size = sink.bytesWritten;
   const actual = hash.digest("hex");
   if (actual !== a.checksum.value) {
     await fsp.rm(part, { force: true });

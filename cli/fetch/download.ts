@@ -1,13 +1,13 @@
 // One verified download into the cache: stream to <blob>.part while hashing in the same pass,
 // rename into place only when the digest matches the pin. An interrupted or failed transfer keeps
 // the part file and resumes it with Range / If-Range, in the next attempt or the next run.
-import { createHash, type Hash } from "node:crypto";
-import { createWriteStream, promises as fsp } from "node:fs";
+import { createHash } from "node:crypto";
+import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError } from "../errors";
 import { hashInto } from "./digest";
+import { HashingFileSink } from "./sink";
 import { formatBytes } from "./format";
 import { HttpStatusError, TLS_ERROR_CODES, backoffMs, describeNetworkError, errorCode, isRetryable, sleep, type HttpClient } from "./http";
 import type { PinnedChecksum } from "./types";
@@ -122,29 +122,19 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   const length = Number(header(res.headers, "content-length"));
   const total = range?.total ?? (Number.isFinite(length) && length >= 0 ? offset + length : undefined);
   job.onStart?.(total, offset);
-  const out = createWriteStream(job.part, { flags: offset > 0 ? "a" : "w", mode: 0o644 });
-  // Only the file's own errors count as disk errors: pipeline() also destroys `out` with the body's errors.
-  out.on("error", (e: NodeJS.ErrnoException) => {
-    if (e.syscall && FILE_SYSCALLS.has(e.syscall)) state.diskError = e;
-  });
-  const received = await pipeline(res.body, hashing(hash, job.onBytes), out, { signal }).then(() => out.bytesWritten);
+  const sink = new HashingFileSink(job.part, { append: offset > 0, mode: 0o644, hash, onBytes: job.onBytes });
+  try {
+    await pipeline(res.body, sink, { signal });
+  } catch (e) {
+    state.diskError = sink.fileError;
+    throw e;
+  }
+  const received = sink.bytesWritten;
   const actual = hash.digest("hex");
   if (actual !== job.checksum.value) throw new ChecksumMismatch(job, actual);
   await fsp.rename(job.part, job.dest);
   await fsp.rm(job.meta, { force: true });
   return offset + received;
-}
-
-const FILE_SYSCALLS = new Set(["open", "write", "writev", "close", "fsync"]);
-
-function hashing(hash: Hash, onBytes?: (n: number) => void): Transform {
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      hash.update(chunk);
-      onBytes?.(chunk.length);
-      cb(null, chunk);
-    },
-  });
 }
 
 export class ChecksumMismatch extends Error {

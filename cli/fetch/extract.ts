@@ -2,12 +2,12 @@
 // into a fresh temporary folder next to the destination, which is then renamed into place. Files
 // are created by us with mode 0755 (no setuid/setgid, no owner from the archive); an unsafe or
 // incomplete archive, an error or an interrupt leaves nothing behind.
-import { createHash, type Hash } from "node:crypto";
-import { createReadStream, createWriteStream, promises as fsp } from "node:fs";
+import { createHash } from "node:crypto";
+import { createReadStream, promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { HashingFileSink } from "./sink";
 import { UnsafeArchiveError, isRegularFile, normalizeMemberPath, walkTar } from "./tar";
 import type { FetchedArtifact, ResolvedArtifact } from "./types";
 
@@ -101,21 +101,12 @@ async function writeArtifact(f: FetchedArtifact, into: string, signal?: AbortSig
   return done;
 }
 
-/** Writes a stream to a new file (never over an existing one), 0755, hashing it on the way. */
+/** Writes a stream to a new file, 0755 whatever the umask, hashing it on the way. */
 async function writeFile(from: AsyncIterable<Buffer>, to: string, signal?: AbortSignal): Promise<string> {
   const hash = createHash("sha256");
-  await pipeline(from, hashing(hash), createWriteStream(to, { flags: "wx", mode: BINARY_MODE }), signal ? { signal } : {});
-  await fsp.chmod(to, BINARY_MODE); // exact, whatever the umask
+  await pipeline(from, new HashingFileSink(to, { append: false, mode: BINARY_MODE, hash }), signal ? { signal } : {});
+  await fsp.chmod(to, BINARY_MODE);
   return hash.digest("hex");
-}
-
-function hashing(hash: Hash): Transform {
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      hash.update(chunk);
-      cb(null, chunk);
-    },
-  });
 }
 
 /** Renames `from` to `to`; an existing `to` is moved aside first and removed after. */
