@@ -23,14 +23,11 @@ interface Flag {
   values: "none" | "file" | "dir" | "choices" | "any";
 }
 
-const TOP_FLAGS: Flag[] = [
-  { long: "help", short: "h", description: "Show help", takesValue: false, repeatable: false, valueName: "", values: "none" },
-  { long: "version", short: "V", description: "Print the version", takesValue: false, repeatable: false, valueName: "", values: "none" },
-];
+/** Every command takes -h/--help (cli/args.ts adds it). */
+const HELP_FLAG: Flag = { long: "help", short: "h", description: "Show help", takesValue: false, repeatable: false, valueName: "", values: "none" };
 
 function flagsOf(spec: CommandSpec): Flag[] {
-  const flags = Object.entries(spec.options).map(([long, o]) => toFlag(long, o));
-  return [...flags, { ...TOP_FLAGS[0]! }];
+  return [...Object.entries(spec.options).map(([long, o]) => toFlag(long, o)), HELP_FLAG];
 }
 
 function toFlag(long: string, o: OptionSpec): Flag {

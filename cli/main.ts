@@ -99,7 +99,7 @@ export function reportError(e: unknown, out: Output, usage?: string, command?: s
   if (e instanceof UsageError) {
     out.err(`${s.red("error:")} ${e.message}`);
     if (usage) out.err(`usage: ${usage}`);
-    out.err(`Run \`${BIN} ${command ?? e.command ?? ""}${command || e.command ? " " : ""}--help\` for all options.`);
+    out.err(`Run \`${[BIN, command ?? e.command, "--help"].filter(Boolean).join(" ")}\` for all options.`);
     return ExitCode.Usage;
   }
   if (e instanceof UserError) {
