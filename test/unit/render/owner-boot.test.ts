@@ -7,7 +7,7 @@
 //    rootless-k8s-enter (nsenter), and containerd answers on the rendered socket.
 // Skips, saying why, where the host lacks the tools (CI installs them: see .ci/run).
 import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,6 +29,8 @@ function skipReason(): string | null {
   if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";
   const missing = tools.filter((t) => !which(t));
   if (missing.length) return `missing ${missing.join(", ")} (apt-get install rootlesskit slirp4netns containerd uidmap)`;
+  const tun = statSync("/dev/net/tun", { throwIfNoEntry: false });
+  if (!tun || (tun.mode & 0o006) !== 0o006) return "/dev/net/tun is not usable by ordinary users (Debian's udev makes it 0666; here: chmod 0666 /dev/net/tun)";
   const rk = spawnSync("rootlesskit", ["--version"], { encoding: "utf8" }).stdout;
   if (!/version 1\./.test(rk)) return `this test drives RootlessKit 1.x (found: ${rk.trim()})`;
   return null;
