@@ -3,8 +3,8 @@
 // checksum → `--version` smoke test → hard-link the old one to `.previous` → one rename.
 // Any failure before the rename leaves the binary as it was and removes the download.
 import { constants } from "node:fs";
-import { access, chmod, copyFile, link, open, rename, rm, stat } from "node:fs/promises";
-import { dirname } from "node:path";
+import { access, chmod, copyFile, link, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { execFile } from "node:child_process";
 import { ExitCode, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
@@ -49,6 +49,7 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
     });
   }
   const url = releaseUrl.binary(req.base, target, req.arch);
+  await removeStaleDownloads(req.binary);
   const tmp = tempPathBeside(req.binary, "upgrade");
   try {
     req.progress(`downloading ${url}`);
@@ -85,6 +86,19 @@ export async function assertReplaceable(binary: string): Promise<void> {
       exitCode: ExitCode.Refused,
       fix: `install ${BIN_NAME} into a folder you own (curl -fsSL <base>/install.sh | sh puts it in ~/.local/bin), or update it the way it was installed there`,
     });
+  }
+}
+
+/** Downloads of an earlier run that was killed outright (SIGKILL, power loss): over an hour old. */
+async function removeStaleDownloads(binary: string): Promise<void> {
+  const dir = dirname(binary);
+  const prefix = `.${basename(binary)}.upgrade-`;
+  const hourAgo = Date.now() - 60 * 60 * 1000;
+  for (const name of await readdir(dir)) {
+    if (!name.startsWith(prefix)) continue;
+    const file = join(dir, name);
+    const st = await stat(file).catch(() => undefined);
+    if (st?.isFile() && st.mtimeMs < hourAgo) await rm(file, { force: true });
   }
 }
 

@@ -1,7 +1,7 @@
 // `rootless-k8s self-upgrade` for real: two binaries built from this checkout (1.0.0 and 1.1.0),
 // a release base on 127.0.0.1, and a non-root user whose ~/.local/bin holds the running binary.
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -111,13 +111,19 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("--dry-run downloads, verifies and runs the new binary, and replaces nothing", async () => {
     const { dir, bin, env } = installed();
+    // what a run killed outright left behind: an old download goes, a current one (another run's) stays
+    const stale = join(dir, ".rootless-k8s.upgrade-0123456789ab");
+    const current = join(dir, ".rootless-k8s.upgrade-ba9876543210");
+    writeFileSync(stale, "partial");
+    writeFileSync(current, "partial");
+    utimesSync(stale, new Date(Date.now() - 2 * 3600_000), new Date(Date.now() - 2 * 3600_000));
     const from = server.requests.length;
     const r = await runAs(user, bin, ["self-upgrade", "--dry-run"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("dry run: 1.0.0 → 1.1.0 would work");
     expect(binaryRequests(from)).toEqual([`/1.1.0/${BINARY_NAME}`]);
     expect(sha256File(bin)).toBe(sum1());
-    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+    expect(readdirSync(dir).sort()).toEqual([".rootless-k8s.upgrade-ba9876543210", "rootless-k8s"]);
   });
 
   it("installs a pinned older version with --to (a downgrade), from --base-url over the environment", async () => {
