@@ -168,7 +168,12 @@ export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: Pre
   const host = localHost({ env: ctx.env });
   const versions = plans.versionSetOf(await loadManifestFor(o));
   const apiPort = o.plan.apiPort ?? 6443;
-  const facts = await gatherFacts(host, { ports: [apiPort] });
+  // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
+  const prefix = o.plan.prefix;
+  const facts = await gatherFacts(host, {
+    ports: [apiPort],
+    ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
+  });
   const diagnosis = doctor.diagnose(facts);
   const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !o.ignoreChecks.includes(x.id));
   const unknown = o.ignoreChecks.filter((id) => !doctor.CHECK_IDS.includes(id));
