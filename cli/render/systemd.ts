@@ -9,9 +9,13 @@ export interface UnitFile {
   sections: [name: string, entries: UnitSection][];
 }
 
-/** One argument of a command line: `%` and `$` escaped, quoted when it has spaces or quotes. */
-export function quoteArg(arg: string): string {
-  const escaped = arg.replace(/%/g, "%%").replace(/\$/g, "$$$$");
+/**
+ * One word of a command line: `%` escaped (specifiers), `$` escaped in arguments (environment
+ * variables; systemd does not expand them in the executable's path), quoted when it has spaces
+ * or quotes.
+ */
+export function quoteArg(arg: string, executable = false): string {
+  const escaped = executable ? arg.replace(/%/g, "%%") : arg.replace(/%/g, "%%").replace(/\$/g, "$$$$");
   if (escaped !== "" && !/[\s"'\\;]/.test(escaped)) return escaped;
   return `"${escaped.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 }
@@ -31,7 +35,7 @@ export interface VariableArg {
  * so a reviewer reads flags one by one.
  */
 export function commandLine(args: (string | VariableArg)[]): string {
-  const words = args.map((a) => (typeof a === "string" ? quoteArg(a) : `$${a.variable}`));
+  const words = args.map((a, i) => (typeof a === "string" ? quoteArg(a, i === 0) : `$${a.variable}`));
   if (words.length <= 3) return words.join(" ");
   const [first, ...rest] = words;
   return [first, ...rest].join(" \\\n  ");

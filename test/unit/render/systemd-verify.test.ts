@@ -61,6 +61,22 @@ describe.skipIf(!hasAnalyze)("systemd-analyze --user verify, as an ordinary user
     }, 60_000);
   }
 
+  it("quotes and escapes paths with a space, a % and a $ (a HOME like that still verifies)", async () => {
+    const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
+    const root = join(work, "odd");
+    const home = join(root, "my home 100% $x");
+    const runtimeDir = join(root, "run");
+    mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
+    const plan = planCombo(combo, relocated(await comboFacts(combo), home, runtimeDir)).plan!;
+    const units = materialize(plan, pki ?? (await generatePki(plan)));
+    const kubelet = readFileSync(units.find((u) => u.endsWith(plan.units.kubelet))!, "utf8");
+    expect(kubelet).toContain(`ExecStart="${home.replace(/%/g, "%%")}/.local/share/rootless-k8s/libexec/rootless-k8s-enter"`);
+    expect(kubelet).toContain(`"--config=${home.replace(/%/g, "%%").replace(/\$/g, "$$$$")}/.config/rootless-k8s/kubelet-config.yaml"`);
+    user.own(root);
+    const r = verify(home, runtimeDir, units);
+    expect(`${r.stdout}${r.stderr}`).toBe("");
+  }, 60_000);
+
   it("fails a unit that systemd would reject (the check can fail)", async () => {
     const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
     const root = join(work, "broken");
