@@ -17,7 +17,13 @@ const home = join(work, "home");
 const runtimeDir = join(work, "run");
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-beforeAll(() => {
+/** A free port for the API server: 6443 may be taken on a shared machine (that refusal is tested below). */
+let apiPort = "";
+beforeAll(async () => {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "0.0.0.0", resolve));
+  apiPort = String((probe.address() as { port: number }).port);
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
   mkdirSync(home, { mode: 0o755 });
   mkdirSync(runtimeDir, { mode: 0o700 });
   user.own(work);
@@ -41,7 +47,7 @@ describe("install --dry-run on this machine", () => {
   });
 
   it("prints the plan: mode none on cgroup v1, what it gives up, the files, and the doctor's verdict", () => {
-    const r = cli(["install", "--dry-run"]);
+    const r = cli(["install", "--dry-run", "--api-port", apiPort]);
     expect(r.stderr).toBe("");
     expect(r.stdout).toMatch(/^Node plan for rk8s-dryrun \(dry run: nothing was changed\)/);
     expect(r.stdout).toMatch(/^Mode {8}none$/m);
@@ -57,7 +63,7 @@ describe("install --dry-run on this machine", () => {
   });
 
   it("--json gives the plan as data, with file hashes but no secrets", () => {
-    const r = cli(["install", "--dry-run", "--json"]);
+    const r = cli(["install", "--dry-run", "--json", "--api-port", apiPort]);
     const out = JSON.parse(r.stdout) as {
       schemaVersion: number;
       plan: { mode: { name: string }; kubelet: { failCgroupV1: boolean | null; cgroupsPerQOS: boolean }; node: { labels: Record<string, string> }; paths: { home: string } };
@@ -79,7 +85,7 @@ describe("install --dry-run on this machine", () => {
 
   it("--output DIR writes every file at its mirrored path with its mode, and nothing else changes", () => {
     const out = join(work, "out");
-    const r = cli(["install", "--dry-run", "--output", out]);
+    const r = cli(["install", "--dry-run", "--output", out, "--api-port", apiPort]);
     expect([0, 3]).toContain(r.code);
     expect(r.stdout).toContain(`Wrote them below ${out}.`);
     const mirrored = join(out, home);
