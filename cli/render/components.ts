@@ -131,7 +131,7 @@ export function criDockerdArgs(plan: Plan): string[] {
     `--docker-endpoint=unix://${docker.socket}`,
     `--cri-dockerd-root-directory=${l.data.criDockerd}`,
     "--network-plugin=cni",
-    `--cni-bin-dir=${plan.paths.binDir}`,
+    `--cni-bin-dir=${layout(plan).cniBinDir}`,
     `--cni-conf-dir=${l.cniConfDir}`,
     `--cni-cache-dir=${path.join(l.data.cni, "cache")}`,
   ];

@@ -14,6 +14,8 @@ export function layout(plan: Plan) {
     crioConfig: config("crio", "crio.conf"),
     crioPolicy: config("crio", "policy.json"),
     cniConfDir: config("cni"),
+    /** CNI plugins: the manifest installs them in bin/cni of each version set. */
+    cniBinDir: path.join(plan.paths.binDir, "cni"),
     cniConflist: config("cni", "10-rootless-k8s.conflist"),
     kubeconfigs: {
       admin: plan.paths.adminKubeconfig,

@@ -32,7 +32,7 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
   const l = layout(plan);
   const rt = plan.runtime;
   const snapshotter = rt.snapshotter?.name ?? "overlayfs";
-  const cni = { bin_dir: plan.paths.binDir, conf_dir: l.cniConfDir };
+  const cni = { bin_dir: l.cniBinDir, conf_dir: l.cniConfDir };
   const base = {
     root: l.data.containerd,
     state: l.run.containerd,
@@ -96,7 +96,7 @@ export function crioConfig(plan: Plan): Record<string, unknown> {
         runtimes: { [oci.name]: { runtime_path: oci.path, runtime_type: "oci", runtime_root: path.join(l.run.crio, oci.name) } },
       },
       image: { signature_policy: l.crioPolicy },
-      network: { network_dir: l.cniConfDir, plugin_dirs: [plan.paths.binDir] },
+      network: { network_dir: l.cniConfDir, plugin_dirs: [l.cniBinDir] },
     },
   };
 }
