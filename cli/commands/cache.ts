@@ -59,7 +59,8 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
       const options = { ...cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name), ...(bundle ? { bundle, trustBundle: trust } : {}) };
       const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
       const downloaded = fetched.filter((f) => f.source === "network");
-      ctx.out.out(`${fetched.length} files verified in ${dir} (${downloaded.length} downloaded, ${fetched.length - downloaded.length} already cached)`);
+      const files = `${fetched.length} file${fetched.length === 1 ? "" : "s"}`;
+      ctx.out.out(`${files} verified in ${dir} (${downloaded.length} downloaded, ${fetched.length - downloaded.length} already cached)`);
       return ExitCode.Ok;
     }
   }

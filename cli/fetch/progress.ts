@@ -16,9 +16,12 @@ export interface FetchProgress {
 
 /** The progress display for `out`: ora when interactive, plain lines otherwise. */
 export async function createFetchProgress(out: Output, count: number): Promise<FetchProgress> {
-  if (!out.interactive) return plainProgress(out);
+  // A terminal that reports no width (some ptys) would make ora redraw without end: plain lines there.
+  if (!out.interactive || !process.stderr.isTTY || !(process.stderr.columns > 0)) return plainProgress(out);
   const { default: ora } = await import("ora");
-  const spinner = ora({ text: "Checking the download cache", stream: process.stderr, discardStdin: false }).start();
+  const spinner = ora({ text: "Checking the download cache", stream: process.stderr, discardStdin: false });
+  if (!spinner.isEnabled) return plainProgress(out); // ora's own judgement (TERM=dumb, CI set but empty, ...)
+  spinner.start();
   const meter = new Meter(count);
   const timer = setInterval(() => (spinner.text = meter.line()), 200);
   timer.unref();

@@ -112,6 +112,21 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
     expect(readdirSync(join(home, "offline-cache", "rootless-k8s", "blobs", "sha256")).sort()).toEqual([sha256(crictlTar), sha256(big)].sort());
   });
 
+  it("shows one progress line with bytes, speed and ETA on a terminal", async () => {
+    server.fault("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", { kind: "rate", bytesPerSec: 3_000_000 });
+    const cmd = [process.execPath, CLI_BUNDLE, "cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url].map((a) => `'${a}'`).join(" ");
+    const { CI: _ci, ...noCi } = { ...process.env, ...env() };
+    // `script` gives the CLI a pseudo-terminal; stty sets a width, as a real terminal has.
+    const tty = spawn("script", ["-qfec", `stty cols 120 rows 40; ${cmd}`, "/dev/null"], { env: { ...noCi, TERM: "xterm", NO_COLOR: "1" } });
+    let out = "";
+    tty.stdout.on("data", (d) => (out += d));
+    expect(await new Promise((r) => tty.on("exit", r))).toBe(0);
+    const frames = out.split("\r").join("\n");
+    expect(frames).toMatch(/Downloading [01]\/2 · [\d.]+ [KM]iB of 3\.\d MiB · [\d.]+ [KM]iB\/s · ETA \d+s/);
+    expect(frames).toContain("2 component files verified (3.1 MiB downloaded)");
+    expect(frames).not.toMatch(/^crictl 1\.36\.0 for amd64: /m); // no plain lines on a terminal
+  });
+
   it("names the URL and version on a 404 (exit 5), with a fix and no stack trace", async () => {
     const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", `${server.url}/nothing-here`], { env: env() });
     expect(r.code).toBe(5);
