@@ -69,7 +69,10 @@ async function fetchAll(artifacts: ResolvedArtifact[], layout: CacheLayout, opts
   const client: { p?: Promise<HttpClient> } = {};
   const http = () => (client.p ??= createHttpClient({ ...opts.http, ...(opts.caFile ? { caFile: opts.caFile } : {}), env: opts.env ?? process.env }));
   try {
-    return await mapLimit(artifacts, Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY), async (a) => {
+    // Two artifacts with one checksum are one file: fetch it once (and never into one part file twice).
+    const key = (a: ResolvedArtifact) => `${a.checksum.algorithm}:${a.checksum.value}`;
+    const unique = [...new Map(artifacts.map((a) => [key(a), a])).values()];
+    const fetched = await mapLimit(unique, Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY), async (a) => {
       try {
         const f = (await fromCache(a, layout, signal)) ?? (await fromNetwork(a, layout, await http(), opts, signal));
         opts.progress?.done?.(f);
@@ -79,6 +82,8 @@ async function fetchAll(artifacts: ResolvedArtifact[], layout: CacheLayout, opts
         throw e;
       }
     });
+    const byKey = new Map(fetched.map((f) => [key(f.artifact), f]));
+    return artifacts.map((a) => ({ ...(byKey.get(key(a)) as FetchedArtifact), artifact: a }));
   } catch (e) {
     if (opts.signal?.aborted) throw e instanceof InterruptedError ? e : new InterruptedError("interrupted while downloading");
     throw e;

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
 import { randomBody, tempDir, testArtifact } from "./helpers/artifacts";
-import { sha256, startServer, type TestServer } from "./helpers/server";
+import { makeTestCa, sha256, startServer, type TestServer } from "./helpers/server";
 import { tarGz } from "./helpers/tar-writer";
 
 const NO_TRACE = /\bat .*\.(js|ts|cjs):\d+/;
@@ -179,5 +179,33 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
     await exited;
     const clean = await runCli(["cache", "clean"], { env: env() });
     expect(clean.code, clean.stderr).toBe(0);
+  });
+});
+
+describe("a private CA from NODE_EXTRA_CA_CERTS", () => {
+  it("is trusted for an https mirror, and without it the TLS error says what to do", async () => {
+    const ca = makeTestCa();
+    const server = await startServer({ tls: ca });
+    try {
+      const body = randomBody(10_000, 51);
+      server.serve("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", body);
+      const home = tempDir("rk8s-ca-cli-");
+      const manifestFile = join(home, "m.json");
+      writeFileSync(
+        manifestFile,
+        JSON.stringify({ schema: 1, name: "tls", artifacts: [testArtifact({ id: "runc", version: "1.4.3", path: "/opencontainers/runc/releases/download/v{version}/runc.{arch}", body })] }),
+      );
+      const args = ["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url];
+      const untrusted = await runCli(args, { env: { XDG_CACHE_HOME: join(home, "a"), CI: "true" } });
+      expect(untrusted.code).toBe(5);
+      expect(untrusted.stderr).toMatch(/^error: could not download runc 1\.4\.3 for amd64: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m);
+      expect(untrusted.stderr).toContain("fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)");
+      const trusted = await runCli(args, { env: { XDG_CACHE_HOME: join(home, "b"), CI: "true", NODE_EXTRA_CA_CERTS: ca.caFile } });
+      expect(trusted.code, trusted.stderr).toBe(0);
+      const viaFlag = await runCli([...args, "--ca-file", ca.caFile], { env: { XDG_CACHE_HOME: join(home, "c"), CI: "true" } });
+      expect(viaFlag.code, viaFlag.stderr).toBe(0);
+    } finally {
+      await server.close();
+    }
   });
 });

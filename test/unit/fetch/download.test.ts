@@ -172,6 +172,16 @@ describe("fetchArtifacts over loopback HTTP", () => {
     expect(server.maxConcurrent()).toBe(4);
   });
 
+  it("fetches a file once when two artifacts share its checksum", async () => {
+    const twin = testArtifact({ id: "etcd-copy", path: "/elsewhere/etcd.bin", body });
+    const got = await fetchArtifacts([resolved(art), resolved(twin)], { cacheDir, mirror: server.url, http: FAST, env: {} });
+    expect(got.map((g) => [g.artifact.id, g.file])).toEqual([
+      ["etcd", join(cacheDir, "blobs", "sha256", sha256(body))],
+      ["etcd-copy", join(cacheDir, "blobs", "sha256", sha256(body))],
+    ]);
+    expect(server.requests).toHaveLength(1);
+  });
+
   it("uses HTTP_PROXY for an http mirror", async () => {
     const proxy = await startProxy();
     try {
