@@ -71,7 +71,7 @@ async function fetchAll(artifacts: ResolvedArtifact[], layout: CacheLayout, opts
   try {
     // Two artifacts with one checksum are one file: fetch it once (and never into one part file twice).
     const key = (a: ResolvedArtifact) => `${a.checksum.algorithm}:${a.checksum.value}`;
-    const unique = [...new Map(artifacts.map((a) => [key(a), a])).values()];
+    const unique = artifacts.filter((a, i) => artifacts.findIndex((b) => key(b) === key(a)) === i);
     const fetched = await mapLimit(unique, Math.max(1, opts.concurrency ?? DEFAULT_CONCURRENCY), async (a) => {
       try {
         const f = (await fromCache(a, layout, signal)) ?? (await fromNetwork(a, layout, await http(), opts, signal));
