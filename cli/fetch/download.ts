@@ -52,9 +52,10 @@ export async function download(client: HttpClient, job: DownloadJob, signal?: Ab
       return { size, resumedFrom: state.resumedFrom, attempts: retry + 1 };
     } catch (e) {
       if (signal?.aborted) throw await interrupted(job);
-      if (state.diskError) {
+      const fileError = state.diskError ?? (isFileSystemError(e) ? e : null);
+      if (fileError) {
         await removePart(job);
-        throw diskError(job, state.diskError);
+        throw diskError(job, fileError);
       }
       if (e instanceof ChecksumMismatch) {
         await removePart(job);
@@ -82,6 +83,17 @@ interface AttemptState {
 async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState, signal?: AbortSignal): Promise<number> {
   const meta = await readMeta(job.meta);
   let offset = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
+  // The hash of what is already there: needed to resume, and enough when the part is complete
+  // (a run stopped between the last byte and the rename).
+  let hash = createHash(job.checksum.algorithm);
+  if (offset > 0) {
+    await hashInto(hash, job.part, signal);
+    if (hash.copy().digest("hex") === job.checksum.value) {
+      state.resumedFrom = offset;
+      await finish(job);
+      return offset;
+    }
+  }
   const headers: Record<string, string> = {};
   if (offset > 0) {
     headers.range = `bytes=${offset}-`;
@@ -107,11 +119,12 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
     await res.body.dump().catch(() => undefined);
     throw new HttpStatusError(res.status, res.url);
   }
-  if (res.status === 200) offset = 0; // the server sent the whole file (no Range support, or If-Range failed)
+  if (res.status === 200 && offset > 0) {
+    // The server sent the whole file (no Range support, or If-Range failed): start the hash over.
+    offset = 0;
+    hash = createHash(job.checksum.algorithm);
+  }
   state.resumedFrom = offset;
-
-  const hash = createHash(job.checksum.algorithm);
-  if (offset > 0) await hashInto(hash, job.part, signal);
   const newMeta: PartMeta = { url: job.url };
   const etag = header(res.headers, "etag");
   const lastModified = header(res.headers, "last-modified");
@@ -132,9 +145,22 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   const received = sink.bytesWritten;
   const actual = hash.digest("hex");
   if (actual !== job.checksum.value) throw new ChecksumMismatch(job, actual);
+  await finish(job);
+  return offset + received;
+}
+
+/** The verified part becomes the cache blob. */
+async function finish(job: DownloadJob): Promise<void> {
   await fsp.rename(job.part, job.dest);
   await fsp.rm(job.meta, { force: true });
-  return offset + received;
+}
+
+const FILE_SYSTEM_CODES = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EIO", "ENOTDIR", "EISDIR", "EMFILE", "ENFILE"]);
+
+/** An error of the cache's file system (not of the network): retrying the download cannot help. */
+function isFileSystemError(e: unknown): e is NodeJS.ErrnoException {
+  const err = e as NodeJS.ErrnoException;
+  return typeof err?.syscall === "string" && typeof err.code === "string" && FILE_SYSTEM_CODES.has(err.code);
 }
 
 export class ChecksumMismatch extends Error {

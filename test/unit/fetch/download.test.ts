@@ -2,7 +2,7 @@
 // asserts what is left on disk: verified blobs only after a matching hash, part files kept for
 // a resume (or removed when they cannot help), and what the server saw.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { UserError } from "../../../cli/errors";
@@ -88,6 +88,18 @@ describe("fetchArtifacts over loopback HTTP", () => {
 
     const [f] = await get();
     expect(server.requests.at(-1)?.range).toBe(`bytes=${part?.size}-`);
+    expect(readFileSync(f!.file).equals(body)).toBe(true);
+    expect(await partials(cacheDir)).toEqual([]);
+  });
+
+  it("finishes a part file that is already complete without asking the server", async () => {
+    const layout = cacheLayout(cacheDir);
+    const c = resolved(art).checksum;
+    mkdirSync(join(cacheDir, "partial"), { recursive: true });
+    writeFileSync(layout.part(c), body);
+    const [f] = await get();
+    expect(server.requests).toHaveLength(0);
+    expect(f?.file).toBe(layout.blob(c));
     expect(readFileSync(f!.file).equals(body)).toBe(true);
     expect(await partials(cacheDir)).toEqual([]);
   });
