@@ -278,7 +278,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
 
     const ready = await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
       const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
-      return waitForReady({
+      const r = await waitForReady({
         client,
         nodeName: plan.node.name,
         timeoutMs: input.timeoutMs,
@@ -287,6 +287,11 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         expectVersion: plan.versions.components.kubernetes,
         onPhase: (phase) => h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`),
       });
+      // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
+      const { reconcileNode } = await import("./node-object");
+      const changed = await reconcileNode(client, plan, r.node);
+      if (changed) h.update(`node ${plan.node.name}: ${changed}`);
+      return r;
     });
 
     if (receipt.state !== "installed" || receipt.tool !== VERSION) await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });

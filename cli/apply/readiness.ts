@@ -51,25 +51,31 @@ export interface ApiResponse {
 export interface ApiClient {
   readonly server: string;
   get(path: string, timeoutMs?: number): Promise<ApiResponse>;
+  /** A JSON merge patch (RFC 7386), as `kubectl patch --type merge` sends. */
+  mergePatch(path: string, patch: unknown, timeoutMs?: number): Promise<ApiResponse>;
 }
 
 export function apiClient(creds: KubeconfigCreds): ApiClient {
   const agent = new https.Agent({ ca: creds.ca, cert: creds.cert, key: creds.key, keepAlive: false });
+  const request = (method: string, p: string, timeoutMs: number, body?: { type: string; data: string }) =>
+    new Promise<ApiResponse>((resolve, reject) => {
+      const headers: Record<string, string | number> = { accept: "application/json" };
+      if (body) Object.assign(headers, { "content-type": body.type, "content-length": Buffer.byteLength(body.data) });
+      const req = https.request(new URL(p, creds.server), { method, agent, timeout: timeoutMs, headers }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on("error", reject);
+      });
+      req.on("timeout", () => req.destroy(new Error(`no answer from ${creds.server} within ${timeoutMs} ms`)));
+      req.on("error", reject);
+      req.end(body?.data);
+    });
   return {
     server: creds.server,
-    get(p, timeoutMs = 5000) {
-      return new Promise((resolve, reject) => {
-        const req = https.get(new URL(p, creds.server), { agent, timeout: timeoutMs, headers: { accept: "application/json" } }, (res) => {
-          let body = "";
-          res.setEncoding("utf8");
-          res.on("data", (d: string) => (body += d));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-          res.on("error", reject);
-        });
-        req.on("timeout", () => req.destroy(new Error(`no answer from ${creds.server} within ${timeoutMs} ms`)));
-        req.on("error", reject);
-      });
-    },
+    get: (p, timeoutMs = 5000) => request("GET", p, timeoutMs),
+    mergePatch: (p, patch, timeoutMs = 5000) => request("PATCH", p, timeoutMs, { type: "application/merge-patch+json", data: JSON.stringify(patch) }),
   };
 }
 

@@ -188,6 +188,18 @@ function nodeTable(nodes) {
   };
 }
 
+/** JSON merge patch (RFC 7386): objects merge, null deletes, everything else (lists too) replaces. */
+function mergePatch(target, patch) {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
+  const out = target && typeof target === "object" && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
 async function readBody(req) {
   let t = "";
   for await (const c of req) t += c;
@@ -250,8 +262,17 @@ async function handle(req, res) {
     await etcd("/v3/kv/deleterange", { key: b64(nodeKey(name)) });
     return send(res, 200, status(200, "", "deleted"));
   }
-  const merged = { ...cur, metadata: { ...cur.metadata, labels: { ...cur.metadata.labels, ...body.metadata?.labels } }, spec: { ...cur.spec, ...body.spec } };
-  return send(res, 200, await putNode(merged));
+  if (verb === "patch") {
+    const type = String(req.headers["content-type"] ?? "");
+    if (!type.startsWith("application/merge-patch+json") && !type.startsWith("application/strategic-merge-patch+json")) {
+      return send(res, 415, status(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got ${type})`));
+    }
+    const patched = mergePatch(cur, { ...body, metadata: body?.metadata ? { ...body.metadata, name: undefined } : undefined, status: undefined });
+    patched.metadata.name = cur.metadata.name;
+    return send(res, 200, await putNode(patched));
+  }
+  if (body?.kind !== "Node" || body.metadata?.name !== name) return send(res, 400, status(400, "BadRequest", "body is not this Node"));
+  return send(res, 200, await putNode({ ...body, metadata: { ...body.metadata, uid: cur.metadata.uid, creationTimestamp: cur.metadata.creationTimestamp }, status: cur.status }));
 }
 
 const server = https.createServer(

@@ -148,7 +148,13 @@ async function ensureProbePod() {
   if (probe.ip || Date.now() - lastPodTry < 15_000) return;
   lastPodTry = Date.now();
   try {
-    const existing = (await cri.listPodSandboxes()).find((s) => s.name === "rk8s-node-probe" && s.state === "SANDBOX_READY");
+    const mine = (await cri.listPodSandboxes()).filter((s) => s.name === "rk8s-node-probe");
+    // A sandbox from before a runtime restart is dead: remove it, as the kubelet's pod workers do.
+    for (const dead of mine.filter((s) => s.state !== "SANDBOX_READY")) {
+      await cri.stopPodSandbox(dead.id);
+      await cri.removePodSandbox(dead.id);
+    }
+    const existing = mine.find((s) => s.state === "SANDBOX_READY");
     const id =
       existing?.id ??
       (await cri.runPodSandbox({ name: "rk8s-node-probe", uid: `${nodeName}-probe`, namespace: "kube-system", hostname: "rk8s-node-probe", cgroupParent: podCgroupParent, labels: { "io.kubernetes.pod.name": "rk8s-node-probe" } }));
@@ -208,7 +214,10 @@ async function sync() {
     throw new Error(`node ${nodeName} not found after registering: HTTP ${cur.status}`);
   }
   const node = cur.json;
-  node.metadata.annotations = { ...node.metadata.annotations, ...annotations };
+  if (Object.entries(annotations).some(([k, v]) => node.metadata.annotations?.[k] !== v)) {
+    const a = await api.request("PATCH", `/api/v1/nodes/${nodeName}`, { metadata: { annotations } }, "application/merge-patch+json");
+    if (a.status !== 200) throw new Error(`Error updating node annotations: HTTP ${a.status} ${a.json?.message ?? a.text}`);
+  }
   node.status = status;
   const r = await api.request("PUT", `/api/v1/nodes/${nodeName}/status`, node);
   if (r.status !== 200) throw new Error(`Error updating node status: HTTP ${r.status} ${r.json?.message ?? r.text}`);

@@ -42,6 +42,7 @@ start_manager() {
   u=$(user_uid); g=$(id -g "$E2E_USER"); h=$(user_home)
   manager_pid >/dev/null && return 0
   install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "/run/user/$u"
+  rm -rf "/run/user/$u/systemd" # a stopped manager's sockets would look like a running one's
   # systemd --user needs a cgroup it owns in every hierarchy it tracks processes in: the v2
   # `unified` one and the v1 name=systemd one (hybrid), like user@UID.service under a real PID 1.
   local cgdirs=() hier d
@@ -74,8 +75,8 @@ LAUNCH
   setsid "$launcher" >"$STATE/user-manager.log" 2>&1 </dev/null &
   echo $! >"$MGR_PIDFILE"
   local _
-  for _ in $(seq 1 50); do [ -S "/run/user/$u/systemd/private" ] && break; sleep 0.2; done
-  E2E_NS_PID=$(manager_pid) || { echo "the user manager did not start; see $STATE/user-manager.log" >&2; tail -20 "$STATE/user-manager.log" >&2; return 1; }
+  for _ in $(seq 1 50); do [ -S "/run/user/$u/systemd/private" ] && E2E_NS_PID=$(manager_pid) && break; sleep 0.2; done
+  [ -n "${E2E_NS_PID:-}" ] || { echo "the user manager did not start; see $STATE/user-manager.log" >&2; tail -20 "$STATE/user-manager.log" >&2; return 1; }
   for _ in $(seq 1 50); do
     case "$(as_user systemctl --user is-system-running 2>/dev/null)" in running | degraded) return 0 ;; esac
     sleep 0.2

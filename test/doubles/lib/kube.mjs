@@ -50,12 +50,12 @@ export function loadKubeconfig(component, file) {
 
 export function apiClient(kc) {
   const agent = new https.Agent({ ca: kc.ca, cert: kc.cert, key: kc.key, keepAlive: true });
-  function request(method, path, body) {
+  function request(method, path, body, contentType = "application/json") {
     return new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = https.request(
         new URL(path, kc.server),
-        { method, agent, timeout: 10_000, headers: { accept: "application/json", ...(data ? { "content-type": "application/json", "content-length": data.length } : {}) } },
+        { method, agent, timeout: 10_000, headers: { accept: "application/json", ...(data ? { "content-type": contentType, "content-length": data.length } : {}) } },
         (res) => {
           let text = "";
           res.setEncoding("utf8");

@@ -15,7 +15,12 @@ export function writeImage({ busybox, out, name, cmd = ["/bin/sh"], arch = "amd6
     ...["bin", "etc", "tmp", "proc", "sys", "dev", "run"].map((d) => ({ name: d, type: "dir", mode: d === "tmp" ? 0o1777 : 0o755 })),
     { name: "bin/busybox", data: bb, mode: 0o755 },
     ...APPLETS.map((a) => ({ name: `bin/${a}`, type: "symlink", linkname: "busybox" })),
-    { name: "etc/passwd", data: Buffer.from("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n") },
+    { name: "etc/passwd", data: Buffer.from("root:x:0:0:root:/:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n") },
+    // Owned by a non-root user of the image: unpacked rootless, it belongs to one of the host user's
+    // subordinate ids, which a plain `rm -rf` by that user cannot remove (the --purge test).
+    { name: "home", type: "dir" },
+    { name: "home/app", type: "dir", mode: 0o700, uid: 1000, gid: 1000 },
+    { name: "home/app/.profile", data: Buffer.from("# owned by uid 1000 in the image\n"), mode: 0o600, uid: 1000, gid: 1000 },
   ]);
   const config = Buffer.from(JSON.stringify({ architecture: arch, os: "linux", config: { Env: ["PATH=/bin"], Cmd: cmd }, rootfs: { type: "layers", diff_ids: [sha(layer)] } }));
   const manifest = Buffer.from(

@@ -21,14 +21,15 @@ function log(line) {
   if (values.log) appendFileSync(values.log, `${new Date().toISOString()} ${line}\n`);
 }
 
+/** Pipes at `rate` bytes per second: each chunk waits for its time slot and for the socket to drain. */
 function throttled(stream, res) {
   if (!rate) return stream.pipe(res);
   stream.on("data", (chunk) => {
     stream.pause();
-    const ok = res.write(chunk);
+    const drained = res.write(chunk) ? Promise.resolve() : new Promise((r) => res.once("drain", r));
     stats.bytes += chunk.length;
-    const wait = (chunk.length / rate) * 1000;
-    setTimeout(() => (ok ? stream.resume() : res.once("drain", () => stream.resume())), wait);
+    const slot = new Promise((r) => setTimeout(r, (chunk.length / rate) * 1000));
+    Promise.all([drained, slot]).then(() => stream.resume());
   });
   stream.on("end", () => res.end());
   res.on("close", () => stream.destroy());

@@ -1,0 +1,93 @@
+// Small probes the e2e scenarios run as the test user (bundled once per run into $E2E_OPT/lib with
+// the product's CRI client, so the CRI calls are exactly those `status` and `doctor --node` make):
+//
+//   e2e-tool.mjs cri-status SOCKET            runtime name/version and conditions (RuntimeReady, NetworkReady)
+//   e2e-tool.mjs sandbox-image SOCKET         the pod sandbox image the runtime is configured with
+//   e2e-tool.mjs pod SOCKET [CGROUP_PARENT]   RunPodSandbox → "ready <ip>" → stop and remove it
+//   e2e-tool.mjs receipt-check RECEIPT        every file and binary the receipt lists has its hash and mode
+//   e2e-tool.mjs json FILE|- EXPR             prints a value of a JSON document (EXPR like .a.b[0].c)
+//   e2e-tool.mjs oci-image BUSYBOX OUT NAME [CMD_JSON]
+import { createHash } from "node:crypto";
+import { readFileSync, statSync } from "node:fs";
+import { criClient } from "../../../cli/apply/cri.ts";
+import { writeImage } from "./oci-image.mjs";
+
+const [cmd, ...args] = process.argv.slice(2);
+
+function get(doc, expr) {
+  let v = doc;
+  for (const part of expr.match(/[^.[\]]+/g) ?? []) v = v?.[part];
+  return v;
+}
+
+async function main() {
+  switch (cmd) {
+    case "cri-status": {
+      const c = criClient(args[0]);
+      const v = await c.version();
+      const { conditions } = await c.status();
+      console.log(`${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) ${conditions.map((x) => `${x.type}=${x.status}`).join(" ")}`);
+      c.close();
+      return conditions.every((x) => x.status) ? 0 : 1;
+    }
+    case "sandbox-image": {
+      const c = criClient(args[0]);
+      const { info } = await c.status(true);
+      const cfg = JSON.parse(info.config ?? "{}");
+      c.close();
+      const image = cfg.sandboxImage ?? cfg.pinnedImages?.sandbox;
+      if (!image) throw new Error(`the runtime does not report its sandbox image (config keys: ${Object.keys(cfg).join(", ")})`);
+      console.log(image);
+      return 0;
+    }
+    case "pod": {
+      const c = criClient(args[0], 60_000);
+      const id = await c.runPodSandbox({ name: "e2e-probe", uid: `e2e-probe-${process.pid}`, namespace: "default", hostname: "e2e-probe", cgroupParent: args[1] || undefined });
+      const st = await c.podSandboxStatus(id);
+      console.log(`${st.state === "SANDBOX_READY" ? "ready" : st.state} ${st.ip}`);
+      await c.stopPodSandbox(id);
+      await c.removePodSandbox(id);
+      c.close();
+      return st.state === "SANDBOX_READY" && st.ip ? 0 : 1;
+    }
+    case "receipt-check": {
+      const r = JSON.parse(readFileSync(args[0], "utf8"));
+      const entries = [...r.files, ...Object.values(r.sets).flatMap((s) => s.binaries)];
+      let bad = 0;
+      for (const f of entries) {
+        let got = "missing";
+        try {
+          const st = statSync(f.path);
+          const h = createHash("sha256").update(readFileSync(f.path)).digest("hex");
+          got = h !== f.sha256 ? "hash differs" : (st.mode & 0o7777) !== f.mode ? `mode ${(st.mode & 0o7777).toString(8)} != ${f.mode.toString(8)}` : "ok";
+        } catch {}
+        if (got !== "ok") {
+          bad++;
+          console.log(`${got}: ${f.path}`);
+        }
+      }
+      console.log(`${entries.length - bad}/${entries.length} files match the receipt`);
+      return bad ? 1 : 0;
+    }
+    case "json": {
+      const text = args[0] === "-" ? readFileSync(0, "utf8") : readFileSync(args[0], "utf8");
+      const v = get(JSON.parse(text), args[1] ?? "");
+      console.log(typeof v === "string" ? v : JSON.stringify(v));
+      return v === undefined ? 1 : 0;
+    }
+    case "oci-image":
+      writeImage({ busybox: args[0], out: args[1], name: args[2], cmd: args[3] ? JSON.parse(args[3]) : undefined });
+      return 0;
+    default:
+      console.error(`unknown command ${cmd}`);
+      return 2;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(`e2e-tool ${cmd}: ${e.message}`);
+    process.exit(1);
+  },
+);

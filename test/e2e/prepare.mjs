@@ -1,0 +1,44 @@
+// Lays out what an e2e environment needs, below one folder that is copied as is into the VM guest:
+//   OPT/node                 the pinned Node 24 (the test doubles' `#!` interpreter, and the e2e tools')
+//   OPT/bin/rootless-k8s     the binary under test (the SEA build from `make build`)
+//   OPT/lib/e2e-tool.mjs     the e2e probes (test/e2e/lib/e2e-tool.mjs, bundled)
+//   OPT/lib/busybox          a static busybox for the offline OCI images
+//   OPT/mirror/              the loopback mirror (files + manifests; test/e2e/mirror/build-mirror.mjs)
+//   OPT/lib/serve-mirror.mjs the mirror server
+//
+//   node test/e2e/prepare.mjs --cache /var/tmp/rk8s-e2e --opt /opt/rk8s-e2e --cli dist/rootless-k8s-linux-amd64
+import { build } from "esbuild";
+import { copyFileSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { buildMirror } from "./mirror/build-mirror.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const { values } = parseArgs({ options: { cache: { type: "string" }, opt: { type: "string" }, cli: { type: "string" } } });
+if (!values.cache || !values.opt || !values.cli) {
+  console.error("usage: prepare.mjs --cache DIR --opt DIR --cli PATH_TO_ROOTLESS_K8S_BINARY");
+  process.exit(2);
+}
+const opt = values.opt;
+for (const d of ["bin", "lib"]) mkdirSync(join(opt, d), { recursive: true, mode: 0o755 });
+
+/** Copies when missing or different in size/mtime (the 120 MB binaries are not copied every run). */
+function install(src, dest, mode = 0o755) {
+  const s = statSync(src);
+  const d = existsSync(dest) ? statSync(dest) : null;
+  if (!d || d.size !== s.size || d.mtimeMs < s.mtimeMs) copyFileSync(src, dest);
+  return dest;
+}
+
+install(process.execPath, join(opt, "node"));
+if (!existsSync(values.cli)) {
+  console.error(`no rootless-k8s binary at ${values.cli} (run \`make build\` first)`);
+  process.exit(1);
+}
+install(values.cli, join(opt, "bin", "rootless-k8s"));
+await build({ entryPoints: [join(here, "lib", "e2e-tool.mjs")], bundle: true, platform: "node", target: "node24", format: "esm", outfile: join(opt, "lib", "e2e-tool.mjs"), logLevel: "warning" });
+copyFileSync(join(here, "mirror", "serve-mirror.mjs"), join(opt, "lib", "serve-mirror.mjs"));
+const r = await buildMirror({ cache: values.cache, out: join(opt, "mirror"), node: join(opt, "node") });
+install(r.busybox, join(opt, "lib", "busybox"));
+console.log(`prepared ${opt}: ${r.manifests.length} version sets`);

@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# The end-to-end scenarios of the node life cycle, run as root inside a prepared environment (the
+# host route, or the VM guest) against the rootless-k8s binary under test, driving it as the test
+# user through its real systemd user manager. Each scenario asserts the real state afterwards:
+# units through `systemctl --user`, files against the receipt, containerd answering CRI inside the
+# namespace, a pod sandbox with a bridge IP, the node through the real kubectl.
+#
+#   test/e2e/scenarios.sh ROUTE MODE     ROUTE: host | vm    MODE: the cgroup mode expected (none | delegated)
+#
+# Needs: $E2E_OPT prepared by test/e2e/prepare.mjs, the test user's manager running (E2E_NS_PID for
+# the host route). Prints PASS/FAIL/INFO lines; exit status = number of FAIL lines.
+# E2E_SCENARIOS (default: all) picks some, e.g. "fresh reinstall uninstall purge".
+# The helpers are called from the scenario functions, which run by name ("scenario_$s").
+# shellcheck disable=SC2317
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC1091 # lib/common.sh: checked on its own
+. "$HERE/lib/common.sh"
+ROUTE=${1:?route: host or vm}
+MODE=${2:?expected mode: none or delegated}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge}
+TIMEOUT=${E2E_READY_TIMEOUT:-300}
+STATE=$E2E_CACHE/scenarios-$ROUTE
+mkdir -p "$STATE"
+chmod 755 "$STATE"
+U=$(user_uid)
+H=$(user_home)
+RT=/run/user/$U
+SHARE=$H/.local/share/rootless-k8s
+CONFIG=$H/.config/rootless-k8s
+RECEIPT=$SHARE/receipt.json
+SOCK=$RT/rootless-k8s/containerd/containerd.sock
+MANIFESTS=$E2E_OPT/mirror/manifests
+UNITS=(rootless-k8s.target rootless-k8s-rootlesskit.service rootless-k8s-etcd.service rootless-k8s-kube-apiserver.service
+  rootless-k8s-kube-controller-manager.service rootless-k8s-kube-scheduler.service rootless-k8s-kubelet.service rootless-k8s-kube-proxy.service)
+SCRATCH=/tmp/rk8s-e2e-$U
+install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "$SCRATCH"
+
+rk8s() { as_user "$E2E_OPT/bin/rootless-k8s" "$@"; }
+tool() { as_user "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" "$@"; }
+mirror_get() { "$E2E_OPT/node" -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(t))' "http://127.0.0.1:$MIRROR_PORT$1"; }
+mirror_stat() { mirror_get /__e2e/stats | "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" json - ".$1"; }
+SOURCE=()
+# set_version V: FLAGS = the install flags for the version set of Kubernetes V, from the mirror
+set_version() { FLAGS=(--yes --manifest "$MANIFESTS/k8s-$1.json" --timeout "$TIMEOUT" "${SOURCE[@]}"); }
+
+start_mirror() {
+  rm -f "$STATE/mirror.port"
+  setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$STATE/mirror.port" --log "$STATE/mirror.log" >"$STATE/mirror.out" 2>&1 </dev/null &
+  MIRROR_PID=$!
+  for _ in $(seq 1 100); do [ -s "$STATE/mirror.port" ] && break; sleep 0.1; done
+  MIRROR_PORT=$(cat "$STATE/mirror.port")
+  SOURCE=(--mirror "http://127.0.0.1:$MIRROR_PORT")
+  info mirror "serving $E2E_OPT/mirror on 127.0.0.1:$MIRROR_PORT (pid $MIRROR_PID)"
+}
+stop_mirror() { [ -n "${MIRROR_PID:-}" ] && kill "$MIRROR_PID" 2>/dev/null; wait "${MIRROR_PID:-}" 2>/dev/null; }
+trap stop_mirror EXIT
+
+# run_bg LOG ARGS...: rootless-k8s ARGS as the test user in the background; PIDFILE gets its pid.
+PIDFILE=$SCRATCH/rootless-k8s.pid
+run_bg() {
+  local log=$1
+  shift
+  rm -f "$PIDFILE"
+  # shellcheck disable=SC2016 # $$ and $@ are the inner shell's
+  as_user sh -c 'echo $$ > "$0"; exec "$@"' "$PIDFILE" "$E2E_OPT/bin/rootless-k8s" "$@" >"$log" 2>&1 &
+  BG=$!
+  for _ in $(seq 1 100); do [ -s "$PIDFILE" ] && break; sleep 0.05; done
+}
+wait_for() { # wait_for SECONDS CMD...: true once CMD succeeds
+  local deadline=$(($(date +%s) + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -ge "$deadline" ] && return 1; sleep 0.3; done
+}
+
+units_active() { local u; for u in "${UNITS[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = active ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
+units_gone() { ! as_user systemctl --user list-units --all --plain --no-legend 'rootless-k8s*' | grep -q .; }
+# pid and start time of every unit: equal before and after means nothing was restarted
+unit_stamps() { local u; for u in "${UNITS[@]:1}"; do echo "$u $(as_user systemctl --user show -p MainPID -p ExecMainStartTimestampMonotonic --value "$u" | tr '\n' ' ')"; done; }
+receipt_files_stamp() { tool json "$RECEIPT" .files | "$E2E_OPT/node" -e 'const fs=require("fs");for(const f of JSON.parse(fs.readFileSync(0,"utf8"))){const s=fs.statSync(f.path);console.log(f.path,s.ino,s.mtimeMs)}'; }
+receipt_value() { tool json "$RECEIPT" "$1"; }
+printed_kubectl() { sed -n 's/^  try: *//p' "$1" | head -1; }
+sub_uid_files() { # files below DIR owned by one of the test user's subordinate ids
+  local start count
+  IFS=: read -r _ start count < <(grep "^$E2E_USER:" /etc/subuid | head -1)
+  find "$1" \( -uid +$((start - 1)) -a -uid -$((start + count)) \) 2>/dev/null | wc -l
+}
+ours_left() { # our paths that still exist in HOME and XDG_RUNTIME_DIR
+  local p
+  for p in "$SHARE" "$CONFIG" "$H/.cache/rootless-k8s" "$H/.local/state/rootless-k8s" "$RT/rootless-k8s" "$H"/.config/systemd/user/rootless-k8s*; do
+    [ -e "$p" ] && echo "$p"
+  done
+}
+
+install_to() { local log=$1; shift; rk8s install "$@" >"$log" 2>&1 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
+status_json_healthy() { rk8s status --json | grep -q '"healthy": true'; }
+kubelet_logs_registered() { rk8s logs kubelet -n 200 | grep -q 'Successfully registered node'; }
+mirror_bytes_over() { [ "$(mirror_stat bytes)" -gt "$1" ]; }
+target_inactive() { [ "$(as_user systemctl --user is-active rootless-k8s.target)" != active ]; }
+no_unit_files() { ! ls "$H"/.config/systemd/user/rootless-k8s* >/dev/null 2>&1; }
+partial_kept() { find "$H/.cache/rootless-k8s" -path '*partial*' -type f -size +0 | grep -q .; }
+current_is_kubernetes() { # the current link points at the set the receipt calls current, of this Kubernetes version
+  [ "$(as_user readlink "$SHARE/versions/current")" = "$(receipt_value .current)" ] && [ "$(receipt_value .plan.versions.components.kubernetes)" = "$1" ] &&
+    [ "$(as_user "$SHARE/versions/current/bin/kubelet" --version)" = "Kubernetes v$1" ]
+}
+
+# --- the node as a fresh install leaves it --------------------------------------------------------
+assert_running_node() { # assert_running_node SCOPE K8S_VERSION OUTPUT_FILE
+  local scope=$1 version=$2 out=$3 line
+  check "$scope" "every unit is active (systemctl --user is-active: ${#UNITS[@]} units)" units_active
+  check "$scope" "every file and binary matches its hash and mode in the receipt" tool receipt-check "$RECEIPT"
+  check "$scope" "mode is $MODE (receipt plan)" test "$(receipt_value .plan.mode.name)" = "$MODE"
+  line=$(printed_kubectl "$out")
+  if [ -n "$line" ] && as_user sh -c "$line" >"$STATE/kubectl.out" 2>&1 && grep -q " Ready .*v$version" "$STATE/kubectl.out"; then
+    pass "$scope" "the printed line works: $(tr -s ' ' <"$STATE/kubectl.out" | tail -1) (real kubectl: $line)"
+  else fail "$scope" "the printed kubectl line ($line): $(tail -3 "$STATE/kubectl.out" 2>/dev/null | tr '\n' ' ')"; fi
+  check "$scope" "rootless-k8s status exits 0 (healthy)" rk8s status
+  check "$scope" "rootless-k8s status --json says healthy" status_json_healthy
+  check "$scope" "doctor --node passes (units, readiness, cgroup, snapshotter, ports)" rk8s doctor --node
+  check "$scope" "containerd answers CRI inside the namespace: $(tool cri-status "$SOCK" 2>&1)" tool cri-status "$SOCK"
+  check "$scope" "rootless-k8s logs kubelet shows the kubelet's registration" kubelet_logs_registered
+}
+
+# A pod sandbox through the CRI: the runtime's pause image is imported (no registry is reachable),
+# then RunPodSandbox must give a pause container with an IP on the CNI bridge (pods CIDR).
+assert_pod_sandbox() {
+  local scope=$1 image pods r
+  image=$(tool sandbox-image "$SOCK") || { fail "$scope" "sandbox image: $image"; return; }
+  tool oci-image "$E2E_OPT/lib/busybox" "$SCRATCH/pause.tar" "$image" '["/bin/sleep","2147483647"]' >/dev/null
+  check "$scope" "imported $image into containerd (k8s.io) with the node's own ctr, inside the namespace" \
+    as_user "$SHARE/libexec/rootless-k8s-enter" "$SHARE/versions/current/bin/ctr" -a "$SOCK" -n k8s.io images import "$SCRATCH/pause.tar"
+  pods=$(receipt_value .plan.cidrs.pods)
+  r=$(tool pod "$SOCK" "$([ "$MODE" = delegated ] && echo /kubepods)" 2>&1)
+  if [[ $r == "ready "${pods%%.*}.* ]]; then pass "$scope" "RunPodSandbox: pause container ready with bridge IP ${r#ready } (pods $pods)"
+  else fail "$scope" "RunPodSandbox: $r"; fi
+  local node ann=""
+  node=$(receipt_value .plan.node.name)
+  for _ in $(seq 1 60); do
+    ann=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$node" -o 'jsonpath={.metadata.annotations.rk8s-double\.test/probe-pod-ip}' 2>/dev/null)
+    [ -n "$ann" ] && break
+    sleep 1
+  done
+  if [ -n "$ann" ]; then pass "$scope" "the kubelet ran its own pod sandbox through the CRI: IP $ann (node annotation)"; else fail "$scope" "the kubelet's probe pod has no IP"; fi
+  local n
+  n=$(sub_uid_files "$SHARE/data")
+  if [ "$n" -gt 0 ]; then pass "$scope" "$n files in the node's data belong to sub-UIDs (unpacked image)"; else fail "$scope" "no sub-UID-owned files in the data (the purge test needs some)"; fi
+}
+
+# --- scenarios ------------------------------------------------------------------------------------
+scenario_docker() {
+  bash "$HERE/docker-rootless.sh" "$ROUTE"
+  E2E_FAILS=$((E2E_FAILS + $?))
+}
+
+scenario_interrupt_fetch() {
+  mirror_get "/__e2e/rate?bps=3000000" >/dev/null # 3 MB/s: the set takes ~30 s to download
+  mirror_get /__e2e/reset >/dev/null
+  local log=$STATE/interrupt-fetch.log rc
+  run_bg "$log" install "${FLAGS[@]}"
+  wait_for 60 mirror_bytes_over 5000000 && kill -INT "$(cat "$PIDFILE")"
+  wait "$BG"
+  rc=$?
+  mirror_get "/__e2e/rate?bps=0" >/dev/null
+  check interrupt-fetch "SIGINT during the download exits 130 (got $rc)" test "$rc" = 130
+  check interrupt-fetch "it says it was interrupted and how to go on" grep -q "interrupted" "$log"
+  check interrupt-fetch "nothing was started (rootless-k8s.target not active)" target_inactive
+  check interrupt-fetch "no unit file was written" no_unit_files
+  check interrupt-fetch "the partial download is kept for resuming" partial_kept
+}
+
+scenario_fresh() {
+  local log=$STATE/fresh.log rc t0
+  mirror_get /__e2e/reset >/dev/null
+  t0=$(ts)
+  rk8s install "${FLAGS[@]}" >"$log" 2>&1
+  rc=$?
+  if [ "$rc" = 0 ]; then pass fresh "install --yes in mode $MODE: Ready in $(elapsed "$t0")s"; else
+    fail fresh "install exited $rc"; tail -40 "$log" | sed 's/^/    | /'; return; fi
+  case " $SCENARIOS " in *" interrupt-fetch "*)
+    check fresh "the re-run resumed the interrupted download (Range requests: $(mirror_stat ranges))" test "$(mirror_stat ranges)" -gt 0 ;;
+  esac
+  assert_running_node fresh 1.36.0 "$log"
+  assert_pod_sandbox fresh
+}
+
+scenario_reinstall() {
+  local before after files_before files_after log=$STATE/reinstall.log
+  before=$(unit_stamps)
+  files_before=$(receipt_files_stamp)
+  local receipt_before
+  receipt_before=$(stat -c '%i %Y' "$RECEIPT")
+  mirror_get /__e2e/reset >/dev/null
+  check reinstall "install again with the same plan exits 0" install_to "$log" "${FLAGS[@]}" || return
+  after=$(unit_stamps)
+  files_after=$(receipt_files_stamp)
+  check reinstall "it says nothing changed" grep -q "nothing changed" "$log"
+  check reinstall "no unit restarted (same main pids and start times)" test "$before" = "$after"
+  check reinstall "no file was rewritten (same inodes and mtimes, receipt included)" test "$files_before|$receipt_before" = "$files_after|$(stat -c '%i %Y' "$RECEIPT")"
+  check reinstall "zero bytes downloaded (requests: $(mirror_stat requests))" test "$(mirror_stat requests)" = 0
+}
+
+scenario_changed_plan() {
+  local before after changed log=$STATE/changed-plan.log
+  before=$(unit_stamps)
+  check changed-plan "install --taint-none exits 0" install_to "$log" "${FLAGS[@]}" --taint-none || return
+  after=$(unit_stamps)
+  changed=$(diff <(echo "$before") <(echo "$after") | sed -n 's/^> \([^ ]*\) .*/\1/p' | tr '\n' ' ')
+  check changed-plan "a changed plan (--taint-none) restarted only the kubelet (restarted: ${changed:-none})" test "$changed" = "rootless-k8s-kubelet.service "
+  local taints
+  taints=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$(receipt_value .plan.node.name)" -o 'jsonpath={.spec.taints[*].key}' 2>&1)
+  check changed-plan "the node carries the taint (taints: $taints)" grep -q "resource-isolation" <<<"$taints"
+  before=$(unit_stamps)
+  check changed-plan "install without --taint-none again exits 0" install_to "$log" "${FLAGS[@]}"
+  after=$(unit_stamps)
+  changed=$(diff <(echo "$before") <(echo "$after") | sed -n 's/^> \([^ ]*\) .*/\1/p' | tr '\n' ' ')
+  check changed-plan "and back: again only the kubelet restarted (restarted: ${changed:-none})" test "$changed" = "rootless-k8s-kubelet.service "
+}
+
+scenario_interrupt_start() {
+  local log=$STATE/interrupt-start.log rc
+  as_user systemctl --user stop rootless-k8s.target
+  run_bg "$log" install "${FLAGS[@]}"
+  wait_for 120 grep -q "Starting the node" "$log"
+  kill -INT "$(cat "$PIDFILE")"
+  wait "$BG"
+  rc=$?
+  check interrupt-start "SIGINT while starting exits 130 (got $rc)" test "$rc" = 130
+  check interrupt-start "it names the step: $(grep -o 'interrupted during step "[a-z]*"' "$log" | head -1)" grep -qE 'interrupted during step "(start|ready)"' "$log"
+  check interrupt-start "the receipt says the install did not finish ($(receipt_value .state))" test "$(receipt_value .state)" = failed
+  check interrupt-start "a re-run completes (exit 0, Ready)" install_to "$STATE/interrupt-start-rerun.log" "${FLAGS[@]}"
+  check interrupt-start "re-run: every unit is active" units_active
+  check interrupt-start "re-run: the receipt says installed" test "$(receipt_value .state)" = installed
+}
+
+scenario_upgrade() {
+  local log=$STATE/upgrade.log rc
+  check upgrade "--dry-run shows the change and changes nothing" rk8s upgrade --dry-run --manifest "$MANIFESTS/k8s-1.37.0.json" "${SOURCE[@]}"
+  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-1.37.0.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
+  rc=$?
+  check upgrade "upgrade 1.36.0 → 1.37.0 exits 0 (got $rc)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return; }
+  check upgrade "the current link points at the new set ($(as_user readlink "$SHARE/versions/current"))" test "$(as_user readlink "$SHARE/versions/current")" = "$(receipt_value .current)"
+  check upgrade "the old set stays next to it for a rollback ($(receipt_value .previous))" test -d "$SHARE/versions/$(receipt_value .previous)/bin"
+  local v
+  v=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$(receipt_value .plan.node.name)" -o 'jsonpath={.status.nodeInfo.kubeletVersion}' 2>&1)
+  check upgrade "node's kubeletVersion is $v" test "$v" = v1.37.0
+  check upgrade "the runtime was not restarted (only Kubernetes changed)" grep -q "kube-apiserver.service" "$log"
+  check upgrade "every file matches the receipt after the upgrade" tool receipt-check "$RECEIPT"
+  check upgrade "status is healthy" rk8s status
+}
+
+scenario_rollback() {
+  local log=$STATE/rollback.log rc
+  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-1.37.1.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
+  rc=$?
+  check rollback "an upgrade whose API server crashes exits 1 (got $rc)" test "$rc" = 1
+  check rollback "it shows the failing unit's last lines" grep -q "last .* lines of rootless-k8s-kube-apiserver.service" "$log"
+  check rollback "it says it rolled back: $(grep -o 'rolled back[^;]*' "$log" | head -1)" grep -q "rolled back: the node is Ready on Kubernetes 1.37.0" "$log"
+  check rollback "the current link is back on the 1.37.0 set ($(as_user readlink "$SHARE/versions/current"))" current_is_kubernetes 1.37.0
+  check rollback "status is healthy on 1.37.0" rk8s status
+  check rollback "every unit is active again" units_active
+}
+
+scenario_skew() {
+  local log=$STATE/skew.log rc
+  mirror_get /__e2e/reset >/dev/null
+  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-1.39.0.json" "${SOURCE[@]}" >"$log" 2>&1
+  rc=$?
+  check skew "1.37 → 1.39 is refused with exit 3 (got $rc): $(head -1 "$log")" test "$rc" = 3
+  check skew "the refusal names the rule (one minor at a time)" grep -q "one minor at a time" "$log"
+  check skew "nothing was downloaded (requests: $(mirror_stat requests))" test "$(mirror_stat requests)" = 0
+}
+
+scenario_uninstall() {
+  local log=$STATE/uninstall.log left
+  rk8s uninstall >"$log" 2>&1
+  check uninstall "without a terminal, uninstall asks for --yes and refuses (exit 3)" test $? = 3
+  check uninstall "uninstall --yes exits 0" rk8s uninstall --yes
+  check uninstall "no unit of the node is loaded any more" units_gone
+  left=$(ours_left | tr '\n' ' ')
+  check uninstall "only data is left: $left" test "$left" = "$SHARE $CONFIG $H/.cache/rootless-k8s "
+  check uninstall "below ~/.local/share/rootless-k8s: only data/ and the receipt" test "$(as_user ls "$SHARE" | tr '\n' ' ')" = "data receipt.json "
+  check uninstall "below ~/.config/rootless-k8s: only pki/" test "$(as_user ls "$CONFIG" | tr '\n' ' ')" = "pki "
+  check uninstall "nothing of ours in XDG_RUNTIME_DIR" test ! -e "$RT/rootless-k8s"
+  check uninstall "running it again is harmless (exit 0)" rk8s uninstall --yes
+}
+
+scenario_purge() {
+  local n left
+  n=$(sub_uid_files "$SHARE/data")
+  info purge "$n files owned by sub-UIDs are in the kept data before --purge"
+  check purge "uninstall --purge --yes exits 0" rk8s uninstall --purge --yes
+  left=$(ours_left | tr '\n' ' ')
+  check purge "nothing of ours is left (sub-UID files included): ${left:-nothing}" test -z "$left"
+  check purge "a second --purge finds nothing to do" rk8s uninstall --purge --yes
+}
+
+start_mirror
+set_version 1.36.0
+info scenarios "route $ROUTE, expected mode $MODE, user $E2E_USER ($U), binary $("$E2E_OPT/bin/rootless-k8s" --version)"
+for s in $SCENARIOS; do
+  t0=$(ts)
+  "scenario_${s//-/_}"
+  info "$s" "took $(elapsed "$t0")s"
+done
+exit "$E2E_FAILS"
