@@ -13,11 +13,20 @@ export function versionSet(m: Manifest): Record<string, string> {
 }
 
 /**
- * A short, stable name for the version set, for folders like versions/<id>: the Kubernetes
- * version (when present) and the first 10 hex of the sha256 of the artifacts' JSON.
+ * A short, stable name for the version set, for folders like versions/<id>: the Kubernetes version
+ * (when present) and 10 hex of a sha256.
+ * - Without `arch`: over the whole manifest's artifacts, as written.
+ * - With `arch`: over what decides the installed bits on that arch only (each artifact's id, version,
+ *   format, binaries and pinned checksum), not URLs, sizes or notes. The built-in manifest and a
+ *   bundle made from it (its manifest has one arch, with sizes) then name the same set.
  */
-export function versionSetId(m: Manifest): string {
-  const digest = createHash("sha256").update(JSON.stringify(m.artifacts)).digest("hex").slice(0, 10);
+export function versionSetId(m: Manifest, arch?: Arch): string {
+  const identity = arch
+    ? m.artifacts
+        .filter((a) => a.checksums[arch] !== undefined)
+        .map((a) => [a.id, a.version, a.format, a.binaries, a.checksums[arch]?.algorithm, a.checksums[arch]?.value])
+    : m.artifacts;
+  const digest = createHash("sha256").update(JSON.stringify(identity)).digest("hex").slice(0, 10);
   const k8s = versionSet(m).kubernetes;
   return k8s ? `${k8s}-${digest}` : digest;
 }

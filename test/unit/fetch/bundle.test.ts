@@ -10,7 +10,7 @@ import { listCache } from "../../../cli/fetch/cache";
 import { installBinaries } from "../../../cli/fetch/extract";
 import { fetchArtifacts } from "../../../cli/fetch/fetch";
 import { parseManifest } from "../../../cli/fetch/manifest";
-import { allArtifactsFor } from "../../../cli/fetch/select";
+import { allArtifactsFor, versionSetId } from "../../../cli/fetch/select";
 import type { Manifest, ManifestArtifact } from "../../../cli/fetch/types";
 import { randomBody, tempDir, testArtifact } from "./helpers/artifacts";
 import { startServer, type TestServer } from "./helpers/server";
@@ -90,8 +90,9 @@ describe("offline bundles", () => {
     expect(execFileSync(join(work, "bin", "etcd")).length).toBe(0);
   });
 
-  it("gives the bundle's own manifest, with sizes", async () => {
+  it("gives the bundle's own manifest, with sizes, naming the same version set for its arch", async () => {
     const m = await readBundleManifest(bundle);
+    expect(versionSetId(m, "amd64")).toBe(versionSetId(manifest, "amd64"));
     expect(m.origin).toBe(`bundle ${bundle}`);
     expect(m.artifacts.map((a) => [a.id, a.checksums.amd64?.size])).toEqual([
       ["etcd", etcdTar.length],

@@ -51,6 +51,9 @@ describe("the built-in manifest", () => {
       "cri-dockerd": "0.3.26",
     });
     expect(versionSetId(m)).toMatch(/^1\.36\.0-[0-9a-f]{10}$/);
+    expect(versionSetId(m, "amd64")).not.toBe(versionSetId(m, "arm64"));
+    const renamed = { ...m, name: "other name", artifacts: m.artifacts.map((a) => ({ ...a, notes: "changed", url: a.url.replace("https://", "https://mirror.") })) };
+    expect(versionSetId(renamed, "arm64")).toBe(versionSetId(m, "arm64")); // per arch, only what decides the installed bits counts
   });
 
   it("takes all seven Kubernetes binaries from the server tarball pinned by its release-notes sha512", () => {
