@@ -4,7 +4,7 @@
 // Like the real one inside a user namespace, it dies when told to write conntrack sysctls it cannot
 // write; it programs its base chain with the real iptables/nft of the namespace; then it
 // authenticates as system:kube-proxy, lists nodes, and stays running.
-import { accessSync, constants } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { parse } from "yaml";
 import { unknownFeatureGates, unknownFields } from "./lib/config-fields.mjs";
@@ -40,11 +40,13 @@ if (!["iptables", "nftables", "ipvs"].includes(mode || "iptables")) die(C, `inva
 // conntrack sysctls: the real kube-proxy writes them unless they are 0, and cannot inside a user namespace.
 const ct = cfg.conntrack ?? {};
 const maxPerCore = f["conntrack-max-per-core"] ?? ct.maxPerCore ?? 32768;
+// Like the real one, it writes the value (here: the current one back, which changes nothing).
 const sysctl = (name) => {
+  const file = `/proc/sys/${name}`;
   try {
-    accessSync(`/proc/sys/${name}`, constants.W_OK);
+    writeFileSync(file, readFileSync(file, "utf8"));
   } catch (e) {
-    die(C, `Error running ProxyServer: open /proc/sys/${name}: ${e.code === "EACCES" || e.code === "EROFS" ? "permission denied" : e.message} (set conntrack.${name.endsWith("max") ? "maxPerCore" : "timeouts"} to 0 when rootless)`);
+    die(C, `Error running ProxyServer: open ${file}: ${e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "permission denied" : e.message} (set conntrack.${name.endsWith("max") ? "maxPerCore" : "timeouts"} to 0 when rootless)`);
   }
 };
 if (maxPerCore !== 0) sysctl("net/netfilter/nf_conntrack_max");

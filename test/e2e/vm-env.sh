@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The VM route: a qemu VM with Debian's own kernel, systemd as init, logind, linger and cgroup v2
+# with Delegate=cpu cpuset io memory pids for the test user, so the node runs in mode `delegated`.
+# The guest boots, runs test/e2e/scenarios.sh (via lib/guest-job.sh) against the same binary,
+# doubles and mirror as the host route (copied in from $E2E_OPT), writes its output to a 9p share
+# (the serial console as a fallback) and powers off. Adapted from the project's testenv research
+# (shared/testenv/vm.sh, route 3).
+#
+#   sudo test/e2e/vm-env.sh           (needs $E2E_OPT prepared by test/e2e/prepare.mjs)
+#
+# Acceleration: KVM only when the CPU offers vmx/svm (this machine kind's /dev/kvm is PVM, on
+# which a stock kernel hangs after "Probing EDD"), else TCG software emulation: minutes, not seconds.
+# It never passes silently: no result from the guest is a FAIL with the reason and the console tail.
+# Env: E2E_VM_TIMEOUT (s, default 3000), E2E_VM_MEM (MiB, 4096), E2E_VM_CPUS (nproc), E2E_SCENARIOS.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC1091 # checked on their own
+. "$HERE/lib/common.sh"
+# shellcheck disable=SC1091
+. "$HERE/lib/guest-rootfs.sh"
+need_root
+STATE=$E2E_CACHE/vm
+TIMEOUT=${E2E_VM_TIMEOUT:-3000}
+PIDFILE=$STATE/qemu.pid
+mkdir -p "$STATE"
+
+down() {
+  local p
+  p=$(cat "$PIDFILE" 2>/dev/null || true)
+  if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p"
+    for _ in $(seq 1 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$p" 2>/dev/null && kill -KILL "$p"
+  fi
+  rm -f "$PIDFILE"
+}
+
+main() {
+  local t0 t r kver accel cpu
+  t0=$(ts)
+  [ -x "$E2E_OPT/bin/rootless-k8s" ] || { fail vm "$E2E_OPT is not prepared (run test/e2e/prepare.mjs, or make e2e)"; return 1; }
+  apt_install debootstrap qemu-system-x86 qemu-utils e2fsprogs || { fail vm "cannot install qemu/debootstrap (apt)"; return 1; }
+  build_guest_base || { fail vm "cannot build the guest root file system (debootstrap; see $E2E_CACHE/debootstrap.log)"; return 1; }
+  t=$(ts)
+  r=$STATE/root
+  down
+  rm -rf "$r" "$STATE/out" "$STATE/disk.img"
+  cp -a "$E2E_CACHE/vm-base" "$r"
+  configure_guest "$r" "$HERE"
+  printf 'E2E_SCENARIOS=%q\nE2E_READY_TIMEOUT=%q\n' "${E2E_SCENARIOS:-interrupt-fetch fresh reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge}" "${E2E_READY_TIMEOUT:-900}" >"$r/opt/rk8s-e2e/e2e/job.env"
+  kver=$(find "$r/boot" -name 'vmlinuz-*' | sed 's/.*vmlinuz-//' | sort -V | tail -1)
+  cp "$r/boot/vmlinuz-$kver" "$r/boot/initrd.img-$kver" "$STATE/"
+  mkdir -p "$STATE/out"
+  mkfs.ext4 -q -F -L rk8s-e2e -d "$r" "$STATE/disk.img" 8G || { fail vm "mkfs.ext4 -d failed"; return 1; }
+  rm -rf "$r"
+  info vm "guest image ($(du -h "$STATE/disk.img" | cut -f1) used, kernel $kver) in $(elapsed "$t")s"
+
+  accel=${E2E_VM_ACCEL:-auto}
+  if [ "$accel" = auto ]; then
+    if [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then accel=kvm; else accel=tcg; fi
+  fi
+  local accel_args
+  if [ "$accel" = kvm ]; then accel_args=(-accel kvm); cpu=host,-arch-capabilities
+  else accel_args=(-accel "tcg,thread=multi,tb-size=1024"); cpu=max; fi
+  t=$(ts)
+  if ! qemu-system-x86_64 "${accel_args[@]}" -cpu "$cpu" -smp "${E2E_VM_CPUS:-$(nproc)}" -m "${E2E_VM_MEM:-4096}" -machine q35 \
+    -display none -monitor none -serial "file:$STATE/console.log" -no-reboot \
+    -kernel "$STATE/vmlinuz-$kver" -initrd "$STATE/initrd.img-$kver" \
+    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 systemd.show_status=1 panic=-1" \
+    -drive "file=$STATE/disk.img,if=virtio,format=raw,cache=unsafe,aio=threads" \
+    -virtfs "local,path=$STATE/out,mount_tag=rk8se2e,security_model=none,id=rk8se2e" \
+    -nic none -pidfile "$PIDFILE" -daemonize; then
+    fail vm "qemu did not start (accel $accel)"
+    return 1
+  fi
+  info vm "qemu started: accel=$accel cpu=$cpu, waiting up to ${TIMEOUT}s for the guest's scenarios"
+  local i
+  for i in $(seq 1 "$TIMEOUT"); do
+    [ -e "$STATE/out/job.rc" ] && break
+    kill -0 "$(cat "$PIDFILE" 2>/dev/null)" 2>/dev/null || break
+    sleep 1
+  done
+  local rc
+  if [ -e "$STATE/out/job.rc" ]; then
+    grep -E '^(PASS|FAIL|INFO) ' "$STATE/out/job.log"
+    rc=$(sed -n 's/^rc=//p' "$STATE/out/job.rc")
+    info vm "guest boot + scenarios took $(elapsed "$t")s (accel $accel); full log: $STATE/out/job.log"
+  else
+    fail vm "no result from the guest after $(elapsed "$t")s ($( [ "$i" -ge "$TIMEOUT" ] && echo "timeout ${TIMEOUT}s" || echo "qemu exited")); last console lines:"
+    tr -d '\033\r' <"$STATE/console.log" | tail -25 | sed 's/^/    | /'
+    grep -E '^(PASS|FAIL|INFO) ' "$STATE/out/job.log" 2>/dev/null | tail -20
+    rc=1
+  fi
+  for _ in $(seq 1 60); do kill -0 "$(cat "$PIDFILE" 2>/dev/null)" 2>/dev/null || break; sleep 1; done
+  down
+  info vm "VM route total $(elapsed "$t0")s"
+  return "$rc"
+}
+
+main

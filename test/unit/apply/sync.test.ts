@@ -1,0 +1,86 @@
+// Writing the rendered node: only what differs from the disk, folders with their modes, stale files
+// of an earlier plan found and removed; the receipt round-trips and refuses damage.
+import { mkdtempSync, promises as fsp, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { readReceipt, receiptLocation, writeReceipt, type Receipt } from "../../../cli/apply/receipt";
+import { diffFiles, removeStale, toReceiptFile, writeFiles } from "../../../cli/apply/sync";
+import type { RenderedFile } from "../../../cli/render/index";
+import { UserError } from "../../../cli/errors";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "rk8s-sync-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const file = (p: string, content: string, mode = 0o644, extra: Partial<RenderedFile> = {}): RenderedFile => ({ path: join(dir, p), content, mode, kind: "config", ...extra });
+
+function receiptWith(files: RenderedFile[]): Receipt {
+  const roots = { state: join(dir, "s/rootless-k8s"), data: join(dir, "s/rootless-k8s/data"), config: join(dir, "c/rootless-k8s"), pki: join(dir, "c/rootless-k8s/pki"), runtime: join(dir, "r/rootless-k8s"), versions: join(dir, "s/rootless-k8s/versions") };
+  return { schemaVersion: 1, tool: "0.0.0", state: "installed", mode: "none", runtime: "containerd", target: "rootless-k8s.target", units: [], files: files.map(toReceiptFile), sets: {}, current: null, previous: null, currentLink: join(dir, "current"), roots, createdDirs: [], kubeconfigMerge: null, plan: null, updatedAt: "" };
+}
+
+describe("diffFiles and writeFiles", () => {
+  it("writes new files into folders created with their modes, then finds nothing to write", async () => {
+    const files = [file("cfg/pki/ca.key", "KEY", 0o600), file("cfg/kubelet.yaml", "kind: KubeletConfiguration\n")];
+    const first = await diffFiles(files, null);
+    expect(first.write.length).toBe(2);
+    const created = await writeFiles(first.write, (d) => (d.endsWith("pki") ? 0o700 : 0o755));
+    expect(created).toContain(join(dir, "cfg/pki"));
+    expect(statSync(join(dir, "cfg/pki")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, "cfg/pki/ca.key")).mode & 0o777).toBe(0o600);
+    const again = await diffFiles(files, receiptWith(files));
+    expect(again.write).toEqual([]);
+    expect(again.unchanged.length).toBe(2);
+  });
+
+  it("rewrites a file changed or deleted by hand, and one whose mode was loosened", async () => {
+    const files = [file("a", "A"), file("b", "B"), file("k", "K", 0o600)];
+    await writeFiles(files, () => 0o755);
+    writeFileSync(join(dir, "a"), "edited");
+    await fsp.rm(join(dir, "b"));
+    await fsp.chmod(join(dir, "k"), 0o644);
+    const d = await diffFiles(files, receiptWith(files));
+    expect(d.write.map((f) => f.path).sort()).toEqual([join(dir, "a"), join(dir, "b"), join(dir, "k")]);
+  });
+
+  it("finds the files an earlier plan wrote that this one does not, and removes only those", async () => {
+    const old = [file("containerd/config.toml", "v2"), file("kubelet.yaml", "x")];
+    await writeFiles(old, () => 0o755);
+    writeFileSync(join(dir, "users-own-file"), "mine");
+    const now = [file("kubelet.yaml", "x"), file("crio/crio.conf", "y")];
+    const d = await diffFiles(now, receiptWith(old));
+    expect(d.stale.map((f) => f.path)).toEqual([join(dir, "containerd/config.toml")]);
+    await removeStale(d.stale);
+    expect(() => statSync(join(dir, "containerd/config.toml"))).toThrow();
+    expect(readFileSync(join(dir, "users-own-file"), "utf8")).toBe("mine");
+  });
+});
+
+describe("the receipt", () => {
+  it("round-trips, 0600 in a 0700 folder", async () => {
+    const r = receiptWith([file("a", "A")]);
+    const f = join(dir, "state", "receipt.json");
+    await writeReceipt(f, r);
+    expect(statSync(f).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "state")).mode & 0o777).toBe(0o700);
+    const back = await readReceipt(f);
+    expect(back?.files).toEqual(r.files);
+    expect(back?.updatedAt).not.toBe("");
+  });
+  it("is null when absent and a clear error when damaged", async () => {
+    expect(await readReceipt(join(dir, "none.json"))).toBeNull();
+    writeFileSync(join(dir, "bad.json"), "{not json");
+    await expect(readReceipt(join(dir, "bad.json"))).rejects.toThrow(UserError);
+    writeFileSync(join(dir, "old.json"), JSON.stringify({ schemaVersion: 99 }));
+    await expect(readReceipt(join(dir, "old.json"))).rejects.toThrow(/unknown format/);
+  });
+  it("is found from the environment as the plan would place it", () => {
+    expect(receiptLocation({ HOME: "/home/a" })).toBe("/home/a/.local/share/rootless-k8s/receipt.json");
+    expect(receiptLocation({ HOME: "/home/a", XDG_DATA_HOME: "/data" })).toBe("/data/rootless-k8s/receipt.json");
+    expect(receiptLocation({ HOME: "/home/a", XDG_DATA_HOME: "relative" })).toBe("/home/a/.local/share/rootless-k8s/receipt.json");
+    expect(receiptLocation({ HOME: "/home/a" }, "/opt/k8s")).toBe("/opt/k8s/receipt.json");
+  });
+});
