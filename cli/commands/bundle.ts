@@ -3,6 +3,7 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
 import { downloadEnvironment, downloadOptions, manifestOption } from "../fetch/cli";
+import { ARCHES } from "../fetch/types";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
@@ -16,7 +17,7 @@ tar: the files plus a manifest with their checksums and sizes. On the offline ma
 made from another manifest is refused there unless --trust-bundle is given.`,
   options: {
     output: { type: "string", short: "o", valueName: "FILE", description: "Write the bundle here (required)" },
-    arch: { type: "string", valueName: "ARCH", description: "Architecture of the offline machine (default: this machine's)", choices: ["amd64", "arm64"] },
+    arch: { type: "string", valueName: "ARCH", description: "Architecture of the offline machine (default: this machine's)", choices: ARCHES },
     ...manifestOption,
     ...downloadOptions,
   },
@@ -27,13 +28,23 @@ made from another manifest is refused there unless --trust-bundle is given.`,
 export async function run(ctx: Context, args: Parsed): Promise<number> {
   const output = opt.str(args, "output");
   if (!output) throw new UsageError("missing -o FILE (where to write the bundle)", spec.name);
-  const [fetch, cli, { hostArch }, path] = await Promise.all([import("../fetch/index"), import("../fetch/cli"), import("../apply/releases"), import("node:path")]);
+  const [fetch, cli, { hostArch }, path, fs] = await Promise.all([
+    import("../fetch/index"),
+    import("../fetch/cli"),
+    import("../apply/releases"),
+    import("node:path"),
+    import("node:fs/promises"),
+  ]);
+  const file = path.resolve(ctx.cwd, output);
+  // Checked before downloading anything: the folder must exist and be writable.
+  await fs.access(path.dirname(file), fs.constants.W_OK).catch(() => {
+    throw new UsageError(`-o ${output}: the folder ${path.dirname(file)} does not exist or is not writable`, spec.name);
+  });
   const manifest = cli.manifestFrom(args);
   const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
   const artifacts = fetch.allArtifactsFor(manifest, arch);
   const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
   const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
-  const file = path.resolve(ctx.cwd, output);
   const written = await fetch.writeBundle(fetched, manifest, arch, file, ctx.signal);
   ctx.out.out(`wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest)}`);
   ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);

@@ -50,7 +50,9 @@ export async function writeBundle(
 ): Promise<{ file: string; size: number; index: BundleIndex }> {
   const index = bundleIndex(fetched, manifest, arch);
   const tmpOut = `${outFile}.tmp-${process.pid}`;
-  const stage = await fsp.mkdtemp(join(dirname(outFile), `.${basename(outFile)}.stage-`));
+  const stage = await fsp.mkdtemp(join(dirname(outFile), `.${basename(outFile)}.stage-`)).catch((e: NodeJS.ErrnoException) => {
+    throw cannotWrite(outFile, e);
+  });
   try {
     await fsp.writeFile(join(stage, BUNDLE_INDEX), JSON.stringify(index, null, 2) + "\n");
     for (const f of index.files) {
@@ -66,6 +68,7 @@ export async function writeBundle(
   } catch (e) {
     await fsp.rm(tmpOut, { force: true });
     if (signal?.aborted) throw new InterruptedError("interrupted while writing the bundle; no bundle was written");
+    if (typeof (e as NodeJS.ErrnoException).syscall === "string") throw cannotWrite(outFile, e as NodeJS.ErrnoException);
     throw e;
   } finally {
     await fsp.rm(stage, { recursive: true, force: true });
@@ -266,6 +269,15 @@ async function parseIndexEntry(file: string, entry: ReadEntry, path: string): Pr
     return f as unknown as BundleFile;
   });
   return { ...(data as unknown as BundleIndex), manifest, files };
+}
+
+function cannotWrite(file: string, e: NodeJS.ErrnoException): UserError {
+  const why = e.code === "ENOSPC" || e.code === "EDQUOT" ? "no space left on the device" : (e.code ?? e.message);
+  return new UserError(`cannot write the bundle ${file} (${why}); nothing was written`, {
+    exitCode: ExitCode.Failure,
+    cause: e,
+    fix: "write it to an existing folder you can write to, with room for every component (-o FILE)",
+  });
 }
 
 function notABundle(file: string, why: string): UserError {

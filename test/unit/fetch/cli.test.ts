@@ -127,6 +127,13 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
     expect(frames).not.toMatch(/^crictl 1\.36\.0 for amd64: /m); // no plain lines on a terminal
   });
 
+  it("refuses a bundle path in a missing folder before downloading anything (exit 2)", async () => {
+    const r = await runCli(["bundle", "-o", join(home, "missing", "b.tar"), "--manifest", manifestFile, "--mirror", server.url], { env: env() });
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toBe(`error: -o ${join(home, "missing", "b.tar")}: the folder ${join(home, "missing")} does not exist or is not writable`);
+    expect(server.requests).toHaveLength(0);
+  });
+
   it("names the URL and version on a 404 (exit 5), with a fix and no stack trace", async () => {
     const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", `${server.url}/nothing-here`], { env: env() });
     expect(r.code).toBe(5);
