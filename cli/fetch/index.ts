@@ -6,6 +6,9 @@
  *
  *   const manifest = trustBundle && bundle ? await readBundleManifest(bundle) : loadManifest({ file: manifestFlag });
  *   const versions = versionSet(manifest);                       // { kubernetes: "1.36.0", etcd: "3.6.14", ... }
+ *   const setId = versionSetId(manifest, arch);                  // same id for the manifest and a bundle made from it
+ *   // network: the driver whose binary must be downloaded: "slirp4netns" only when the node uses
+ *   // the bundled slirp4netns; "builtin" (or "pasta") when it uses RootlessKit's driver or a host binary.
  *   const artifacts = selectArtifacts(manifest, { arch, runtime, network });
  *   const lock = await acquireInstallLock();                     // exit 6 when another run holds it
  *   try {
@@ -13,7 +16,7 @@
  *       cacheDir: defaultCacheDir(env), mirror: mirrorFrom(flags.mirror, env), caFile, signal,
  *       progress: await createFetchProgress(out, artifacts.length), bundle, trustBundle,
  *     });
- *     const bins = await installBinaries(fetched, `${dataDir}/versions/${versionSetId(manifest)}/bin`, { signal });
+ *     const bins = await installBinaries(fetched, `${dataDir}/versions/${setId}/bin`, { signal });
  *     // bins: [{ name, path, dir, artifactId, component, version, sha256 }] for the receipt
  *   } finally {
  *     await lock.release();
