@@ -2,7 +2,7 @@
 // loopback mirror with a --manifest of served files, Ctrl-C mid-download then a resumed run,
 // the lock between two runs, and one-line errors with documented exit codes.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
@@ -213,6 +213,7 @@ describe("a private CA from NODE_EXTRA_CA_CERTS", () => {
       expect(viaFlag.code, viaFlag.stderr).toBe(0);
     } finally {
       await server.close();
+      rmSync(ca.dir, { recursive: true, force: true });
     }
   });
 });

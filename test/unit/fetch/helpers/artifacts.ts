@@ -1,8 +1,9 @@
 // Manifest entries for files served by the test server: the URL keeps an upstream-like path and a
 // placeholder origin, which --mirror (the `mirror` option) replaces with the loopback server.
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll } from "vitest";
 import { resolveArtifact } from "../../../../cli/fetch/select";
 import type { HashAlgorithm, ManifestArtifact, ResolvedArtifact } from "../../../../cli/fetch/types";
 import { sha256, sha512 } from "./server";
@@ -48,4 +49,13 @@ export function randomBody(size: number, seed = 1): Buffer {
   return b;
 }
 
-export const tempDir = (prefix = "rk8s-fetch-") => mkdtempSync(join(tmpdir(), prefix));
+const made: string[] = [];
+/** A fresh folder under the system temp dir, removed when the test file is done. */
+export function tempDir(prefix = "rk8s-fetch-"): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
