@@ -139,7 +139,11 @@ export async function importFromBundle(
       for (const a of artifacts) {
         const chosen = chooseArtifact(a, index, file, opts.trustBundle);
         const cached = await fromCache(chosen.artifact, layout, opts.signal);
-        if (cached) results.set(a.id, { ...cached, verification: `${cached.verification} (bundle not needed)` });
+        if (cached) {
+          const r = { ...cached, verification: `${cached.verification} (bundle not needed)` };
+          results.set(a.id, r);
+          opts.progress?.done?.(r);
+        }
         else wanted.set(chosen.path, chosen.artifact);
       }
       return;
