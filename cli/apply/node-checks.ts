@@ -23,11 +23,12 @@ const result = (status: Status, summary: string, fix: CheckResult["fix"] = null,
 /** The owner's cgroup (from its main pid) must have cpu, memory and pids, and pass them down. */
 export async function checkOwnerCgroup(plan: Plan, systemd: SystemdUser, root = "/"): Promise<CheckResult> {
   if (plan.mode.name !== "delegated") return result("skip", "mode none: the node makes no cgroup writes, by design");
-  const st = await systemd.state(plan.units.owner);
-  if (!st.mainPid) return result("fail", `${plan.units.owner} has no main process (${st.activeState})`, { root: [], user: [`systemctl --user start ${plan.units.target}`] });
-  const self = await fsp.readFile(`${root}proc/${st.mainPid}/cgroup`, "utf8").catch(() => "");
-  const rel = /^0::(.*)$/m.exec(self)?.[1];
-  if (!rel) return result("fail", `${plan.units.owner} (pid ${st.mainPid}) is not in a cgroup v2 hierarchy`);
+  // The unit's own cgroup: RootlessKit moves its processes to a leaf below it (--evacuate-cgroup2),
+  // and the unit's cgroup passes the controllers down to the node's.
+  const r = await systemd.run(["show", "-p", "ControlGroup", "--value", plan.units.owner]);
+  const rel = r.code === 0 ? r.stdout.trim() : "";
+  if (!rel) return result("fail", `${plan.units.owner} has no cgroup (is it running?)`, { root: [], user: [`systemctl --user start ${plan.units.target}`] });
+  if (!(await fsp.stat(`${root}sys/fs/cgroup/cgroup.controllers`).catch(() => null))) return result("fail", "the host has no cgroup v2 hierarchy at /sys/fs/cgroup");
   const dir = `${root}sys/fs/cgroup${rel}`;
   const read = (f: string) => fsp.readFile(`${dir}/${f}`, "utf8").then((t) => t.trim().split(/\s+/).filter(Boolean), () => null);
   const [controllers, subtree] = await Promise.all([read("cgroup.controllers"), read("cgroup.subtree_control")]);

@@ -92,6 +92,7 @@ ours_left() { # our paths that still exist in HOME and XDG_RUNTIME_DIR
   done
 }
 
+printed_line_works() { as_user sh -c "$(printed_kubectl "$1")" | grep -q ' Ready '; }
 install_to() { local log=$1; shift; rk8s install "$@" >"$log" 2>&1 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
 status_json_healthy() { rk8s status --json | grep -q '"healthy": true'; }
 kubelet_logs_registered() { rk8s logs kubelet -n 200 | grep -q 'Successfully registered node'; }
@@ -199,21 +200,34 @@ scenario_reinstall() {
   check reinstall "zero bytes downloaded (requests: $(mirror_stat requests))" test "$(mirror_stat requests)" = 0
 }
 
+# A changed plan rewrites and restarts only what it touches. Mode none: --taint-none changes the
+# kubelet's config alone. Delegated (no none taint there): another API port changes the namespace
+# owner (RootlessKit publishes the port), and with it everything bound to it.
 scenario_changed_plan() {
-  local before after changed log=$STATE/changed-plan.log
+  local before after changed log=$STATE/changed-plan.log flag expect node
+  if [ "$MODE" = none ]; then flag=(--taint-none); expect="rootless-k8s-kubelet.service "
+  else flag=(--api-port 6444); expect="${UNITS[*]:1} "; fi
+  node=$(receipt_value .plan.node.name)
   before=$(unit_stamps)
-  check changed-plan "install --taint-none exits 0" install_to "$log" "${FLAGS[@]}" --taint-none || return
+  check changed-plan "install ${flag[*]} exits 0" install_to "$log" "${FLAGS[@]}" "${flag[@]}" || return
   after=$(unit_stamps)
   changed=$(diff <(echo "$before") <(echo "$after") | sed -n 's/^> \([^ ]*\) .*/\1/p' | tr '\n' ' ')
-  check changed-plan "a changed plan (--taint-none) restarted only the kubelet (restarted: ${changed:-none})" test "$changed" = "rootless-k8s-kubelet.service "
-  local taints
-  taints=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$(receipt_value .plan.node.name)" -o 'jsonpath={.spec.taints[*].key}' 2>&1)
-  check changed-plan "the node carries the taint (taints: $taints)" grep -q "resource-isolation" <<<"$taints"
+  check changed-plan "a changed plan (${flag[*]}) restarted only what it touches (restarted: ${changed:-none})" test "$changed" = "$expect"
+  if [ "$MODE" = none ]; then
+    local taints
+    taints=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$node" -o 'jsonpath={.spec.taints[*].key}' 2>&1)
+    check changed-plan "the node carries the taint (taints: $taints)" grep -q "resource-isolation" <<<"$taints"
+  else
+    check changed-plan "the admin kubeconfig now points at port 6444" grep -q "server: https://127.0.0.1:6444" "$CONFIG/admin.kubeconfig"
+    check changed-plan "the printed kubectl line works on the new port" printed_line_works "$log"
+  fi
   before=$(unit_stamps)
-  check changed-plan "install without --taint-none again exits 0" install_to "$log" "${FLAGS[@]}"
+  local back=()
+  [ "$MODE" = none ] || back=(--api-port 6443)
+  check changed-plan "install as before exits 0" install_to "$log" "${FLAGS[@]}" "${back[@]}"
   after=$(unit_stamps)
   changed=$(diff <(echo "$before") <(echo "$after") | sed -n 's/^> \([^ ]*\) .*/\1/p' | tr '\n' ' ')
-  check changed-plan "and back: again only the kubelet restarted (restarted: ${changed:-none})" test "$changed" = "rootless-k8s-kubelet.service "
+  check changed-plan "and back: again only those restarted (restarted: ${changed:-none})" test "$changed" = "$expect"
 }
 
 scenario_interrupt_start() {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Benchmark: `rootless-k8s install --yes` to a Ready node on the host route, per phase (fetch from
+# a warm cache, write, start, ready), against references measured in the same run:
+#   fetch (warm cache)  vs  sha256sum + tar -x of the same cached archives (a shell installer's floor)
+#   start + ready       vs  systemctl --user start rootless-k8s.target of the same units, polled to
+#                           Ready with kubectl (systemd and the components, without rootless-k8s)
+# Each install runs after `uninstall` (data, PKI and the download cache kept), RUNS times; medians.
+# Prints a table; asserts nothing. Needs root (the host route's test user), like `make e2e`.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+E2E=$REPO/test/e2e
+# shellcheck disable=SC1091 # checked on its own
+. "$E2E/lib/common.sh"
+need_root
+RUNS=${BENCH_RUNS:-3}
+ARCH=$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
+CLI=${E2E_CLI:-$REPO/dist/rootless-k8s-linux-$ARCH}
+OUT=$E2E_CACHE/bench
+mkdir -p "$OUT" && chmod 755 "$OUT"
+
+"$REPO/node_modules/.bin/node" "$E2E/prepare.mjs" --cache "$E2E_CACHE" --opt "$E2E_OPT" --cli "$CLI" >/dev/null || { echo "prepare failed" >&2; exit 1; }
+bash "$E2E/host-env.sh" up >/dev/null || { echo "the host route's user manager did not start" >&2; exit 1; }
+trap 'bash "$E2E/host-env.sh" down >/dev/null 2>&1; kill "${MIRROR_PID:-}" 2>/dev/null' EXIT
+E2E_NS_PID=$(bash "$E2E/host-env.sh" pid)
+export E2E_NS_PID
+H=$(user_home)
+BIN=$H/.local/share/rootless-k8s/versions/current/bin
+KCFG=$H/.config/rootless-k8s/admin.kubeconfig
+rk8s() { as_user "$E2E_OPT/bin/rootless-k8s" "$@"; }
+
+setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$OUT/port" >/dev/null 2>&1 </dev/null &
+MIRROR_PID=$!
+for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
+FLAGS=(--yes --manifest "$E2E_OPT/mirror/manifests/k8s-1.36.0.json" --mirror "http://127.0.0.1:$(cat "$OUT/port")" --timeout 300)
+
+# A clean start with a warm cache: install once (downloads), then uninstall (keeps the cache).
+rk8s uninstall --purge --yes >/dev/null 2>&1
+rk8s install "${FLAGS[@]}" >"$OUT/warmup.log" 2>&1 || { echo "warm-up install failed: $(tail -5 "$OUT/warmup.log")" >&2; exit 1; }
+
+ms_of() { # ms_of LOG LABEL-PREFIX: the step's duration from "ok  <label> (<n> ms|<n.n> s)"
+  sed -n "s/^ok  $2.*(\([0-9.]*\) \(ms\|s\))$/\1 \2/p" "$1" | head -1 | awk '{ printf "%d", ($2 == "s") ? $1 * 1000 : $1 }'
+}
+now_ms() { date +%s%3N; }
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+node_ready() { as_user "$BIN/kubectl" --kubeconfig "$KCFG" get nodes --no-headers 2>/dev/null | grep -q " Ready "; }
+
+declare -A T
+for i in $(seq 1 "$RUNS"); do
+  rk8s uninstall --yes >/dev/null 2>&1
+  t0=$(now_ms)
+  rk8s install "${FLAGS[@]}" >"$OUT/install-$i.log" 2>&1 || { echo "install $i failed: $(tail -5 "$OUT/install-$i.log")" >&2; exit 1; }
+  T[total]+="$(($(now_ms) - t0)) "
+  T[fetch]+="$(ms_of "$OUT/install-$i.log" Fetching) "
+  T[write]+="$(ms_of "$OUT/install-$i.log" Writing) "
+  T[start]+="$(ms_of "$OUT/install-$i.log" Starting) "
+  T[ready]+="$(ms_of "$OUT/install-$i.log" Waiting) "
+  T[doctor]+="$(($(now_ms) - t0 - $(ms_of "$OUT/install-$i.log" Fetching) - $(ms_of "$OUT/install-$i.log" Writing) - $(ms_of "$OUT/install-$i.log" Starting) - $(ms_of "$OUT/install-$i.log" Waiting))) "
+
+  # Reference: the same units started by systemd alone, polled to Ready.
+  as_user systemctl --user stop rootless-k8s.target
+  t0=$(now_ms)
+  as_user systemctl --user start rootless-k8s.target
+  for _ in $(seq 1 600); do node_ready && break; sleep 0.05; done
+  T[ref_start]+="$(($(now_ms) - t0)) "
+
+  # Reference: verify and unpack the same cached archives with sha256sum and tar.
+  scratch=$(mktemp -d)
+  t0=$(now_ms)
+  find "$H/.cache/rootless-k8s/blobs" -type f -print0 | xargs -0 sha256sum >/dev/null
+  find "$H/.cache/rootless-k8s/blobs" -type f | while read -r f; do tar -xzf "$f" -C "$scratch" 2>/dev/null || cp "$f" "$scratch/"; done
+  T[ref_fetch]+="$(($(now_ms) - t0)) "
+  rm -rf "$scratch"
+done
+rk8s uninstall --purge --yes >/dev/null 2>&1
+
+m() { tr ' ' '\n' <<<"${T[$1]}" | grep . | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+echo "install --yes to Ready, host route (mode none), median of $RUNS runs, warm download cache"
+printf '  %-36s %9s   %-44s %9s   %s\n' phase "ms" reference "ms" ratio
+printf '  %-36s %9s   %-44s %9s   %s\n' "doctor + plan + questions" "$(m doctor)" "" "" ""
+printf '  %-36s %9s   %-44s %9s   %s\n' "fetch (verify cache, install binaries)" "$(m fetch)" "sha256sum + tar -x of the same archives" "$(m ref_fetch)" "$(ratio "$(m fetch)" "$(m ref_fetch)")"
+printf '  %-36s %9s   %-44s %9s   %s\n' "write (render, PKI reuse, atomic)" "$(m write)" "" "" ""
+printf '  %-36s %9s   %-44s %9s   %s\n' "start + ready" "$(($(m start) + $(m ready)))" "systemctl --user start, polled to Ready" "$(m ref_start)" "$(ratio "$(($(m start) + $(m ready)))" "$(m ref_start)")"
+printf '  %-36s %9s\n' "total (wall clock)" "$(m total)"
