@@ -23,7 +23,7 @@ export interface GatherOptions {
   dataDir?: string;
   /** TCP ports the node needs on the host; default DEFAULT_PORTS. */
   ports?: number[];
-  /** The rootlesskit binary the node will run (for the AppArmor pre-check); default <dataDir>/current/bin/rootlesskit. */
+  /** The rootlesskit binary the node will run (for the AppArmor pre-check); default <dataDir>/versions/current/bin/rootlesskit (the link install maintains). */
   rootlesskitPath?: string;
 }
 
@@ -52,7 +52,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     user,
     dataDir,
     ports: opts.ports ?? DEFAULT_PORTS,
-    rootlesskitPath: opts.rootlesskitPath ?? path.posix.join(dataDir, "current/bin/rootlesskit"),
+    rootlesskitPath: opts.rootlesskitPath ?? path.posix.join(dataDir, "versions/current/bin/rootlesskit"),
     note: (m) => notes.push(m),
   };
   if (!host.canRun) notes.push(`commands were not run (files read from ${host.root}): tool versions, the user manager and the user-namespace test are unknown`);

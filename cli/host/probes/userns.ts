@@ -21,13 +21,14 @@ async function usernsProfiles(ctx: ProbeContext): Promise<UsernsProfile[]> {
  */
 export async function rootlesskitRealPaths(ctx: ProbeContext): Promise<{ real: string[]; attach: string }> {
   const p = ctx.rootlesskitPath;
-  const m = /^(.*)\/(?:current|versions\/[^/]+)\/bin\/rootlesskit$/.exec(p);
+  const m = /^(.*)\/versions\/([^/]+)\/bin\/rootlesskit$/.exec(p);
   if (!m) return { real: [p], attach: p };
-  const attach = `${m[1]}/versions/*/bin/rootlesskit`;
-  const link = await ctx.host.readLink(`${m[1]}/current`);
-  const set = link ? path.posix.basename(link) : null;
-  if (/\/current\/bin\/rootlesskit$/.test(p)) return { real: [`${m[1]}/versions/${set ?? "any-version-set"}/bin/rootlesskit`], attach };
-  return { real: [p], attach };
+  const [, share, set] = m;
+  const attach = `${share}/versions/*/bin/rootlesskit`;
+  if (set !== "current") return { real: [p], attach };
+  const link = await ctx.host.readLink(`${share}/versions/current`);
+  const target = link ? path.posix.basename(link) : "any-version-set";
+  return { real: [`${share}/versions/${target}/bin/rootlesskit`], attach };
 }
 
 async function smokeTest(ctx: ProbeContext): Promise<UsernsFacts["smokeTest"]> {

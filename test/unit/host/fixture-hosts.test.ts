@@ -85,7 +85,7 @@ describe("what gatherFacts reads on real systems", () => {
       apparmorRestrict: 1,
       apparmorEnabled: true,
       apparmorUsernsProfiles: [{ attach: "/usr/bin/rootlesskit", file: "/etc/apparmor.d/rootlesskit" }],
-      rootlesskitPath: "/home/user1/.local/share/rootless-k8s/current/bin/rootlesskit",
+      rootlesskitPath: "/home/user1/.local/share/rootless-k8s/versions/current/bin/rootlesskit",
       rootlesskitProfileAttach: "/home/user1/.local/share/rootless-k8s/versions/*/bin/rootlesskit",
       rootlesskitCovered: false,
     });
