@@ -121,7 +121,10 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** Called between polls; throws to stop waiting (e.g. a unit entered `failed`). */
   probe?: () => Promise<void>;
+  /** At most this often (default 1000 ms: a probe runs a systemctl per unit). */
+  probeEveryMs?: number;
   onPhase?: (phase: ReadyPhase, elapsedMs: number) => void;
+  /** Fixed poll interval; default: every 100 ms for the first 10 s (a node often comes up in seconds), then 500 ms. */
   pollMs?: number;
   /**
    * After an upgrade: the Kubernetes version ("1.37.0") the API server (/version) and the kubelet
@@ -185,14 +188,18 @@ function describe(e: unknown): string {
 export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
   const start = Date.now();
   const deadline = start + o.timeoutMs;
-  const poll = o.pollMs ?? 500;
+  const poll = () => o.pollMs ?? (Date.now() - start < 10_000 ? 100 : 500);
   let phase: ReadyPhase = "api";
   let last = "no answer yet";
   let apiMs = 0;
+  let probed = 0;
   o.onPhase?.("api", 0);
   for (;;) {
     if (o.signal?.aborted) throw new InterruptedError();
-    await o.probe?.();
+    if (o.probe && Date.now() - probed >= (o.probeEveryMs ?? 1000)) {
+      probed = Date.now();
+      await o.probe();
+    }
     try {
       if (phase === "api") {
         const r = await o.client.get("/readyz", 5000);
@@ -227,6 +234,6 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
       last = describe(e);
     }
     if (Date.now() >= deadline) throw new NotReadyError(phase, last, o.timeoutMs);
-    await sleep(Math.min(poll, Math.max(0, deadline - Date.now())), o.signal);
+    await sleep(Math.min(poll(), Math.max(0, deadline - Date.now())), o.signal);
   }
 }

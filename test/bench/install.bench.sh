@@ -29,6 +29,7 @@ BIN=$H/.local/share/rootless-k8s/versions/current/bin
 KCFG=$H/.config/rootless-k8s/admin.kubeconfig
 rk8s() { as_user "$E2E_OPT/bin/rootless-k8s" "$@"; }
 
+rm -f "$OUT/port"
 setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$OUT/port" >/dev/null 2>&1 </dev/null &
 MIRROR_PID=$!
 for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
@@ -43,6 +44,7 @@ ms_of() { # ms_of LOG LABEL-PREFIX: the step's duration from "ok  <label> (<n> m
 }
 now_ms() { date +%s%3N; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+all_inactive() { ! as_user systemctl --user list-units --plain --no-legend --state=active,activating,deactivating 'rootless-k8s*' | grep -q .; }
 node_ready() { as_user "$BIN/kubectl" --kubeconfig "$KCFG" get nodes --no-headers 2>/dev/null | grep -q " Ready "; }
 
 declare -A T
@@ -59,6 +61,7 @@ for i in $(seq 1 "$RUNS"); do
 
   # Reference: the same units started by systemd alone, polled to Ready.
   as_user systemctl --user stop rootless-k8s.target
+  for _ in $(seq 1 200); do all_inactive && break; sleep 0.05; done
   t0=$(now_ms)
   as_user systemctl --user start rootless-k8s.target
   for _ in $(seq 1 600); do node_ready && break; sleep 0.05; done

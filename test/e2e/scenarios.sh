@@ -92,6 +92,8 @@ ours_left() { # our paths that still exist in HOME and XDG_RUNTIME_DIR
   done
 }
 
+merged_context_works() { as_user "$SHARE/versions/current/bin/kubectl" --context rootless-k8s get nodes | grep -q ' Ready '; }
+no_merged_context() { ! as_user grep -qs 'name: rootless-k8s' "$H/.kube/config"; }
 printed_line_works() { as_user sh -c "$(printed_kubectl "$1")" | grep -q ' Ready '; }
 install_to() { local log=$1; shift; rk8s install "$@" >"$log" 2>&1 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
 status_json_healthy() { rk8s status --json | grep -q '"healthy": true'; }
@@ -173,7 +175,7 @@ scenario_fresh() {
   local log=$STATE/fresh.log rc t0
   mirror_get /__e2e/reset >/dev/null
   t0=$(ts)
-  rk8s install "${FLAGS[@]}" >"$log" 2>&1
+  rk8s install "${FLAGS[@]}" --merge-kubeconfig >"$log" 2>&1
   rc=$?
   if [ "$rc" = 0 ]; then pass fresh "install --yes in mode $MODE: Ready in $(elapsed "$t0")s"; else
     fail fresh "install exited $rc"; tail -40 "$log" | sed 's/^/    | /'; return; fi
@@ -181,6 +183,7 @@ scenario_fresh() {
     check fresh "the re-run resumed the interrupted download (Range requests: $(mirror_stat ranges))" test "$(mirror_stat ranges)" -gt 0 ;;
   esac
   assert_running_node fresh 1.36.0 "$log"
+  check fresh "--merge-kubeconfig added a context that works: kubectl --context rootless-k8s get nodes" merged_context_works
   assert_pod_sandbox fresh
 }
 
@@ -297,6 +300,7 @@ scenario_uninstall() {
   check uninstall "below ~/.local/share/rootless-k8s: only data/ and the receipt" test "$(as_user ls "$SHARE" | tr '\n' ' ')" = "data receipt.json "
   check uninstall "below ~/.config/rootless-k8s: only pki/" test "$(as_user ls "$CONFIG" | tr '\n' ' ')" = "pki "
   check uninstall "nothing of ours in XDG_RUNTIME_DIR" test ! -e "$RT/rootless-k8s"
+  check uninstall "the context it added to ~/.kube/config is gone" no_merged_context
   check uninstall "running it again is harmless (exit 0)" rk8s uninstall --yes
 }
 

@@ -119,7 +119,7 @@ describe("waitForReady", () => {
     const probe = async () => {
       if (++calls === 3) throw new UserError("unit rootless-k8s-kubelet.service failed");
     };
-    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 60_000, pollMs: 20, probe }).catch((x) => x);
+    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 60_000, pollMs: 20, probe, probeEveryMs: 0 }).catch((x) => x);
     expect(e.message).toBe("unit rootless-k8s-kubelet.service failed");
   });
 });
