@@ -18,7 +18,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -312,6 +312,23 @@ scenario_purge() {
   left=$(ours_left | tr '\n' ' ')
   check purge "nothing of ours is left (sub-UID files included): ${left:-nothing}" test -z "$left"
   check purge "a second --purge finds nothing to do" rk8s uninstall --purge --yes
+}
+
+# When 6443 is taken by someone else, install asks for another port; unattended, it takes the next
+# free one and says so. (Runs last: it installs a node of its own and purges it.)
+scenario_port_taken() {
+  local log=$STATE/port-taken.log holder
+  python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 6443)); s.listen(); time.sleep(900)' &
+  holder=$!
+  wait_for 10 sh -c "grep -q ':192B ' /proc/net/tcp"
+  check port-taken "install --yes with 6443 taken by another program exits 0" install_to "$log" "${FLAGS[@]}"
+  check port-taken "the question was answered for the user: $(grep -m1 'Which port' "$log")" grep -q "Which port should the API server be published on? -> 6444 (not asked)" "$log"
+  check port-taken "the node's API server is published on 6444" grep -q "server: https://127.0.0.1:6444" "$CONFIG/admin.kubeconfig"
+  check port-taken "the printed kubectl line works" printed_line_works "$log"
+  kill "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
+  check port-taken "uninstall --purge --yes cleans up" rk8s uninstall --purge --yes
 }
 
 start_mirror

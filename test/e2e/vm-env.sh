@@ -47,7 +47,10 @@ main() {
   rm -rf "$r" "$STATE/out" "$STATE/disk.img"
   cp -a "$E2E_CACHE/vm-base" "$r"
   configure_guest "$r" "$HERE"
-  printf 'E2E_SCENARIOS=%q\nE2E_READY_TIMEOUT=%q\n' "${E2E_SCENARIOS:-interrupt-fetch fresh reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge}" "${E2E_READY_TIMEOUT:-900}" >"$r/opt/rk8s-e2e/e2e/job.env"
+  # Only what was chosen on the host; guest-job.sh has the defaults.
+  : >"$r/opt/rk8s-e2e/e2e/job.env"
+  [ -n "${E2E_SCENARIOS:-}" ] && printf 'E2E_SCENARIOS=%q\n' "$E2E_SCENARIOS" >>"$r/opt/rk8s-e2e/e2e/job.env"
+  [ -n "${E2E_READY_TIMEOUT:-}" ] && printf 'E2E_READY_TIMEOUT=%q\n' "$E2E_READY_TIMEOUT" >>"$r/opt/rk8s-e2e/e2e/job.env"
   kver=$(find "$r/boot" -name 'vmlinuz-*' | sed 's/.*vmlinuz-//' | sort -V | tail -1)
   cp "$r/boot/vmlinuz-$kver" "$r/boot/initrd.img-$kver" "$STATE/"
   mkdir -p "$STATE/out"
