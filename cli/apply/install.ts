@@ -199,6 +199,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
     if (e instanceof InterruptedError || signal.aborted) {
       throw new InterruptedError(`interrupted during step "${step}"; re-run \`rootless-k8s install\` to finish (or \`rootless-k8s uninstall\`)`);
     }
+    if (e instanceof UserError) throw new UserError(`step "${step}" failed: ${e.message}`, { exitCode: e.exitCode, fix: e.fix, cause: e });
     throw e;
   };
 
