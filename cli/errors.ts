@@ -61,3 +61,13 @@ export function messageOf(e: unknown): string {
   if (e instanceof Error) return e.message.split("\n")[0] ?? String(e);
   return String(e);
 }
+
+/** Refuses root: the node belongs to an ordinary user, in that user's systemd. */
+export function refuseRoot(command: string): void {
+  if (process.getuid?.() === 0) {
+    throw new UserError(`refusing to ${command} as root: rootless-k8s runs the node as an ordinary user`, {
+      exitCode: ExitCode.Refused,
+      fix: "run it as the user who will own the node (root only prepares the host: rootless-k8s doctor --root-script | sudo sh)",
+    });
+  }
+}

@@ -1,42 +1,49 @@
 // The components of a version set: the manifest they come from (built-in, --manifest, or a
 // --bundle's), and installing a set into versions/<set>/bin through cli/fetch, which downloads,
 // verifies, caches and extracts (nothing unverified is ever installed).
+import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
 import type { Manifest } from "../fetch/index";
 import type { Plan, VersionSet } from "../plan/plan";
 import type { Context } from "../commands/registry";
 import type { ComponentSource } from "./install";
 import type { ReceiptSet } from "./receipt";
+import type { StepHandle } from "../ui/progress";
 
 export interface Components {
   manifest: Manifest;
   versions: VersionSet;
 }
 
-export async function loadComponents(source: ComponentSource): Promise<Components> {
+/** The manifest of `source` and its version set for `arch` (the node's: plan.arch). */
+export async function loadComponents(source: ComponentSource, arch: string): Promise<Components> {
   const fetch = await import("../fetch/index");
   const { versionSetOf } = await import("../plan/index");
   if (source.trustBundle && !source.bundle) {
     throw new UserError("--trust-bundle needs --bundle FILE", { exitCode: ExitCode.Usage, fix: "add --bundle FILE, or drop --trust-bundle" });
   }
   const manifest = source.bundle && source.trustBundle ? await fetch.readBundleManifest(source.bundle) : fetch.loadManifest({ file: source.manifestFile });
-  return { manifest, versions: versionSetOf(manifest) };
+  return { manifest, versions: versionSetOf(manifest, arch) };
 }
 
-/** Fetches (verified, cached) and installs the plan's version set into its versions/<set>/bin. */
-export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: ComponentSource): Promise<ReceiptSet> {
+/**
+ * Fetches (verified, cached) and installs the plan's version set into its versions/<set>/bin.
+ * `live` shows the download meter (bytes, speed, ETA) in the step's spinner on a terminal.
+ */
+export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: ComponentSource, live?: StepHandle): Promise<ReceiptSet> {
   const fetch = await import("../fetch/index");
   const arch = plan.arch as "amd64" | "arm64";
-  // With docker, dockerd's own RootlessKit owns the network: no network helper to download
-  // (selected like RootlessKit's built-in driver, which needs no extra artifact either).
-  const network = plan.network.driver === "docker" ? "builtin" : plan.network.driver;
+  // Only a slirp4netns the plan takes from the version set is downloaded. The host's slirp4netns or
+  // pasta, RootlessKit's built-in driver and dockerd's own network need no artifact ("builtin").
+  const bundled = plan.network.driver === "slirp4netns" && plan.network.binary === path.join(plan.paths.binDir, "slirp4netns");
+  const network = bundled ? "slirp4netns" : "builtin";
   const artifacts = fetch.selectArtifacts(c.manifest, { arch, runtime: plan.runtime.name, network });
   const fetched = await fetch.fetchArtifacts(artifacts, {
     cacheDir: plan.paths.cacheDir,
     mirror: fetch.mirrorFrom(source.mirror, ctx.env),
     caFile: source.caFile,
     signal: ctx.signal,
-    progress: fetch.plainProgress(ctx.out),
+    progress: live && ctx.out.interactive ? fetch.meterProgress(live.update, artifacts.length) : fetch.plainProgress(ctx.out),
     bundle: source.bundle,
     trustBundle: source.trustBundle,
     env: ctx.env,

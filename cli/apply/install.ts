@@ -5,7 +5,7 @@
 // writes nothing and restarts nothing; a changed plan rewrites and restarts only what changed.
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
-import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { ExitCode, InterruptedError, UserError, messageOf, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
 import type { CheckOutcome } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
@@ -30,16 +30,6 @@ export interface ComponentSource {
   bundle?: string;
   trustBundle?: boolean;
   caFile?: string;
-}
-
-/** Refuses root: the node belongs to an ordinary user, in that user's systemd. */
-export function refuseRoot(command: string): void {
-  if (process.getuid?.() === 0) {
-    throw new UserError(`refusing to ${command} as root: rootless-k8s runs the node as an ordinary user`, {
-      exitCode: ExitCode.Refused,
-      fix: `run it as the user who will own the node (root only prepares the host: rootless-k8s doctor --root-script | sudo sh)`,
-    });
-  }
 }
 
 export function sourceOf(o: Pick<InstallOptions, "manifest" | "mirror" | "bundle" | "trustBundle" | "caFile">): ComponentSource {
@@ -74,7 +64,7 @@ export async function installNode(ctx: Context, o: InstallOptions): Promise<numb
 
   const [{ acquireInstallLock }, { loadComponents }] = await Promise.all([import("../fetch/index"), import("./components")]);
   const source = sourceOf(o);
-  const components = await loadComponents(source);
+  const components = await loadComponents(source, plan.arch);
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s install" });
   try {
     const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source });
@@ -217,7 +207,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       }
       if (!input.components) throw new UserError(`the binaries of version set ${plan.versions.id} are missing or damaged`, { fix: "re-run `rootless-k8s install` with the manifest of that set (--manifest FILE)" });
       const { fetchSet } = await import("./components");
-      const installed = await fetchSet(ctx, plan, input.components, input.source);
+      const installed = await fetchSet(ctx, plan, input.components, input.source, h);
       return { set: installed, changed: true };
     });
     if (set.changed) await record({ ...receipt, sets: { ...receipt.sets, [set.set.id]: set.set }, state: "installing" });

@@ -6,12 +6,11 @@
 // receipt does not list or that lies outside the tool's own folders.
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
-import { ExitCode, UserError } from "../errors";
+import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Context } from "../commands/registry";
 import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
 import { exists, isWithin, writeFileAtomic } from "./files";
-import { refuseRoot } from "./install";
 import { allUnits, rootsOf } from "./node";
 import { readReceipt, receiptLocation, writeReceipt, type KubeconfigMerge, type Receipt } from "./receipt";
 import { checkOwnedRoots, currentIdentity, mayRemove, removeEmptyDirs, removeTrees } from "./remove";

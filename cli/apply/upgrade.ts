@@ -4,13 +4,13 @@
 // again, the `current` link is switched atomically, and only the units whose binary or files changed
 // restart, in dependency order. If the node is not Ready on the new versions in time, the old set
 // comes back the same way, automatically, and the command says so.
-import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { ExitCode, InterruptedError, UserError, messageOf, refuseRoot } from "../errors";
 import type { Context } from "../commands/registry";
 import type { InstallOptions } from "../commands/install";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
-import { applyPlan, refuseRoot, type ComponentSource } from "./install";
+import { applyPlan, type ComponentSource } from "./install";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
@@ -48,7 +48,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const receipt = await requireReceipt(ctx.env, o.prefix);
   const from = receipt.plan;
   const { loadComponents } = await import("./components");
-  const components = await loadComponents(o.source);
+  const components = await loadComponents(o.source, from.arch);
   const to = components.versions;
   const fromK8s = from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";

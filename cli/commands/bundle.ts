@@ -46,7 +46,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
   const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
   const written = await fetch.writeBundle(fetched, manifest, arch, file, ctx.signal);
-  ctx.out.out(`wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest)}`);
+  ctx.out.out(`wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}`);
   ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);
   return ExitCode.Ok;
 }

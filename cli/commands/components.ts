@@ -38,7 +38,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
         {
           selection: sel,
           manifest: { name: manifest.name, origin: manifest.origin },
-          versionSet: { id: fetch.versionSetId(manifest), versions: fetch.versionSet(manifest) },
+          versionSet: { id: fetch.versionSetId(manifest, sel.arch), versions: fetch.versionSet(manifest) },
           components: rows.map(({ a, cached, size }) => ({
             id: a.id,
             component: a.component,
@@ -60,7 +60,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   }
   const s = ctx.out.style;
   const where = manifest.origin === "built-in" ? "the built-in manifest" : `manifest ${manifest.origin}`;
-  ctx.out.out(`${s.bold(manifest.name)} (${where}), version set ${fetch.versionSetId(manifest)}`);
+  ctx.out.out(`${s.bold(manifest.name)} (${where}), version set ${fetch.versionSetId(manifest, sel.arch)}`);
   ctx.out.out(`for ${sel.arch}, runtime ${sel.runtime}, network ${sel.network}`);
   for (const { a, cached, size } of rows) {
     const sizeText = size === null ? "size unknown" : `${fetch.formatBytes(size)}${cached !== null ? ", cached" : ""}`;

@@ -4,7 +4,7 @@
 // file the node would get below DIR, mirroring its real path. Nothing else is changed.
 import * as path from "node:path";
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { ExitCode, UsageError, UserError } from "../errors";
+import { ExitCode, UsageError, UserError, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
 import type { Host } from "../host/host";
 import type { Diagnosis } from "../doctor/index";
@@ -159,14 +159,9 @@ export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: Pre
     import("../host/kubelet"),
     import("../host/parse/versions"),
   ]);
-  if (process.getuid?.() === 0) {
-    throw new UserError("install refuses to run as root: the node belongs to an ordinary user", {
-      exitCode: ExitCode.Refused,
-      fix: "run it as the user who will own the node (log in as that user; root-side fixes come from `rootless-k8s doctor --root-script`)",
-    });
-  }
+  refuseRoot("install");
   const host = localHost({ env: ctx.env });
-  const versions = plans.versionSetOf(await loadManifestFor(o));
+  const manifest = await loadManifestFor(o);
   const apiPort = o.plan.apiPort ?? 6443;
   // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
   const prefix = o.plan.prefix;
@@ -174,6 +169,7 @@ export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: Pre
     ports: [apiPort],
     ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
   });
+  const versions = plans.versionSetOf(manifest, facts.arch);
   const diagnosis = doctor.diagnose(facts);
   const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !o.ignoreChecks.includes(x.id));
   const unknown = o.ignoreChecks.filter((id) => !doctor.CHECK_IDS.includes(id));

@@ -54,5 +54,5 @@ export { HTTP_DEFAULTS, type HttpOptions } from "./http";
 export { installBinaries, type InstalledBinary } from "./extract";
 export { acquireInstallLock, acquireLock, defaultInstallLockDir, LOCK_DEFAULTS, type LockHandle, type LockOwner } from "./lock";
 export { readBundleIndex, readBundleManifest, writeBundle, BUNDLE_INDEX, type BundleIndex } from "./bundle";
-export { createFetchProgress, describeFetched, plainProgress, type FetchProgress } from "./progress";
+export { createFetchProgress, describeFetched, meterProgress, plainProgress, type FetchProgress } from "./progress";
 export { formatBytes } from "./format";

@@ -22,21 +22,34 @@ export async function createFetchProgress(out: Output, count: number): Promise<F
   const spinner = ora({ text: "Checking the download cache", stream: process.stderr, discardStdin: false });
   if (!spinner.isEnabled) return plainProgress(out); // ora's own judgement (TERM=dumb, CI set but empty, ...)
   spinner.start();
+  const meter = meterProgress((text) => (spinner.text = text), count);
+  return {
+    ...meter,
+    end: (ok) => {
+      meter.end?.(ok);
+      if (ok) spinner.succeed(meter.summary());
+      else spinner.stop();
+    },
+  };
+}
+
+/**
+ * The meter (bytes, speed and ETA over all downloads) fed to `show` five times a second, for a
+ * spinner owned by someone else (install's fetch step) or by createFetchProgress.
+ */
+export function meterProgress(show: (text: string) => void, count: number): FetchProgress & { summary(): string } {
   const meter = new Meter(count);
-  const timer = setInterval(() => (spinner.text = meter.line()), 200);
+  const timer = setInterval(() => show(meter.line()), 200);
   timer.unref();
   return {
     start: (a, total, from) => meter.start(a.id, total, from),
     bytes: (_a, n) => meter.add(n),
     done: (f) => {
       meter.finish(f.artifact.id);
-      spinner.text = meter.line();
+      show(meter.line());
     },
-    end: (ok) => {
-      clearInterval(timer);
-      if (ok) spinner.succeed(meter.summary());
-      else spinner.stop();
-    },
+    end: () => clearInterval(timer),
+    summary: () => meter.summary(),
   };
 }
 

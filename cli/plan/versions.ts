@@ -1,7 +1,7 @@
 // The version set a plan is built for: component → version, plus a stable id for versions/<id>.
 import { ExitCode, UserError } from "../errors";
 import { versionSet, versionSetId } from "../fetch/select";
-import type { Manifest } from "../fetch/types";
+import type { Arch, Manifest } from "../fetch/types";
 import type { VersionSet } from "./plan";
 
 export function requireVersion(versions: VersionSet, component: string): string {
@@ -15,7 +15,11 @@ export function requireVersion(versions: VersionSet, component: string): string 
   return v;
 }
 
-/** The plan's view of a components manifest: component → version, and the set's folder id. */
-export function versionSetOf(manifest: Manifest): VersionSet {
-  return { id: versionSetId(manifest), components: versionSet(manifest) };
+/**
+ * The plan's view of a components manifest for one arch: component → version, and the set's folder
+ * id. The id covers only what decides the installed bits of that arch, so an offline bundle made
+ * from a manifest installs into the same versions/<id> as an online install of it.
+ */
+export function versionSetOf(manifest: Manifest, arch: string): VersionSet {
+  return { id: versionSetId(manifest, arch as Arch), components: versionSet(manifest) };
 }

@@ -1,6 +1,6 @@
 // KubeletConfiguration (kubelet.config.k8s.io/v1beta1) and KubeProxyConfiguration
 // (kubeproxy.config.k8s.io/v1alpha1) per mode. Every key is a field of Kubernetes 1.36
-// (test/unit/render/kube-configs.test.ts checks them against ../shared/upstream/k8s-config-fields.json).
+// (test/unit/render/kube-configs.test.ts checks them against the Kubernetes 1.36 field list in test/doubles/data/k8s-config-fields.json).
 import YAML from "yaml";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";

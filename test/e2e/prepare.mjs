@@ -8,7 +8,7 @@
 //
 //   node test/e2e/prepare.mjs --cache /var/tmp/rk8s-e2e --opt /opt/rk8s-e2e --cli dist/rootless-k8s-linux-amd64
 import { build } from "esbuild";
-import { copyFileSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -23,11 +23,20 @@ if (!values.cache || !values.opt || !values.cli) {
 const opt = values.opt;
 for (const d of ["bin", "lib"]) mkdirSync(join(opt, d), { recursive: true, mode: 0o755 });
 
-/** Copies when missing or different in size/mtime (the 120 MB binaries are not copied every run). */
-function install(src, dest, mode = 0o755) {
+/**
+ * Copies when missing or different in size/mtime (the 120 MB binaries are not copied every run),
+ * through a temporary file and a rename: a binary still running from an earlier run (ETXTBSY on
+ * an in-place copy) is replaced, not written into.
+ */
+function install(src, dest) {
   const s = statSync(src);
   const d = existsSync(dest) ? statSync(dest) : null;
-  if (!d || d.size !== s.size || d.mtimeMs < s.mtimeMs) copyFileSync(src, dest);
+  if (!d || d.size !== s.size || d.mtimeMs < s.mtimeMs) {
+    const tmp = `${dest}.tmp-${process.pid}`;
+    copyFileSync(src, tmp);
+    chmodSync(tmp, 0o755);
+    renameSync(tmp, dest);
+  }
   return dest;
 }
 

@@ -78,7 +78,7 @@ export async function comboFacts(combo: Combo): Promise<Facts> {
 }
 
 export function pinnedVersions(): VersionSet {
-  return versionSetOf(loadManifest());
+  return versionSetOf(loadManifest(), "amd64");
 }
 
 export type ComboResult = { plan: Plan; refusal: null } | { plan: null; refusal: { message: string; fix: string | undefined; exitCode: number } };

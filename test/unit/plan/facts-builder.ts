@@ -7,7 +7,7 @@ import type { VersionSet } from "../../../cli/plan/plan";
 
 /** The pinned version set of the built-in components manifest (assets/components.json). */
 export function upstreamVersions(): VersionSet {
-  return versionSetOf(loadManifest());
+  return versionSetOf(loadManifest(), "amd64");
 }
 
 const tool = (version: string, path: string) => ({ version, raw: version, path });

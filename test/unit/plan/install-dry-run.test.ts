@@ -42,7 +42,7 @@ describe("install --dry-run on this machine", () => {
     if (process.getuid?.() !== 0) return; // only meaningful as root
     const r = await runCli(["install", "--dry-run"]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/^error: install refuses to run as root/m);
+    expect(r.stderr).toMatch(/^error: refusing to install as root/m);
     expect(r.stderr).toMatch(/^fix: /m);
   });
 

@@ -1,6 +1,6 @@
 // The rendered configs against what upstream accepts:
 // - every KubeletConfiguration (v1beta1) and KubeProxyConfiguration (v1alpha1) key is a field of
-//   Kubernetes 1.36 and every feature gate a real gate (../shared/upstream/k8s-config-fields.json,
+//   Kubernetes 1.36 and every feature gate a real gate (test/doubles/data/k8s-config-fields.json, a copy of ../shared/upstream/k8s-config-fields.json,
 //   read from upstream's Go types at kubernetes-1.36.3, with its sources noted in the file);
 // - every containerd key is one containerd's docs list for that config version
 //   (containerd-config-keys.json here, transcribed from docs/cri/config.md and the man page);
@@ -18,15 +18,8 @@ import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/rende
 import { containerdConfig, renderToml } from "../../../cli/render/runtime-configs";
 import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
 
-const FIELDS_FILE = join(import.meta.dirname, "..", "..", "..", "..", "shared", "upstream", "k8s-config-fields.json");
-const hasFieldsFile = (() => {
-  try {
-    readFileSync(FIELDS_FILE);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+// The project's copy of the field list (see test/doubles/data/SOURCE.md), shared with the doubles.
+const FIELDS_FILE = join(import.meta.dirname, "..", "..", "doubles", "data", "k8s-config-fields.json");
 
 interface FieldsDb {
   featureGates: string[];
@@ -74,8 +67,8 @@ beforeAll(async () => {
   }
 });
 
-describe.skipIf(!hasFieldsFile)("Kubernetes 1.36 config fields", () => {
-  const db = hasFieldsFile ? (JSON.parse(readFileSync(FIELDS_FILE, "utf8")) as FieldsDb) : ({ featureGates: [] } as FieldsDb);
+describe("Kubernetes 1.36 config fields", () => {
+  const db = JSON.parse(readFileSync(FIELDS_FILE, "utf8")) as FieldsDb;
   const kubelet = () => [db.KubeletConfiguration, db.KubeletConfigurationStructRefs] as [Record<string, string[]>, Record<string, Record<string, string>>];
   const proxy = () => [db.KubeProxyConfiguration, db.KubeProxyConfigurationStructRefs] as [Record<string, string[]>, Record<string, Record<string, string>>];
 
