@@ -5,6 +5,7 @@
 import { promises as fsp } from "node:fs";
 import * as https from "node:https";
 import { InterruptedError, UserError, ExitCode } from "../errors";
+import { sleep } from "../wait";
 
 export interface KubeconfigCreds {
   server: string;
@@ -155,21 +156,6 @@ export class NotReadyError extends UserError {
     );
     this.name = "NotReadyError";
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new InterruptedError());
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new InterruptedError());
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** Null when the API server reports `want`; otherwise what it reports instead. */

@@ -6,10 +6,11 @@ import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError } from "../errors";
+import { sleep } from "../wait";
 import { hashInto } from "./digest";
 import { HashingFileSink } from "./sink";
 import { formatBytes } from "./format";
-import { HttpStatusError, TLS_ERROR_CODES, backoffMs, describeNetworkError, errorCode, isRetryable, sleep, type HttpClient } from "./http";
+import { HttpStatusError, TLS_ERROR_CODES, backoffMs, describeNetworkError, errorCode, isRetryable, type HttpClient } from "./http";
 import type { PinnedChecksum } from "./types";
 
 export interface DownloadJob {

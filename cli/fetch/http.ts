@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import * as tls from "node:tls";
 import type { Dispatcher } from "undici";
-import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { ExitCode, UserError, messageOf } from "../errors";
 
 export interface HttpOptions {
   /** PEM file of extra trusted CAs (--ca-file); added to the system roots and NODE_EXTRA_CA_CERTS. */
@@ -175,22 +175,6 @@ export function errorCode(e: unknown): string | undefined {
 export function backoffMs(attempt: number, s: Pick<HttpSettings, "retryBaseMs" | "retryMaxMs">, random = Math.random): number {
   const ceiling = Math.min(s.retryMaxMs, s.retryBaseMs * 2 ** (attempt - 1));
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
-
-/** Waits, or throws InterruptedError as soon as the signal aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new InterruptedError());
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new InterruptedError());
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** One line for a network failure, naming what failed and how. */
