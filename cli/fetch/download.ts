@@ -6,11 +6,10 @@ import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError } from "../errors";
-import { sleep } from "../wait";
 import { hashInto } from "./digest";
 import { HashingFileSink } from "./sink";
 import { formatBytes } from "./format";
-import { HttpStatusError, TLS_ERROR_CODES, backoffMs, describeNetworkError, errorCode, isRetryable, type HttpClient } from "./http";
+import { HttpStatusError, downloadFailure, withRetries, type HttpClient } from "./http";
 import type { PinnedChecksum } from "./types";
 
 export interface DownloadJob {
@@ -44,35 +43,47 @@ interface PartMeta {
 export async function download(client: HttpClient, job: DownloadJob, signal?: AbortSignal): Promise<DownloadResult> {
   await fsp.mkdir(dirname(job.part), { recursive: true });
   await fsp.mkdir(dirname(job.dest), { recursive: true });
-  let retry = 0;
+  let attempts = 0;
+  let resumedFrom = 0;
   let restartedAfterMismatch = false;
-  for (;;) {
-    const state: AttemptState = { resumedFrom: 0, diskError: null };
-    try {
-      const size = await attempt(client, job, state, signal);
-      return { size, resumedFrom: state.resumedFrom, attempts: retry + 1 };
-    } catch (e) {
-      if (signal?.aborted) throw await interrupted(job);
-      const fileError = state.diskError ?? (isFileSystemError(e) ? e : null);
-      if (fileError) {
-        await removePart(job);
-        throw diskError(job, fileError);
-      }
-      if (e instanceof ChecksumMismatch) {
-        await removePart(job);
-        // A resumed part may have come from an older file at the same URL: start over once.
-        if (state.resumedFrom > 0 && !restartedAfterMismatch) {
-          restartedAfterMismatch = true;
-          continue;
+  try {
+    const size = await withRetries(
+      client.settings,
+      async (n) => {
+        attempts = n;
+        for (;;) {
+          const state: AttemptState = { resumedFrom: 0, diskError: null };
+          try {
+            const size = await attempt(client, job, state, signal);
+            resumedFrom = state.resumedFrom;
+            return size;
+          } catch (e) {
+            if (signal?.aborted) throw e;
+            const fileError = state.diskError ?? (isFileSystemError(e) ? e : null);
+            if (fileError) {
+              await removePart(job);
+              throw diskError(job, fileError);
+            }
+            if (!(e instanceof ChecksumMismatch)) throw e;
+            await removePart(job);
+            // A resumed part may have come from an older file at the same URL: start over once.
+            if (state.resumedFrom === 0 || restartedAfterMismatch) throw e.toUserError();
+            restartedAfterMismatch = true;
+          }
         }
-        throw e.toUserError();
-      }
-      if (!isRetryable(e) || retry >= client.settings.retries) throw networkError(job, e, retry + 1);
-      retry++;
-      await sleep(backoffMs(retry, client.settings), signal).catch(async () => {
-        throw await interrupted(job);
-      });
-    }
+      },
+      signal,
+    );
+    return { size, resumedFrom, attempts };
+  } catch (e) {
+    if (signal?.aborted) throw await interrupted(job);
+    throw downloadFailure(e, {
+      label: job.label,
+      url: job.url,
+      from: e instanceof HttpStatusError ? e.url : job.url,
+      attempts,
+      fix: "check the network and proxy (HTTPS_PROXY, NO_PROXY) and re-run: finished files are kept and a partial download resumes; or install offline with --bundle FILE",
+    });
   }
 }
 
@@ -208,24 +219,6 @@ async function removePart(job: Pick<DownloadJob, "part" | "meta">): Promise<void
 async function interrupted(job: DownloadJob): Promise<InterruptedError> {
   const kept = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
   return new InterruptedError(`interrupted while downloading ${job.label}${kept ? ` (${formatBytes(kept)} kept; re-running resumes it)` : ""}`);
-}
-
-function networkError(job: DownloadJob, e: unknown, attempts: number): UserError {
-  if (e instanceof UserError) return e;
-  const code = errorCode(e);
-  if (code && TLS_ERROR_CODES.test(code)) {
-    return new UserError(`could not download ${job.label}: the TLS certificate of ${new URL(job.url).host} is not trusted (${code})`, {
-      exitCode: ExitCode.Network,
-      cause: e,
-      fix: "if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)",
-    });
-  }
-  const status = e instanceof HttpStatusError ? ` from ${e.url}` : ` from ${job.url}`;
-  return new UserError(`could not download ${job.label}${status}: ${describeNetworkError(e)} (${attempts} attempt${attempts === 1 ? "" : "s"})`, {
-    exitCode: ExitCode.Network,
-    cause: e,
-    fix: "check the network and proxy (HTTPS_PROXY, NO_PROXY) and re-run: finished files are kept and a partial download resumes; or install offline with --bundle FILE",
-  });
 }
 
 function diskError(job: DownloadJob, e: NodeJS.ErrnoException): UserError {

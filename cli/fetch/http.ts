@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import * as tls from "node:tls";
 import type { Dispatcher } from "undici";
 import { ExitCode, UserError, messageOf } from "../errors";
+import { sleep } from "../wait";
 
 export interface HttpOptions {
   /** PEM file of extra trusted CAs (--ca-file); added to the system roots and NODE_EXTRA_CA_CERTS. */
@@ -169,6 +170,50 @@ export function errorCode(e: unknown): string | undefined {
     cur = (cur as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * Runs `attempt` (given its number, from 1) until it succeeds. An error another attempt could fix
+ * (isRetryable) is retried up to `retries` times, each after a jittered exponential backoff; any
+ * other error, the last one, and any error once the signal has aborted, is thrown as it is. An
+ * abort during a wait throws InterruptedError.
+ */
+export async function withRetries<T>(
+  s: Pick<HttpSettings, "retries" | "retryBaseMs" | "retryMaxMs">,
+  attempt: (n: number) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (e) {
+      if (signal?.aborted || !isRetryable(e) || n > s.retries) throw e;
+      await sleep(backoffMs(n, s), signal);
+    }
+  }
+}
+
+/**
+ * The one-line error of a download that failed after `attempts` tries: a user error stays as it is,
+ * an untrusted TLS certificate names --ca-file, anything else says what failed (from `from`, when
+ * given) and how often it was tried, with `fix`.
+ */
+export function downloadFailure(e: unknown, d: { label: string; url: string; from?: string; attempts: number; fix: string }): UserError {
+  if (e instanceof UserError) return e;
+  const code = errorCode(e);
+  if (code && TLS_ERROR_CODES.test(code)) {
+    return new UserError(`could not download ${d.label}: the TLS certificate of ${new URL(d.url).host} is not trusted (${code})`, {
+      exitCode: ExitCode.Network,
+      cause: e,
+      fix: "if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)",
+    });
+  }
+  const from = d.from ? ` from ${d.from}` : "";
+  return new UserError(`could not download ${d.label}${from}: ${describeNetworkError(e)} (${d.attempts} attempt${d.attempts === 1 ? "" : "s"})`, {
+    exitCode: ExitCode.Network,
+    cause: e,
+    fix: d.fix,
+  });
 }
 
 /** Delay before retry number `attempt` (1-based): an exponential ceiling, jittered between half and all of it. */
