@@ -3,13 +3,13 @@
 //   <base>/<version>/rootless-k8s-linux-<arch>   amd64, arm64
 //   <base>/<version>/SHA256SUMS                  sha256sum format
 //   <base>/install.sh
-// plus the small HTTP client that reads it (proxies from HTTPS_PROXY/HTTP_PROXY/NO_PROXY; undici
-// is loaded only when a download starts).
+// and how it is read: through cli/fetch's HTTP client (timeouts, retries with backoff, redirects
+// without https → http, proxies, --ca-file, one-line errors), loaded only when a request starts.
 import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { Transform } from "node:stream";
+import { open } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UsageError, UserError, messageOf } from "../errors";
+import type { HttpOptions, Response } from "../fetch/http";
 import { BIN_NAME, DEFAULT_DOWNLOAD_URL } from "../version";
 
 export type Arch = "amd64" | "arm64";
@@ -66,91 +66,113 @@ export function checksumFor(sums: string, fileName: string): string | undefined 
   return undefined;
 }
 
-export interface HttpOptions {
+/** How to ask a release base: cli/fetch's HTTP client options (--ca-file, proxies from env, timeouts, retries), plus: */
+export interface ReleaseRequest extends HttpOptions {
   signal?: AbortSignal;
-  /** Whole-request limit for small files; downloads are bounded by the idle timeout instead. */
-  timeoutMs?: number;
+  /** A limit on the whole request, retries included (the background update check's). */
+  deadlineMs?: number;
 }
 
-type Body = AsyncIterable<Uint8Array> & { text(): Promise<string>; dump(): Promise<void> };
+const NETWORK_FIX = "check the network and any proxy (HTTPS_PROXY), or the release base (--base-url, ROOTLESS_K8S_DOWNLOAD_URL)";
 
-async function get(url: string, opts: HttpOptions): Promise<Body> {
-  const { request, EnvHttpProxyAgent, interceptors } = await import("undici");
-  const dispatcher = new EnvHttpProxyAgent({ headersTimeout: 30_000, bodyTimeout: 60_000 }).compose(
-    interceptors.redirect({ maxRedirections: 5 }),
-  );
-  const signals = [opts.signal, opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined].filter(
-    (s): s is AbortSignal => s !== undefined,
-  );
-  let res;
-  try {
-    res = await request(url, { dispatcher, signal: signals.length ? AbortSignal.any(signals) : undefined });
-  } catch (e) {
-    if (opts.signal?.aborted) throw new InterruptedError();
-    throw new UserError(`could not download ${url}: ${messageOf(e)}`, {
-      exitCode: ExitCode.Network,
-      fix: "check the network and any proxy (HTTPS_PROXY), or the release base (--base-url, ROOTLESS_K8S_DOWNLOAD_URL)",
-      cause: e,
-    });
-  }
-  if (res.statusCode !== 200) {
-    await res.body.dump();
-    throw new UserError(`could not download ${url}: HTTP ${res.statusCode}`, {
-      exitCode: ExitCode.Network,
-      fix:
-        res.statusCode === 404
-          ? "check that this version exists (--to VERSION) and that the release base is right (--base-url, ROOTLESS_K8S_DOWNLOAD_URL)"
-          : "try again later, or use another release base (--base-url, ROOTLESS_K8S_DOWNLOAD_URL)",
-    });
-  }
-  return res.body as Body;
-}
-
-/** A small text file (latest.txt, SHA256SUMS), at most 64 KiB. */
-export async function fetchText(url: string, opts: HttpOptions = {}): Promise<string> {
-  const body = await get(url, { timeoutMs: 30_000, ...opts });
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      size += chunk.length;
-      if (size > 64 * 1024) throw new UserError(`${url} is larger than 64 KiB; it is not a release file`, { exitCode: ExitCode.Verification });
-      chunks.push(Buffer.from(chunk));
-    }
-  } catch (e) {
-    if (e instanceof UserError) throw e;
-    if (opts.signal?.aborted) throw new InterruptedError();
-    throw new UserError(`could not download ${url}: ${messageOf(e)}`, { exitCode: ExitCode.Network, cause: e });
-  }
-  return Buffer.concat(chunks).toString("utf8");
+/** A final HTTP status: a 404 names the version and the base, anything else says to try later. */
+function statusError(url: string, status: number): UserError {
+  return new UserError(`could not download ${url}: HTTP ${status}`, {
+    exitCode: ExitCode.Network,
+    fix:
+      status === 404
+        ? "check that this version exists (--to VERSION) and that the release base is right (--base-url, ROOTLESS_K8S_DOWNLOAD_URL)"
+        : "try again later, or use another release base (--base-url, ROOTLESS_K8S_DOWNLOAD_URL)",
+  });
 }
 
 /**
- * Streams `url` into a new file `dest` (created exclusively, mode 0700 while incomplete) and
- * returns its SHA-256. The caller owns `dest` and removes it on failure.
+ * GETs `url` with cli/fetch's HTTP client (redirects without https → http, proxies, --ca-file,
+ * timeouts) and gives the 200 response to `read`; network errors and 5xx, also in the middle of the
+ * body, are retried with backoff. undici and the client load only here, when a request starts.
  */
-export async function downloadFile(url: string, dest: string, opts: HttpOptions = {}): Promise<{ sha256: string; bytes: number }> {
-  const body = await get(url, opts);
-  const hash = createHash("sha256");
-  let bytes = 0;
-  const hashing = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      done(null, chunk);
-    },
-  });
+async function getRelease<T>(url: string, req: ReleaseRequest, read: (res: Response, signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+  const { HttpStatusError, createHttpClient, downloadFailure, withRetries } = await import("../fetch/http");
+  const { signal, deadlineMs, ...http } = req;
+  const deadline = deadlineMs ? AbortSignal.timeout(deadlineMs) : undefined;
+  const stop = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline);
+  const client = await createHttpClient(http);
+  let attempts = 0;
   try {
-    await pipeline(body, hashing, createWriteStream(dest, { flags: "wx", mode: 0o700 }), opts.signal ? { signal: opts.signal } : {});
+    return await withRetries(
+      client.settings,
+      async (n) => {
+        attempts = n;
+        const res = await client.get(url, {}, stop);
+        if (res.status !== 200) {
+          await res.body.dump().catch(() => undefined);
+          const status = new HttpStatusError(res.status, url);
+          throw status.retryable ? status : statusError(url, res.status);
+        }
+        return await read(res, stop);
+      },
+      stop,
+    );
   } catch (e) {
-    if (opts.signal?.aborted) throw new InterruptedError();
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOSPC" || code === "EDQUOT") {
-      throw new UserError(`no space left to download ${url} into ${dest}`, { exitCode: ExitCode.Failure, fix: "free some disk space and run this again", cause: e });
+    if (signal?.aborted) throw new InterruptedError();
+    if (deadline?.aborted) {
+      throw new UserError(`could not download ${url}: no answer within ${Math.round(deadlineMs! / 1000)} s`, { exitCode: ExitCode.Network, fix: NETWORK_FIX, cause: e });
     }
-    throw new UserError(`could not download ${url}: ${messageOf(e)}`, { exitCode: ExitCode.Network, fix: "run this again", cause: e });
+    if (e instanceof HttpStatusError) throw statusError(url, e.status);
+    throw downloadFailure(e, { label: url, url, attempts, fix: NETWORK_FIX });
+  } finally {
+    await client.close().catch(() => undefined);
   }
-  return { sha256: hash.digest("hex"), bytes };
+}
+
+/** A small text file (latest.txt, SHA256SUMS), at most 64 KiB. */
+export async function fetchText(url: string, req: ReleaseRequest = {}): Promise<string> {
+  return getRelease(url, req, async (res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > 64 * 1024) throw new UserError(`${url} is larger than 64 KiB; it is not a release file`, { exitCode: ExitCode.Verification });
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  });
+}
+
+/**
+ * Streams `url` into a new file `dest` (created exclusively, mode 0700 while incomplete; a retry
+ * writes it again from the start) and returns its SHA-256. The caller owns `dest` and removes it on failure.
+ */
+export async function downloadFile(url: string, dest: string, req: ReleaseRequest = {}): Promise<{ sha256: string; bytes: number }> {
+  try {
+    await (await open(dest, "wx", 0o700)).close();
+  } catch (e) {
+    throw fileError(url, dest, e as NodeJS.ErrnoException);
+  }
+  const { HashingFileSink } = await import("../fetch/sink");
+  return getRelease(url, req, async (res, signal) => {
+    const hash = createHash("sha256");
+    const sink = new HashingFileSink(dest, { append: false, mode: 0o700, hash });
+    try {
+      await pipeline(res.body, sink, signal ? { signal } : {});
+    } catch (e) {
+      if (sink.fileError && !signal?.aborted) throw fileError(url, dest, sink.fileError);
+      throw e;
+    }
+    return { sha256: hash.digest("hex"), bytes: sink.bytesWritten };
+  });
+}
+
+/** An error of the file being written (never retried): a full disk, or a folder we cannot write. */
+function fileError(url: string, dest: string, e: NodeJS.ErrnoException): UserError {
+  if (e.code === "ENOSPC" || e.code === "EDQUOT") {
+    return new UserError(`no space left to download ${url} into ${dest}`, { exitCode: ExitCode.Failure, fix: "free some disk space and run this again", cause: e });
+  }
+  return new UserError(`cannot write ${dest} (${e.code ?? messageOf(e)}) to download ${url}`, {
+    exitCode: ExitCode.Failure,
+    fix: "make the folder writable by you and run this again",
+    cause: e,
+  });
 }
 
 /** A name for a temporary file beside `target`, hidden and unique. */

@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import { ExitCode, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
 import { previousPathOf } from "./previous-binary";
-import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, releaseUrl, tempPathBeside } from "./releases";
+import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl, tempPathBeside } from "./releases";
 
 export interface SelfUpgradeRequest {
   /** The real path of the running binary (symlinks resolved). */
@@ -19,6 +19,8 @@ export interface SelfUpgradeRequest {
   /** A pinned version (--to); otherwise the base's latest.txt. */
   to?: string;
   base: string;
+  /** Extra trusted CA certificates, PEM (--ca-file). */
+  caFile?: string;
   arch: Arch;
   /** Download, verify and smoke-test, but do not replace. */
   dryRun: boolean;
@@ -35,12 +37,13 @@ export type SelfUpgradeOutcome =
 
 export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeOutcome> {
   await assertReplaceable(req.binary);
-  const target = req.to ?? (await latestVersion(req.base, req.signal));
+  const http = { signal: req.signal, ...(req.caFile ? { caFile: req.caFile } : {}) };
+  const target = req.to ?? (await latestVersion(req.base, http));
   if (!req.force && (await nothingToDo(target, req.current, req.to !== undefined))) {
     return { kind: "current", version: req.current, latest: target };
   }
   const name = binaryName(req.arch);
-  const sums = await fetchText(releaseUrl.sums(req.base, target), { signal: req.signal });
+  const sums = await fetchText(releaseUrl.sums(req.base, target), http);
   const expected = checksumFor(sums, name);
   if (!expected) {
     throw new UserError(`${releaseUrl.sums(req.base, target)} has no checksum for ${name}`, {
@@ -53,7 +56,7 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
   const tmp = tempPathBeside(req.binary, "upgrade");
   try {
     req.progress(`downloading ${url}`);
-    const { sha256 } = await downloadFile(url, tmp, { signal: req.signal });
+    const { sha256 } = await downloadFile(url, tmp, http);
     if (sha256 !== expected) {
       throw new UserError(`checksum mismatch for ${name} ${target}: got ${sha256}, SHA256SUMS says ${expected}; ${req.binary} is unchanged`, {
         exitCode: ExitCode.Verification,
@@ -102,8 +105,8 @@ async function removeStaleDownloads(binary: string): Promise<void> {
   }
 }
 
-async function latestVersion(base: string, signal: AbortSignal): Promise<string> {
-  const text = await fetchText(releaseUrl.latest(base), { signal });
+async function latestVersion(base: string, http: ReleaseRequest): Promise<string> {
+  const text = await fetchText(releaseUrl.latest(base), http);
   const v = normalizeVersion(text);
   if (!v) {
     throw new UserError(`${releaseUrl.latest(base)} does not hold a release version`, {

@@ -118,7 +118,7 @@ export async function runUpdateCheck(env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const { fetchText, normalizeVersion, releaseUrl, resolveBaseUrl } = await import("./releases");
     const base = resolveBaseUrl(undefined, env);
-    const latest = normalizeVersion(await fetchText(releaseUrl.latest(base), { timeoutMs: 15_000 }));
+    const latest = normalizeVersion(await fetchText(releaseUrl.latest(base), { env, deadlineMs: 15_000 }));
     if (!latest) return 0;
     const file = stateFile(env);
     const state = readState(file);

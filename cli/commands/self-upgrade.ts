@@ -1,6 +1,7 @@
 // `rootless-k8s self-upgrade`: replace this binary with a newer verified release (cli/apply/self-upgrade.ts).
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError, UserError } from "../errors";
+import { caFileFrom, caFileOption, networkEnvironment } from "../fetch/cli";
 import { BIN_NAME, DEFAULT_DOWNLOAD_URL, VERSION } from "../version";
 import type { Context } from "./registry";
 
@@ -17,8 +18,9 @@ This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
     "dry-run": { type: "boolean", description: "Download, verify and test the new binary, but keep this one" },
     force: { type: "boolean", description: "Reinstall even when this version is already running" },
     "base-url": { type: "string", valueName: "URL", description: `Release base to download from (default ${DEFAULT_DOWNLOAD_URL})` },
+    "ca-file": caFileOption,
   },
-  environment: [{ name: "ROOTLESS_K8S_DOWNLOAD_URL", description: "Release base, when --base-url is not given (mirrors)" }],
+  environment: [{ name: "ROOTLESS_K8S_DOWNLOAD_URL", description: "Release base, when --base-url is not given (mirrors)" }, ...networkEnvironment],
   examples: [`${BIN_NAME} self-upgrade`, `${BIN_NAME} self-upgrade --dry-run`, `${BIN_NAME} self-upgrade --to 0.2.0`],
 };
 
@@ -33,6 +35,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   const to = toFlag === undefined ? undefined : normalizeVersion(toFlag);
   if (toFlag !== undefined && !to) throw new UsageError(`--to must be a release version like 0.2.0 (got "${toFlag}")`, spec.name);
   const base = resolveBaseUrl(opt.str(args, "base-url"), ctx.env);
+  const caFile = caFileFrom(args, spec.name);
   if (!isSea()) {
     throw new UserError(`self-upgrade replaces the ${BIN_NAME} binary, but this is the JavaScript bundle running under node`, {
       exitCode: ExitCode.Refused,
@@ -45,6 +48,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
     current: VERSION,
     ...(to ? { to } : {}),
     base,
+    ...(caFile ? { caFile } : {}),
     arch: hostArch(),
     dryRun,
     force: opt.bool(args, "force"),

@@ -1,5 +1,5 @@
 // The command-line face of cli/fetch, shared by `components`, `cache` and `bundle` (and usable by
-// install/upgrade): the download flags with their help text, and turning parsed flags into options.
+// install/upgrade/self-upgrade): the download flags with their help text, and turning parsed flags into options.
 import { opt, type OptionSpec, type Parsed } from "../args";
 import { UsageError } from "../errors";
 import { defaultCacheDir } from "./cache";
@@ -12,9 +12,12 @@ export const manifestOption: Record<string, OptionSpec> = {
   manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one (docs/manifest.md)" },
 };
 
+export const mirrorOption: OptionSpec = { type: "string", valueName: "URL", description: `Download from this mirror, keeping upstream paths (also ${MIRROR_ENV})` };
+export const caFileOption: OptionSpec = { type: "string", valueName: "FILE", description: "Also trust the CA certificates in this PEM file (proxies, private mirrors)" };
+
 export const downloadOptions: Record<string, OptionSpec> = {
-  mirror: { type: "string", valueName: "URL", description: `Download from this mirror, keeping upstream paths (also ${MIRROR_ENV})` },
-  "ca-file": { type: "string", valueName: "FILE", description: "Also trust the CA certificates in this PEM file (proxies, private mirrors)" },
+  mirror: mirrorOption,
+  "ca-file": caFileOption,
   concurrency: { type: "string", valueName: "N", description: `Downloads at a time, 1 to 16 (default ${DEFAULT_CONCURRENCY})` },
 };
 
@@ -29,11 +32,16 @@ export const selectionOptions: Record<string, OptionSpec> = {
   },
 };
 
+/** What every HTTP request of the tool honours (cli/fetch/http.ts). */
+export const networkEnvironment = [
+  { name: "HTTPS_PROXY, HTTP_PROXY, NO_PROXY", description: "Proxy settings, honoured for every download" },
+  { name: "NODE_EXTRA_CA_CERTS", description: "Extra trusted CA certificates (PEM), like --ca-file" },
+];
+
 export const downloadEnvironment = [
   { name: MIRROR_ENV, description: "Mirror base URL, when --mirror is not given" },
   { name: "XDG_CACHE_HOME", description: "The download cache is $XDG_CACHE_HOME/rootless-k8s (default ~/.cache/rootless-k8s)" },
-  { name: "HTTPS_PROXY, HTTP_PROXY, NO_PROXY", description: "Proxy settings, honoured for every download" },
-  { name: "NODE_EXTRA_CA_CERTS", description: "Extra trusted CA certificates (PEM), like --ca-file" },
+  ...networkEnvironment,
 ];
 
 export function manifestFrom(args: Parsed): Manifest {
@@ -50,9 +58,15 @@ export function selectionFrom(args: Parsed, hostArch: () => Arch): Selection {
   };
 }
 
-export function fetchOptionsFrom(args: Parsed, env: NodeJS.ProcessEnv, signal: AbortSignal, command: string): FetchOptions {
+/** --ca-file, when given (an empty name is refused). */
+export function caFileFrom(args: Parsed, command: string): string | undefined {
   const caFile = opt.str(args, "ca-file");
   if (caFile === "") throw new UsageError("--ca-file needs a file name", command);
+  return caFile;
+}
+
+export function fetchOptionsFrom(args: Parsed, env: NodeJS.ProcessEnv, signal: AbortSignal, command: string): FetchOptions {
+  const caFile = caFileFrom(args, command);
   return {
     cacheDir: defaultCacheDir(env),
     mirror: mirrorFrom(opt.str(args, "mirror"), env),
