@@ -5,6 +5,7 @@
 import * as path from "node:path";
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError, UserError, refuseRoot } from "../errors";
+import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
 import type { Facts } from "../host/facts";
 import type { Host } from "../host/host";
 import type { Diagnosis } from "../doctor/index";
@@ -40,11 +41,11 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
     yes: { type: "boolean", short: "y", description: "Answer yes to every question; never prompt" },
     "ignore-check": { type: "string", valueName: "ID", multiple: true, description: "Go ahead although this doctor check fails" },
     timeout: { type: "string", valueName: "DURATION", description: "How long to wait for the node to be Ready: seconds, or 90s, 5m (default 5m)" },
-    mirror: { type: "string", valueName: "URL", description: "Download from this mirror (upstream paths kept); also ROOTLESS_K8S_MIRROR" },
+    mirror: mirrorOption,
     manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one" },
     bundle: { type: "string", valueName: "FILE", description: "Install offline from a bundle written by `rootless-k8s bundle`" },
     "trust-bundle": { type: "boolean", description: "Accept a bundle whose checksums differ from the built-in pins" },
-    "ca-file": { type: "string", valueName: "FILE", description: "Extra CA certificates (PEM) for HTTPS downloads" },
+    "ca-file": caFileOption,
     "merge-kubeconfig": { type: "boolean", description: "Add the admin context to ~/.kube/config (never replaces an entry)" },
     "no-merge-kubeconfig": { type: "boolean", description: "Do not touch ~/.kube/config" },
   },
@@ -124,7 +125,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     manifest: opt.str(parsed, "manifest"),
     bundle: opt.str(parsed, "bundle"),
     trustBundle: opt.bool(parsed, "trust-bundle"),
-    caFile: opt.str(parsed, "ca-file"),
+    caFile: caFileFrom(parsed, spec.name),
     mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
   };
 }

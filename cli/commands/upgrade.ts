@@ -1,6 +1,7 @@
 // `rootless-k8s upgrade [--to VERSION]`: the node to another version set, with automatic rollback.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { UsageError } from "../errors";
+import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
@@ -24,10 +25,10 @@ a failing doctor check), 4/5 download verification or network failure (nothing w
   options: {
     to: { type: "string", valueName: "VERSION", description: "The Kubernetes version to upgrade to (must match the manifest's set)" },
     manifest: { type: "string", valueName: "FILE", description: "Components manifest of the new version set" },
-    mirror: { type: "string", valueName: "URL", description: "Download from this mirror (upstream paths kept); also ROOTLESS_K8S_MIRROR" },
+    mirror: mirrorOption,
     bundle: { type: "string", valueName: "FILE", description: "Upgrade offline from a bundle written by `rootless-k8s bundle`" },
     "trust-bundle": { type: "boolean", description: "Accept a bundle whose checksums differ from the built-in pins" },
-    "ca-file": { type: "string", valueName: "FILE", description: "Extra CA certificates (PEM) for HTTPS downloads" },
+    "ca-file": caFileOption,
     "dry-run": { type: "boolean", description: "Show what would change (versions, files, restarts) and change nothing" },
     yes: { type: "boolean", short: "y", description: "Do not ask for confirmation" },
     timeout: { type: "string", valueName: "DURATION", description: "How long to wait for Ready before rolling back: seconds, or 90s, 5m (default 5m)" },
@@ -51,7 +52,7 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
       mirror: opt.str(parsed, "mirror"),
       bundle: opt.str(parsed, "bundle"),
       trustBundle: opt.bool(parsed, "trust-bundle"),
-      caFile: opt.str(parsed, "ca-file"),
+      caFile: caFileFrom(parsed, spec.name),
     },
     dryRun: opt.bool(parsed, "dry-run"),
     yes: opt.bool(parsed, "yes"),
