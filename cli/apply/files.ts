@@ -22,8 +22,9 @@ export async function hashFile(p: string): Promise<string | null> {
 
 const TMP_MARK = ".rk8s-tmp-";
 
-function tempNameFor(target: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}${TMP_MARK}${randomBytes(4).toString("hex")}`);
+/** A hidden, unique name beside `target` for a file on its way there: `.<name><mark><random hex>`. */
+export function tempPathBeside(target: string, mark = TMP_MARK): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}${mark}${randomBytes(6).toString("hex")}`);
 }
 
 async function fsyncDir(dir: string): Promise<void> {
@@ -77,7 +78,7 @@ export interface WriteOptions {
  */
 export async function writeFileAtomic(target: string, content: string | Uint8Array, opts: WriteOptions = {}): Promise<void> {
   const mode = opts.mode ?? 0o644;
-  const tmp = tempNameFor(target);
+  const tmp = tempPathBeside(target);
   const fd = await fsp.open(tmp, "wx", mode);
   try {
     await fd.writeFile(content);
@@ -89,6 +90,18 @@ export async function writeFileAtomic(target: string, content: string | Uint8Arr
     throw e;
   }
   await fd.close();
+  await renameInto(tmp, target);
+}
+
+/** Points `link` at `target` atomically (a new link under a temp name, renamed over the old one). */
+export async function switchSymlink(link: string, target: string): Promise<void> {
+  const tmp = tempPathBeside(link);
+  await fsp.symlink(target, tmp);
+  await renameInto(tmp, link);
+}
+
+/** Renames the temp `tmp` over `target` (removing `tmp` when that fails), then makes it durable (fsync of the folder). */
+async function renameInto(tmp: string, target: string): Promise<void> {
   try {
     await fsp.rename(tmp, target);
   } catch (e) {
@@ -96,19 +109,6 @@ export async function writeFileAtomic(target: string, content: string | Uint8Arr
     throw e;
   }
   await fsyncDir(path.dirname(target));
-}
-
-/** Points `link` at `target` atomically (a new link under a temp name, renamed over the old one). */
-export async function switchSymlink(link: string, target: string): Promise<void> {
-  const tmp = tempNameFor(link);
-  await fsp.symlink(target, tmp);
-  try {
-    await fsp.rename(tmp, link);
-  } catch (e) {
-    await fsp.rm(tmp, { force: true });
-    throw e;
-  }
-  await fsyncDir(path.dirname(link));
 }
 
 /** Removes temp files an interrupted write left in `dir` (ours only, by their marker). */

@@ -5,7 +5,7 @@
 //   <base>/install.sh
 // and how it is read: through cli/fetch's HTTP client (timeouts, retries with backoff, redirects
 // without https → http, proxies, --ca-file, one-line errors), loaded only when a request starts.
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UsageError, UserError, messageOf } from "../errors";
@@ -173,10 +173,4 @@ function fileError(url: string, dest: string, e: NodeJS.ErrnoException): UserErr
     fix: "make the folder writable by you and run this again",
     cause: e,
   });
-}
-
-/** A name for a temporary file beside `target`, hidden and unique. */
-export function tempPathBeside(target: string, purpose: string): string {
-  const slash = target.lastIndexOf("/");
-  return `${target.slice(0, slash + 1)}.${target.slice(slash + 1)}.${purpose}-${randomBytes(6).toString("hex")}`;
 }

@@ -8,8 +8,9 @@ import { basename, dirname, join } from "node:path";
 import { execFile } from "node:child_process";
 import { ExitCode, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
+import { tempPathBeside } from "./files";
 import { previousPathOf } from "./previous-binary";
-import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl, tempPathBeside } from "./releases";
+import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl } from "./releases";
 
 export interface SelfUpgradeRequest {
   /** The real path of the running binary (symlinks resolved). */
@@ -29,6 +30,9 @@ export interface SelfUpgradeRequest {
   signal: AbortSignal;
   progress(line: string): void;
 }
+
+/** The download of the new binary: `.<binary name>.upgrade-<random>` in the binary's folder. */
+const DOWNLOAD_MARK = ".upgrade-";
 
 export type SelfUpgradeOutcome =
   | { kind: "current"; version: string; latest: string }
@@ -53,7 +57,7 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
   }
   const url = releaseUrl.binary(req.base, target, req.arch);
   await removeStaleDownloads(req.binary);
-  const tmp = tempPathBeside(req.binary, "upgrade");
+  const tmp = tempPathBeside(req.binary, DOWNLOAD_MARK);
   try {
     req.progress(`downloading ${url}`);
     const { sha256 } = await downloadFile(url, tmp, http);
@@ -95,7 +99,7 @@ export async function assertReplaceable(binary: string): Promise<void> {
 /** Downloads of an earlier run that was killed outright (SIGKILL, power loss): over an hour old. */
 async function removeStaleDownloads(binary: string): Promise<void> {
   const dir = dirname(binary);
-  const prefix = `.${basename(binary)}.upgrade-`;
+  const prefix = `.${basename(binary)}${DOWNLOAD_MARK}`;
   const hourAgo = Date.now() - 60 * 60 * 1000;
   for (const name of await readdir(dir)) {
     if (!name.startsWith(prefix)) continue;

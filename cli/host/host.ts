@@ -87,6 +87,10 @@ function typeOf(st: import("node:fs").Stats): FileStat["type"] {
   return "other";
 }
 
+function fileStat(st: import("node:fs").Stats): FileStat {
+  return { type: typeOf(st), mode: st.mode, uid: st.uid, gid: st.gid, size: st.size };
+}
+
 /**
  * Reads files below a root directory. Absolute host paths ("/etc/os-release") map to
  * `<root>/etc/os-release`. Symlinks inside the tree are followed as the OS follows them,
@@ -114,20 +118,10 @@ export class FileRoot {
     }
   }
   async stat(p: string): Promise<FileStat | null> {
-    try {
-      const st = await fsp.stat(this.resolve(p));
-      return { type: typeOf(st), mode: st.mode, uid: st.uid, gid: st.gid, size: st.size };
-    } catch {
-      return null;
-    }
+    return fsp.stat(this.resolve(p)).then(fileStat, () => null);
   }
   async lstat(p: string): Promise<FileStat | null> {
-    try {
-      const st = await fsp.lstat(this.resolve(p));
-      return { type: typeOf(st), mode: st.mode, uid: st.uid, gid: st.gid, size: st.size };
-    } catch {
-      return null;
-    }
+    return fsp.lstat(this.resolve(p)).then(fileStat, () => null);
   }
   async readLink(p: string): Promise<string | null> {
     try {
