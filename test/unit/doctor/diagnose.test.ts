@@ -2,7 +2,7 @@
 // the distribution, and the one root script (checked by a real `sh -n`, and its AppArmor profile
 // written by a real shell and then read back by gatherFacts).
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -22,24 +22,24 @@ const ids = (d: ReturnType<typeof diagnose>, status: string) => d.outcomes.filte
 
 /** Per fixture: verdict, failing checks, warning checks. */
 const EXPECTED: Record<string, { mode: string; fail: string[]; warn: string[] }> = {
-  "ubuntu-20.04": { mode: "none", fail: [], warn: ["cgroup-version", "iptables", "linger"] },
-  "ubuntu-22.04": { mode: "none", fail: [], warn: ["cgroup-delegation", "iptables", "linger"] },
-  "ubuntu-24.04": { mode: "blocked", fail: ["apparmor-userns"], warn: ["iptables", "linger"] },
-  "debian-10": { mode: "blocked", fail: ["userns-clone"], warn: ["cgroup-version", "fuse-overlayfs", "iptables", "linger", "overlayfs"] },
-  "debian-11": { mode: "none", fail: [], warn: ["cgroup-delegation", "fuse-overlayfs", "iptables", "overlayfs"] },
-  "debian-12": { mode: "delegated", fail: [], warn: [] },
-  "fedora-40": { mode: "delegated", fail: [], warn: ["iptables", "selinux"] },
-  "rocky-8": { mode: "none", fail: [], warn: ["cgroup-version", "fuse-overlayfs", "iptables", "linger", "overlayfs", "selinux"] },
-  "rocky-9": { mode: "none", fail: [], warn: ["cgroup-delegation", "iptables", "linger", "selinux"] },
+  "ubuntu-20.04": { mode: "none", fail: [], warn: ["cgroup-version", "inotify", "iptables", "linger"] },
+  "ubuntu-22.04": { mode: "none", fail: [], warn: ["cgroup-delegation", "inotify", "iptables", "linger"] },
+  "ubuntu-24.04": { mode: "blocked", fail: ["apparmor-userns"], warn: ["inotify", "iptables", "linger"] },
+  "debian-10": { mode: "blocked", fail: ["userns-clone"], warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "linger", "overlayfs"] },
+  "debian-11": { mode: "none", fail: [], warn: ["cgroup-delegation", "fuse-overlayfs", "inotify", "iptables", "overlayfs"] },
+  "debian-12": { mode: "delegated", fail: [], warn: ["inotify"] },
+  "fedora-40": { mode: "delegated", fail: [], warn: ["inotify", "iptables", "selinux"] },
+  "rocky-8": { mode: "none", fail: [], warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "linger", "overlayfs", "selinux"] },
+  "rocky-9": { mode: "none", fail: [], warn: ["cgroup-delegation", "inotify", "iptables", "linger", "selinux"] },
   "centos-7": {
     mode: "blocked",
     fail: ["max-user-namespaces", "newgidmap", "newuidmap", "user-manager"],
-    warn: ["cgroup-version", "fuse-overlayfs", "iptables", "kernel", "linger", "overlayfs", "rhel7-userns"],
+    warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "kernel", "linger", "overlayfs", "rhel7-userns"],
   },
-  "opensuse-leap-15.6": { mode: "none", fail: [], warn: ["cgroup-version", "dbus-user-session", "iptables", "linger"] },
+  "opensuse-leap-15.6": { mode: "none", fail: [], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables", "linger"] },
   arch: { mode: "delegated", fail: [], warn: ["iptables"] },
-  "alpine-3.18": { mode: "none", fail: ["runtime-dir", "user-manager"], warn: ["cgroup-version", "dbus-user-session", "iptables"] },
-  "wsl2-ubuntu-22.04": { mode: "none", fail: ["user-manager"], warn: ["cgroup-version", "dbus-user-session", "iptables"] },
+  "alpine-3.18": { mode: "none", fail: ["runtime-dir", "user-manager"], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"] },
+  "wsl2-ubuntu-22.04": { mode: "none", fail: ["user-manager"], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"] },
   "wsl1-ubuntu-18.04": { mode: "blocked", fail: ["kernel", "user-manager"], warn: ["cgroup-version", "dbus-user-session", "iptables"] },
 };
 
@@ -151,9 +151,23 @@ describe("the root script", () => {
     expect(script.trimEnd().split("\n").slice(-3, -1)).toEqual(["sysctl --system >/dev/null", ""]);
   });
 
-  it("Debian 12 with nothing to fix says so", async () => {
-    const { facts, d } = await run("debian-12");
-    expect(rootScript(d.outcomes, facts)).toContain("# Nothing to fix as root.");
+  it("Debian 12: its real inotify limits are the only root fix; once the script's sysctl files apply, nothing is left", async () => {
+    const dir = join(tmp, "debian-12");
+    cpSync(join(FIXTURE_HOSTS, "debian-12"), dir, { recursive: true });
+    const before = await run("debian-12", {}, dir);
+    expect(before.d.outcomes.filter((o) => o.fix?.root.length).map((o) => o.id)).toEqual(["inotify"]);
+    // The script's own lines write the sysctl.d files (a real shell, under the copy); then what `sysctl --system` does with them.
+    const sysctlD = join(dir, "root", "etc", "sysctl.d");
+    mkdirSync(sysctlD, { recursive: true });
+    const writes = before.d.outcomes.find((o) => o.id === "inotify")!.fix!.root.filter((c) => c.startsWith("echo "));
+    for (const cmd of writes) execFileSync("sh", ["-c", cmd.replace("> /etc/sysctl.d/", `> ${sysctlD}/`)]);
+    for (const file of readdirSync(sysctlD)) {
+      const [key, value] = readFileSync(join(sysctlD, file), "utf8").split("=").map((x) => x.trim());
+      writeFileSync(join(dir, "root", "proc", "sys", ...key!.split(".")), `${value}\n`);
+    }
+    const after = await run("debian-12", {}, dir);
+    expect(after.d.outcomes.find((o) => o.id === "inotify")).toMatchObject({ status: "ok", summary: "max_user_watches 524288, max_user_instances 512" });
+    expect(rootScript(after.d.outcomes, after.facts)).toContain("# Nothing to fix as root.");
   });
 
   it("Ubuntu 24.04: the AppArmor profile it writes makes the same check pass (before the first failure)", async () => {

@@ -127,6 +127,22 @@ describe("what gatherFacts reads on real systems", () => {
     expect(f.features.overlayRootless).toEqual({ ok: null, basis: "unknown" });
   });
 
+  it("systemd's version from libsystemd-shared where RHEL 9, openSUSE and Fedora install it (/usr/lib64/systemd), without running systemctl", async () => {
+    for (const [name, version] of [["rocky-9", 252], ["opensuse-leap-15.6", 254], ["fedora-40", 255]] as const) {
+      const h = fixtureHost(name);
+      expect((await gatherFacts(h)).systemd.version, name).toBe(version);
+      expect(h.calls, name).not.toContain("systemctl --version");
+    }
+  });
+
+  it("sysctls as real hosts read them: Debian's userns switch, the kernel's inotify defaults, Arch's raised ones, no port sysctl on CentOS 7's 3.10", async () => {
+    const debian = await gatherFacts(fixtureHost("debian-12"));
+    expect(debian.userns).toMatchObject({ unprivilegedUsernsClone: 1, maxUserNamespaces: 3663 });
+    expect(debian.features).toMatchObject({ inotifyMaxUserInstances: 128, inotifyMaxUserWatches: 8192, ipUnprivilegedPortStart: 1024 });
+    expect((await gatherFacts(fixtureHost("arch"))).features).toMatchObject({ inotifyMaxUserInstances: 1024, inotifyMaxUserWatches: 524288 });
+    expect((await gatherFacts(fixtureHost("centos-7"))).features.ipUnprivilegedPortStart).toBeNull();
+  });
+
   it("WSL 1 and WSL 2 from /proc/version; Alpine and WSL without systemd as PID 1", async () => {
     expect((await gatherFacts(fixtureHost("wsl1-ubuntu-18.04"))).kernel.wsl).toBe(1);
     const wsl2 = await gatherFacts(fixtureHost("wsl2-ubuntu-22.04"));
