@@ -116,7 +116,7 @@ async function getRelease<T>(url: string, req: ReleaseRequest, read: (res: Respo
   } catch (e) {
     if (signal?.aborted) throw new InterruptedError();
     if (deadline?.aborted) {
-      throw new UserError(`could not download ${url}: no answer within ${Math.round(deadlineMs! / 1000)} s`, { exitCode: ExitCode.Network, fix: NETWORK_FIX, cause: e });
+      throw new UserError(`could not download ${url}: no answer within ${deadlineMs! / 1000} s`, { exitCode: ExitCode.Network, fix: NETWORK_FIX, cause: e });
     }
     if (e instanceof HttpStatusError) throw statusError(url, e.status);
     throw downloadFailure(e, { label: url, url, attempts, fix: NETWORK_FIX });

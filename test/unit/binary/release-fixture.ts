@@ -3,24 +3,19 @@
 //   scripts/bundle.mjs + scripts/build-sea.sh with RK8S_VERSION=version, cached under
 //   .cache/test-sea/ by the hash of its inputs and shared by test files and runs (built under flock);
 // - addRelease / writeRelease: a release folder in the published layout (scripts/release.sh);
-// - serveDir: a static HTTP server on 127.0.0.1 that records every request;
-// - testUser / runAs: a real non-root user and commands run as that user with a temporary HOME.
-import { execFileSync, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { chownSync, createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
-import { dirname, join, normalize } from "node:path";
+// - installUser: the real non-root user (test/helpers/user.ts) those tests install as.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { REPO } from "../../helpers/cli";
+import { sha256 } from "../../helpers/hash";
+import { testUser } from "../../helpers/user";
 
 export const ARCH = process.arch === "arm64" ? "arm64" : "amd64";
 export const BINARY_NAME = `rootless-k8s-linux-${ARCH}`;
 const CACHE = join(REPO, ".cache", "test-sea");
 /** PATH with the pinned Node first, as `npm run` has it (build-sea.sh refuses any other node). */
 const BUILD_PATH = `${dirname(process.execPath)}:${join(REPO, "node_modules", ".bin")}:${process.env.PATH}`;
-
-const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
-export const sha256File = (file: string) => sha256(readFileSync(file));
 
 /** A folder holding `rootless-k8s-linux-<arch>` (default: this machine's) built at `version`, and its SHA256SUMS. */
 export function testBinary(version: string, arch: "amd64" | "arm64" = ARCH): string {
@@ -73,93 +68,8 @@ export function writeRelease(
   if (opts.latest !== false) writeFileSync(join(base, "latest.txt"), `${version}\n`);
 }
 
-export interface StaticServer {
-  url: string;
-  /** Requests so far, in order: path and User-Agent. */
-  requests: { path: string; agent: string }[];
-  /** The paths requested so far, in order. */
-  paths(): string[];
-  close(): Promise<void>;
-}
-
-/** Serves the files under `root` on 127.0.0.1 (GET only; 404 for anything else). */
-export async function serveDir(root: string): Promise<StaticServer> {
-  const requests: StaticServer["requests"] = [];
-  const server: Server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
-    requests.push({ path, agent: req.headers["user-agent"] ?? "" });
-    const file = join(root, normalize(path));
-    if (req.method !== "GET" || !file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
-      res.writeHead(404).end("not found\n");
-      return;
-    }
-    res.writeHead(200, { "content-length": statSync(file).size, "content-type": "application/octet-stream" });
-    createReadStream(file).pipe(res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    paths: () => requests.map((r) => r.path),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-export const isRoot = process.getuid?.() === 0;
-
-export interface TestUser {
-  name: string;
-  uid: number;
-  gid: number;
-  /** A fresh empty HOME owned by the user (0700). */
-  newHome(): string;
-}
-
-/** A real non-root user (created once, under a lock), for tests that must not run as root. */
-export function testUser(name = "rk8s-inst"): TestUser {
-  execFileSync("flock", ["/tmp/rootless-k8s-test-useradd.lock", "sh", "-c", `id -u ${name} >/dev/null 2>&1 || useradd --no-create-home --shell /bin/bash ${name}`]);
-  const uid = Number(execFileSync("id", ["-u", name], { encoding: "utf8" }).trim());
-  const gid = Number(execFileSync("id", ["-g", name], { encoding: "utf8" }).trim());
-  return {
-    name,
-    uid,
-    gid,
-    newHome() {
-      const home = mkdtempSync(join(tmpdir(), `${name}-home-`));
-      chownSync(home, uid, gid);
-      return home;
-    },
-  };
-}
-
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `cmd args` as `user` with exactly `env` (no inherited environment), from `cwd`. */
-export function runAs(user: TestUser | null, cmd: string, args: string[], env: Record<string, string>, opts: { cwd?: string; timeoutMs?: number } = {}): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, {
-      env,
-      cwd: opts.cwd ?? env.HOME ?? "/",
-      stdio: ["ignore", "pipe", "pipe"],
-      ...(user ? { uid: user.uid, gid: user.gid } : {}),
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 60_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** The user that installs and upgrades the binary in the install.sh and self-upgrade tests. */
+export const installUser = () => testUser("rk8s-inst", { shell: "/bin/bash" });
 
 /** Every file under `dir` (relative paths), to assert what a run left behind. */
 export function listFiles(dir: string): string[] {

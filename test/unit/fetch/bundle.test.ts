@@ -4,7 +4,6 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../../../cli/errors";
 import { readBundleManifest, writeBundle } from "../../../cli/fetch/bundle";
 import { listCache } from "../../../cli/fetch/cache";
 import { installBinaries } from "../../../cli/fetch/extract";
@@ -12,23 +11,16 @@ import { fetchArtifacts } from "../../../cli/fetch/fetch";
 import { parseManifest } from "../../../cli/fetch/manifest";
 import { allArtifactsFor, versionSetId } from "../../../cli/fetch/select";
 import type { Manifest, ManifestArtifact } from "../../../cli/fetch/types";
-import { randomBody, tempDir, testArtifact } from "./helpers/artifacts";
-import { startServer, type TestServer } from "./helpers/server";
+import { userErrorOf } from "../../helpers/errors";
+import { startServer, type TestServer } from "../../helpers/http-server";
+import { tempDir } from "../../helpers/temp";
+import { randomBody, testArtifact } from "./helpers/artifacts";
 import { tarGz } from "./helpers/tar-writer";
 
 const FAST = { retries: 0, retryBaseMs: 5 };
 
 function manifestOf(artifacts: ManifestArtifact[]): Manifest {
   return parseManifest({ schema: 1, name: "test set", artifacts }, "test");
-}
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  const e = await p.then(
-    () => null,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(UserError);
-  return e as UserError;
 }
 
 describe("offline bundles", () => {
@@ -104,7 +96,7 @@ describe("offline bundles", () => {
     const newer = randomBody(70_000, 99);
     const pinned = manifestOf([arts[0]!, testArtifact({ id: "runc", version: "2.0.0", path: "/runc/v2.0.0/runc.amd64", body: newer, algorithm: "sha512" })]);
     const cacheDir = join(work, "offline-cache");
-    const e = await failure(fetchArtifacts(allArtifactsFor(pinned, "amd64"), { cacheDir, bundle }));
+    const e = await userErrorOf(fetchArtifacts(allArtifactsFor(pinned, "amd64"), { cacheDir, bundle }));
     expect(e.exitCode).toBe(4);
     expect(e.message).toContain("does not match the pinned checksums: runc 2.0.0 for amd64 is sha512");
     expect(e.fix).toContain("--trust-bundle");
@@ -122,7 +114,7 @@ describe("offline bundles", () => {
     const altered = join(work, "altered.tar");
     writeFileSync(altered, data);
     const cacheDir = join(work, "offline-cache");
-    const e = await failure(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir, bundle: altered }));
+    const e = await userErrorOf(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir, bundle: altered }));
     expect(e.exitCode).toBe(4);
     expect(e.message).toMatch(/runc 1\.0\.0 for amd64 does not match its checksum: expected sha512 [0-9a-f]{128}, got [0-9a-f]{128}/);
     // Only the intact file, verified, is in the cache: no partial file, nothing for runc.
@@ -131,7 +123,7 @@ describe("offline bundles", () => {
 
   it("refuses a bundle made for another arch (exit 3)", async () => {
     const arm = manifestOf(arts.map((a) => ({ ...a, arch: { arm64: "arm64" }, checksums: { arm64: a.checksums.amd64! } })));
-    const e = await failure(fetchArtifacts(allArtifactsFor(arm, "arm64"), { cacheDir: join(work, "c"), bundle }));
+    const e = await userErrorOf(fetchArtifacts(allArtifactsFor(arm, "arm64"), { cacheDir: join(work, "c"), bundle }));
     expect(e.exitCode).toBe(3);
     expect(e.message).toBe(`bundle ${bundle} is for amd64, but arm64 is needed`);
   });
@@ -139,9 +131,9 @@ describe("offline bundles", () => {
   it("refuses a tar that is not a bundle, and a missing file", async () => {
     const other = join(work, "other.tar.gz");
     writeFileSync(other, tarGz([{ path: "hello.txt", content: "hi" }]));
-    const e = await failure(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: other }));
+    const e = await userErrorOf(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: other }));
     expect(e.message).toBe(`${other} is not a usable rootless-k8s bundle: its first entry is "hello.txt", not rootless-k8s-bundle.json`);
-    const missing = await failure(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: join(work, "nope.tar") }));
+    const missing = await userErrorOf(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: join(work, "nope.tar") }));
     expect(missing.exitCode).toBe(2);
   });
 });

@@ -2,12 +2,15 @@
 // loopback mirror with a --manifest of served files, Ctrl-C mid-download then a resumed run,
 // the lock between two runs, and one-line errors with documented exit codes.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
-import { randomBody, tempDir, testArtifact } from "./helpers/artifacts";
-import { makeTestCa, sha256, startServer, type TestServer } from "./helpers/server";
+import { sha256 } from "../../helpers/hash";
+import { startServer, type TestServer } from "../../helpers/http-server";
+import { tempDir } from "../../helpers/temp";
+import { makeTestCa } from "../../helpers/tls";
+import { randomBody, testArtifact } from "./helpers/artifacts";
 import { tarGz } from "./helpers/tar-writer";
 
 const NO_TRACE = /\bat .*\.(js|ts|cjs):\d+/;
@@ -213,7 +216,6 @@ describe("a private CA from NODE_EXTRA_CA_CERTS", () => {
       expect(viaFlag.code, viaFlag.stderr).toBe(0);
     } finally {
       await server.close();
-      rmSync(ca.dir, { recursive: true, force: true });
     }
   });
 });

@@ -4,25 +4,19 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../../../cli/errors";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { cacheLayout, listCache } from "../../../cli/fetch/cache";
 import { fetchArtifacts, type FetchOptions } from "../../../cli/fetch/fetch";
 import type { FetchedArtifact } from "../../../cli/fetch/types";
-import { randomBody, resolved, tempDir, testArtifact, UPSTREAM } from "./helpers/artifacts";
-import { startProxy } from "./helpers/proxy";
-import { makeTestCa, sha256, startServer, type TestServer, type TlsMaterial } from "./helpers/server";
+import { userErrorOf } from "../../helpers/errors";
+import { sha256 } from "../../helpers/hash";
+import { startServer, type TestServer } from "../../helpers/http-server";
+import { startProxy } from "../../helpers/proxy";
+import { tempDir } from "../../helpers/temp";
+import { makeTestCa, type TlsMaterial } from "../../helpers/tls";
+import { randomBody, resolved, testArtifact, UPSTREAM } from "./helpers/artifacts";
 
 const FAST = { retries: 2, retryBaseMs: 5, retryMaxMs: 20, bodyTimeoutMs: 2_000 };
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  const e = await p.then(
-    () => null,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(UserError);
-  return e as UserError;
-}
 
 const partials = async (dir: string) => (await listCache(dir)).filter((e) => e.partial);
 const blobs = async (dir: string) => (await listCache(dir)).filter((e) => !e.partial);
@@ -78,7 +72,7 @@ describe("fetchArtifacts over loopback HTTP", () => {
 
   it("keeps the part file when the retries run out, and the next run resumes it", async () => {
     server.fault(art.url.replace(UPSTREAM, ""), { kind: "drop-after", bytes: 250_000, times: 1 });
-    const e = await failure(get({ http: { ...FAST, retries: 0 } }));
+    const e = await userErrorOf(get({ http: { ...FAST, retries: 0 } }));
     expect(e.exitCode).toBe(5);
     expect(e.message).toContain("etcd 1.0.0 for amd64");
     const [part] = await partials(cacheDir);
@@ -121,7 +115,7 @@ describe("fetchArtifacts over loopback HTTP", () => {
 
   it("gives up after a bounded number of attempts on a persistent 503 (exit 5)", async () => {
     server.fault(art.url.replace(UPSTREAM, ""), { kind: "status", status: 503 });
-    const e = await failure(get());
+    const e = await userErrorOf(get());
     expect(e.exitCode).toBe(5);
     expect(e.message).toMatch(/HTTP 503 \(3 attempts\)/);
     expect(e.fix).toContain("--bundle");
@@ -131,7 +125,7 @@ describe("fetchArtifacts over loopback HTTP", () => {
 
   it("names the URL and the version on a 404, without retrying", async () => {
     const missing = testArtifact({ id: "crictl", version: "9.9.9", path: "/kubernetes-sigs/cri-tools/v9.9.9/crictl", body });
-    const e = await failure(fetchArtifacts([resolved(missing)], { cacheDir, mirror: server.url, http: FAST, env: {} }));
+    const e = await userErrorOf(fetchArtifacts([resolved(missing)], { cacheDir, mirror: server.url, http: FAST, env: {} }));
     expect(e.exitCode).toBe(5);
     expect(e.message).toBe(`not found (HTTP 404): ${server.url}/kubernetes-sigs/cri-tools/v9.9.9/crictl (crictl 9.9.9 for amd64)`);
     expect(server.requests).toHaveLength(1);
@@ -141,7 +135,7 @@ describe("fetchArtifacts over loopback HTTP", () => {
   it("deletes a download whose checksum does not match, naming the expected and actual hashes (exit 4)", async () => {
     const other = randomBody(600_000, 8);
     server.serve(art.url.replace(UPSTREAM, ""), other);
-    const e = await failure(get());
+    const e = await userErrorOf(get());
     expect(e.exitCode).toBe(4);
     expect(e.message).toContain(`expected sha256 ${sha256(body)}, got ${sha256(other)}`);
     expect(e.message).toContain("etcd 1.0.0 for amd64");
@@ -150,7 +144,7 @@ describe("fetchArtifacts over loopback HTTP", () => {
 
   it("fails a body that stalls past the inactivity timeout, keeping the part for a resume", async () => {
     server.fault(art.url.replace(UPSTREAM, ""), { kind: "stall-after", bytes: 100_000, times: 1 });
-    const e = await failure(get({ http: { ...FAST, retries: 0, bodyTimeoutMs: 300 } }));
+    const e = await userErrorOf(get({ http: { ...FAST, retries: 0, bodyTimeoutMs: 300 } }));
     expect(e.exitCode).toBe(5);
     expect(e.message).toContain("stopped sending data");
     const [part] = await partials(cacheDir);
@@ -209,7 +203,7 @@ describe("fetchArtifacts over loopback HTTP", () => {
     const ac = new AbortController();
     let seen = 0;
     const p = get({ signal: ac.signal, progress: { bytes: (_a, n) => (seen += n) >= 50_000 && ac.abort() } });
-    const e = await failure(p);
+    const e = await userErrorOf(p);
     expect(e.exitCode).toBe(130);
     const [part] = await partials(cacheDir);
     expect(part?.size).toBeGreaterThan(0);
@@ -246,7 +240,7 @@ describe("side files published next to the artifact", () => {
 
   it("stops before downloading when the side file disagrees with the pin (exit 4)", async () => {
     server.serve(`${path}.sha256sum`, `${"0".repeat(64)}  containerd-static-2.3.4-linux-amd64.tar.gz\n`);
-    const e = await failure(run());
+    const e = await userErrorOf(run());
     expect(e.exitCode).toBe(4);
     expect(e.message).toContain(`says sha256 ${"0".repeat(64)}, the manifest pins ${sha256(body)}`);
     expect(server.requests.map((r) => r.path)).toEqual([`${path}.sha256sum`]);
@@ -271,7 +265,6 @@ describe("https", () => {
   beforeAll(() => {
     tlsMaterial = makeTestCa();
   });
-  afterAll(() => rmSync(tlsMaterial.dir, { recursive: true, force: true }));
   beforeEach(async () => {
     server = await startServer({ tls: tlsMaterial });
     plain = await startServer();
@@ -291,7 +284,7 @@ describe("https", () => {
   });
 
   it("refuses a server whose CA is not trusted, saying how to trust it (exit 5)", async () => {
-    const e = await failure(fetchArtifacts([resolved(art)], { cacheDir, mirror: server.url, http: FAST, env: {} }));
+    const e = await userErrorOf(fetchArtifacts([resolved(art)], { cacheDir, mirror: server.url, http: FAST, env: {} }));
     expect(e.exitCode).toBe(5);
     expect(e.message).toMatch(/TLS certificate of 127\.0\.0\.1:\d+ is not trusted/);
     expect(e.fix).toContain("--ca-file");
@@ -303,7 +296,7 @@ describe("https", () => {
       kind: "redirect",
       to: `${plain.url}/opencontainers/runc/releases/download/v1.4.3/runc.amd64`,
     });
-    const e = await failure(fetchArtifacts([resolved(art)], { cacheDir, mirror: server.url, caFile: tlsMaterial.caFile, http: FAST, env: {} }));
+    const e = await userErrorOf(fetchArtifacts([resolved(art)], { cacheDir, mirror: server.url, caFile: tlsMaterial.caFile, http: FAST, env: {} }));
     expect(e.exitCode).toBe(4);
     expect(e.message).toContain("refused a redirect from https to http");
     expect(plain.requests).toHaveLength(0);
@@ -344,7 +337,7 @@ describe("a full disk", () => {
       const a = testArtifact({ id: "big", path: "/big.bin", body });
       const cacheDir = join(mnt, "cache");
       mkdirSync(cacheDir);
-      const e = await failure(fetchArtifacts([resolved(a)], { cacheDir, mirror: server.url, http: FAST, env: {} }));
+      const e = await userErrorOf(fetchArtifacts([resolved(a)], { cacheDir, mirror: server.url, http: FAST, env: {} }));
       expect(e.exitCode).toBe(1);
       expect(e.message).toContain(`no space left on the device of ${cacheDir}`);
       expect(e.message).toContain("big 1.0.0 for amd64");

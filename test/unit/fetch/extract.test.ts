@@ -5,11 +5,12 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { UserError } from "../../../cli/errors";
 import { installBinaries } from "../../../cli/fetch/extract";
 import type { FetchedArtifact, ManifestArtifact } from "../../../cli/fetch/types";
-import { randomBody, resolved, tempDir, testArtifact } from "./helpers/artifacts";
-import { sha256 } from "./helpers/server";
+import { userErrorOf } from "../../helpers/errors";
+import { sha256 } from "../../helpers/hash";
+import { tempDir } from "../../helpers/temp";
+import { randomBody, resolved, testArtifact } from "./helpers/artifacts";
 import { tarBuffer, tarGz, type TarEntry } from "./helpers/tar-writer";
 
 let work: string;
@@ -24,15 +25,6 @@ function fetchedArchive(entries: TarEntry[], binaries: ManifestArtifact["binarie
   writeFileSync(file, data);
   const a = resolved(testArtifact({ id, path: `/${id}.tar.gz`, body: data, format: gzip ? "tar.gz" : "tar", binaries }));
   return { artifact: a, file, size: data.length, source: "cache", verification: "test" };
-}
-
-async function refusal(p: Promise<unknown>): Promise<UserError> {
-  const e = await p.then(
-    () => null,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(UserError);
-  return e as UserError;
 }
 
 /** Everything under work/ except the archives themselves: what an extraction left behind. */
@@ -134,7 +126,7 @@ describe("installBinaries", () => {
         { name: "ctr", path: "bin/ctr" },
       ]);
       const dest = join(work, "bin");
-      const e = await refusal(installBinaries([f], dest));
+      const e = await userErrorOf(installBinaries([f], dest));
       expect(e.exitCode).toBe(4);
       expect(e.message).toMatch(message);
       expect(e.message).toContain("refused etcd.tar.gz (etcd 1.0.0 for amd64)");
@@ -152,7 +144,7 @@ describe("installBinaries", () => {
       ],
       [{ name: "containerd", path: "bin/containerd" }],
     );
-    const e = await refusal(installBinaries([f], join(work, "bin")));
+    const e = await userErrorOf(installBinaries([f], join(work, "bin")));
     expect(e.message).toContain('the member "bin/containerd" (containerd) is a SymbolicLink, not a regular file');
     expect(leftovers(work)).toEqual([]);
   });
@@ -162,7 +154,7 @@ describe("installBinaries", () => {
       { name: "containerd", path: "bin/containerd" },
       { name: "ctr", path: "bin/ctr" },
     ]);
-    const e = await refusal(installBinaries([f], join(work, "bin")));
+    const e = await userErrorOf(installBinaries([f], join(work, "bin")));
     expect(e.exitCode).toBe(4);
     expect(e.message).toBe('etcd.tar.gz (etcd 1.0.0 for amd64) has no member "bin/ctr"');
     expect(leftovers(work)).toEqual([]);
@@ -172,7 +164,7 @@ describe("installBinaries", () => {
     const file = join(work, "junk.tar.gz");
     writeFileSync(file, randomBody(4096, 9));
     const a = resolved(testArtifact({ id: "junk", path: "/junk.tar.gz", body: readFileSync(file), format: "tar.gz", binaries: [{ name: "x", path: "x" }] }));
-    const e = await refusal(installBinaries([{ artifact: a, file, size: 4096, source: "cache", verification: "test" }], join(work, "bin")));
+    const e = await userErrorOf(installBinaries([{ artifact: a, file, size: 4096, source: "cache", verification: "test" }], join(work, "bin")));
     expect(e.exitCode).toBe(4);
     expect(e.message).toMatch(/^refused junk\.tar\.gz \(junk 1\.0\.0 for amd64\): is not a readable tar archive/);
     expect(leftovers(work)).toEqual([]);
@@ -183,7 +175,7 @@ describe("installBinaries", () => {
     const f = fetchedArchive([{ path: "kubernetes/server/bin/kubelet", content: big }], [{ name: "kubelet", path: "kubernetes/server/bin/kubelet" }]);
     const ac = new AbortController();
     ac.abort();
-    const e = await refusal(installBinaries([f], join(work, "bin"), { signal: ac.signal }));
+    const e = await userErrorOf(installBinaries([f], join(work, "bin"), { signal: ac.signal }));
     expect(e.exitCode).toBe(130);
     expect(leftovers(work)).toEqual([]);
   });

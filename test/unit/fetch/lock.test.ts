@@ -5,9 +5,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { UserError } from "../../../cli/errors";
 import { acquireInstallLock, acquireLock, defaultInstallLockDir } from "../../../cli/fetch/lock";
-import { tempDir } from "./helpers/artifacts";
+import { userErrorOf } from "../../helpers/errors";
+import { tempDir } from "../../helpers/temp";
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -26,20 +26,11 @@ function holder(dir: string, heartbeatMs = 5000): Promise<ChildProcess> {
   });
 }
 
-async function refused(p: Promise<unknown>): Promise<UserError> {
-  const e = await p.then(
-    () => null,
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(UserError);
-  return e as UserError;
-}
-
 describe("locks", () => {
   it("refuses a second run while the holder lives, naming it (exit 6)", async () => {
     const dir = join(tempDir(), "install.lock");
     const child = await holder(dir);
-    const e = await refused(acquireLock(dir, { purpose: "second run" }));
+    const e = await userErrorOf(acquireLock(dir, { purpose: "second run" }));
     expect(e.exitCode).toBe(6);
     expect(e.message).toContain(`lock test holder (pid ${child.pid} on `);
     expect(e.fix).toContain("taken over automatically");
@@ -80,7 +71,7 @@ describe("locks", () => {
     mkdirSync(dir);
     writeFileSync(join(dir, "owner.json"), JSON.stringify({ pid: 1, hostname: "elsewhere", purpose: "rootless-k8s install", startedAt: "2026-01-01T00:00:00Z", token: "t" }));
     writeFileSync(join(dir, "heartbeat"), "");
-    const e = await refused(acquireLock(dir, { purpose: "here" }));
+    const e = await userErrorOf(acquireLock(dir, { purpose: "here" }));
     expect(e.message).toContain("pid 1 on elsewhere");
     const old = new Date(Date.now() - 120_000);
     utimesSync(join(dir, "heartbeat"), old, old);
@@ -107,7 +98,7 @@ describe("locks", () => {
     expect(defaultInstallLockDir({ HOME: home, XDG_DATA_HOME: "/data" })).toBe("/data/rootless-k8s/install.lock");
     const lock = await acquireInstallLock({ env: { HOME: home } });
     expect(statSync(lock.dir).mode & 0o777).toBe(0o700);
-    const e = await refused(acquireInstallLock({ env: { HOME: home }, purpose: "rootless-k8s upgrade" }));
+    const e = await userErrorOf(acquireInstallLock({ env: { HOME: home }, purpose: "rootless-k8s upgrade" }));
     expect(e.message).toContain("rootless-k8s install (pid");
     await lock.release();
   });

@@ -4,22 +4,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import builtin from "../../../assets/components.json";
-import { UserError } from "../../../cli/errors";
 import { loadManifest, parseManifest } from "../../../cli/fetch/manifest";
 import { applyMirror, mirrorFrom } from "../../../cli/fetch/mirror";
 import { selectArtifacts, versionSet, versionSetId } from "../../../cli/fetch/select";
 import { ARCHES, NETWORKS, RUNTIMES } from "../../../cli/fetch/types";
-import { tempDir } from "./helpers/artifacts";
-
-function refusal(fn: () => unknown): UserError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(UserError);
-    return e as UserError;
-  }
-  throw new Error("expected a refusal");
-}
+import { userErrorFrom } from "../../helpers/errors";
+import { tempDir } from "../../helpers/temp";
 
 const clone = () => JSON.parse(JSON.stringify(builtin)) as typeof builtin & { artifacts: Record<string, unknown>[] };
 
@@ -105,7 +95,7 @@ describe("a --manifest file", () => {
     const data = clone();
     delete (data.artifacts[1] as { checksums: Record<string, unknown> }).checksums.arm64;
     const file = write(data);
-    const e = refusal(() => loadManifest({ file }));
+    const e = userErrorFrom(() => loadManifest({ file }));
     expect(e.exitCode).toBe(2);
     expect(e.message).toBe(
       `manifest ${file}: artifact "etcd" checksums.arm64 is missing; every artifact needs a pinned sha256 or sha512 for each arch it lists`,
@@ -129,15 +119,15 @@ describe("a --manifest file", () => {
     it(`is refused for ${what}`, () => {
       const data = clone();
       change(data);
-      const e = refusal(() => parseManifest(data, "m.json"));
+      const e = userErrorFrom(() => parseManifest(data, "m.json"));
       expect(e.message).toContain(message);
       expect(e.exitCode).toBe(2);
     });
   }
 
   it("is refused when missing or not JSON", () => {
-    expect(refusal(() => loadManifest({ file: "/nonexistent/m.json" })).message).toBe("manifest /nonexistent/m.json: file not found");
-    expect(refusal(() => loadManifest({ file: write("{ nope") })).message).toMatch(/is not valid JSON/);
+    expect(userErrorFrom(() => loadManifest({ file: "/nonexistent/m.json" })).message).toBe("manifest /nonexistent/m.json: file not found");
+    expect(userErrorFrom(() => loadManifest({ file: write("{ nope") })).message).toMatch(/is not valid JSON/);
   });
 });
 
@@ -154,7 +144,7 @@ describe("mirrors", () => {
   });
 
   it("refuses a mirror that is not an http(s) URL, or carries credentials", () => {
-    expect(refusal(() => mirrorFrom("ftp://m", {})).message).toContain("--mirror must be an http:// or https:// URL");
-    expect(refusal(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain("ROOTLESS_K8S_MIRROR must be");
+    expect(userErrorFrom(() => mirrorFrom("ftp://m", {})).message).toContain("--mirror must be an http:// or https:// URL");
+    expect(userErrorFrom(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain("ROOTLESS_K8S_MIRROR must be");
   });
 });

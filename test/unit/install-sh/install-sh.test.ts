@@ -2,25 +2,16 @@
 // HOME, against a release folder (laid out by scripts/release.sh from a freshly built binary)
 // served on 127.0.0.1.
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO } from "../../helpers/cli";
-import {
-  addRelease,
-  BINARY_NAME,
-  isRoot,
-  listFiles,
-  runAs,
-  serveDir,
-  sha256File,
-  type StaticServer,
-  testBinary,
-  testUser,
-  type TestUser,
-  writeRelease,
-} from "../binary/release-fixture";
+import { sha256File } from "../../helpers/hash";
+import { serveDir, type StaticServer } from "../../helpers/http-server";
+import { tempDir } from "../../helpers/temp";
+import { isRoot, runAs, type TestUser } from "../../helpers/user";
+import { addRelease, BINARY_NAME, installUser, listFiles, testBinary, writeRelease } from "../binary/release-fixture";
 
 const INSTALL_SH = join(REPO, "scripts", "install.sh");
 const VERSION = "1.0.0";
@@ -62,20 +53,10 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   let server: StaticServer;
   let user: TestUser;
   let binSum: string;
-  const scratch: string[] = [];
 
   /** A fresh empty folder owned by the user. */
-  const userDir = (prefix: string) => {
-    const d = mkdtempSync(join(tmpdir(), `rk8s-${prefix}-`));
-    chownSync(d, user.uid, user.gid);
-    scratch.push(d);
-    return d;
-  };
-  const newHome = () => {
-    const h = user.newHome();
-    scratch.push(h);
-    return h;
-  };
+  const userDir = (prefix: string) => user.newDir(`rk8s-${prefix}-`);
+  const newHome = () => user.newHome();
   const envFor = (home: string, tmp: string, extra: Record<string, string> = {}) => ({
     HOME: home,
     PATH: "/usr/bin:/bin",
@@ -89,9 +70,8 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     runAs(user, "sh", ["-c", `${fetch} "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- ${args}`], env);
   /** A PATH folder with every command of /usr/bin except `without`. */
   const binWithout = (...without: string[]) => {
-    const d = mkdtempSync(join(tmpdir(), "rk8s-bin-"));
+    const d = tempDir("rk8s-bin-");
     chmodSync(d, 0o755);
-    scratch.push(d);
     for (const f of readdirSync("/usr/bin")) if (!without.includes(f)) symlinkSync(join("/usr/bin", f), join(d, f));
     return d;
   };
@@ -99,17 +79,15 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
 
   beforeAll(async () => {
     build = testBinary(VERSION);
-    base = mkdtempSync(join(tmpdir(), "rk8s-release-"));
-    scratch.push(base);
+    base = tempDir("rk8s-release-");
     addRelease(base, build);
     server = await serveDir(base);
-    user = testUser();
+    user = installUser();
     binSum = sha256File(join(build, BINARY_NAME));
   });
 
   afterAll(async () => {
     await server?.close();
-    for (const d of scratch) rmSync(d, { recursive: true, force: true });
   });
 
   it("curl | sh installs the verified binary, which runs, and prints the PATH line for the user's shell", async () => {
@@ -135,8 +113,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   });
 
   it("refuses a tampered binary and installs nothing", async () => {
-    const bad = mkdtempSync(join(tmpdir(), "rk8s-tampered-"));
-    scratch.push(bad);
+    const bad = tempDir("rk8s-tampered-");
     const tampered = readFileSync(join(build, BINARY_NAME));
     tampered[tampered.length >> 1] = tampered[tampered.length >> 1]! ^ 0xff;
     writeRelease(bad, VERSION, { [BINARY_NAME]: tampered }, { sumsOf: { [BINARY_NAME]: binSum } });
@@ -288,8 +265,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   });
 
   it("refuses root unless ROOTLESS_K8S_FORCE_ROOT=1", async () => {
-    const home = mkdtempSync(join(tmpdir(), "rk8s-roothome-"));
-    scratch.push(home);
+    const home = tempDir("rk8s-roothome-");
     const env = { ...envFor(home, home), TMPDIR: tmpdir() };
     const from = server.requests.length;
     const refused = await runAs(null, "sh", [INSTALL_SH, "--no-start"], env);
@@ -308,9 +284,8 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
       ["Linux armv7l", "error: unsupported CPU architecture armv7l"],
       ["Darwin arm64", "error: rootless-k8s runs on Linux only; this is Darwin"],
     ] as const) {
-      const fake = mkdtempSync(join(tmpdir(), "rk8s-uname-"));
+      const fake = tempDir("rk8s-uname-");
       chmodSync(fake, 0o755);
-      scratch.push(fake);
       writeFileSync(join(fake, "uname"), `#!/bin/sh\necho "${uname}"\n`, { mode: 0o755 });
       const home = newHome();
       const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: `${fake}:/usr/bin:/bin` }));

@@ -3,47 +3,35 @@
 // terminal (/dev/tty) as its input, the questions appear on the screen, keys typed into the
 // terminal answer them, and answering "no" to "Install this node?" changes nothing.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addRelease, BINARY_NAME, isRoot, listFiles, runAs, serveDir, type StaticServer, testBinary, testUser, type TestUser } from "../binary/release-fixture";
+import { serveDir, type StaticServer } from "../../helpers/http-server";
+import { freePort } from "../../helpers/net";
+import { tempDir } from "../../helpers/temp";
+import { isRoot, runAs, type TestUser } from "../../helpers/user";
+import { addRelease, BINARY_NAME, installUser, listFiles, testBinary } from "../binary/release-fixture";
 
 const hasTmux = spawnSync("sh", ["-c", "command -v tmux"]).status === 0;
-
-/** A TCP port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe.skipIf(!isRoot || !hasTmux)("interactive install through `curl | sh` in a terminal (tmux; needs root for the test user)", () => {
   let base: string;
   let server: StaticServer;
   let user: TestUser;
   let binDir: string;
-  const scratch: string[] = [];
 
   beforeAll(async () => {
     binDir = testBinary("1.0.0");
-    base = mkdtempSync(join(tmpdir(), "rk8s-release-"));
-    scratch.push(base);
+    base = tempDir("rk8s-release-");
     addRelease(base, binDir);
     server = await serveDir(base);
-    user = testUser();
+    user = installUser();
   });
   afterAll(async () => {
     await server?.close();
-    for (const d of scratch) rmSync(d, { recursive: true, force: true });
   });
 
   it("shows the questions, takes the answers typed in the terminal, and a no changes nothing", async () => {
     const home = user.newHome();
-    scratch.push(home);
     const env = { HOME: home, PATH: "/usr/bin:/bin", SHELL: "/bin/bash", TERM: "xterm", LANG: "C.UTF-8", ROOTLESS_K8S_DOWNLOAD_URL: server.url, ROOTLESS_K8S_NO_UPDATE_CHECK: "1" };
 
     // The checks this host fails for this user (no systemd user manager here) are named with

@@ -1,15 +1,19 @@
-// The release layout and its HTTP client (cli/apply/releases.ts): parsing, and real requests to a
-// server on 127.0.0.1 (redirects, errors, limits, an HTTP proxy from the environment, Ctrl-C).
-import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { tmpdir } from "node:os";
+// The release layout (cli/apply/releases.ts) and how it is read through cli/fetch's HTTP client:
+// parsing, and real requests to servers on 127.0.0.1 (redirects, errors, limits, retries, a deadline,
+// an HTTP proxy from the environment, Ctrl-C, a private CA and the https → http refusal).
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { binaryName, checksumFor, downloadFile, fetchText, hostArch, normalizeVersion, releaseUrl, resolveBaseUrl } from "../../../cli/apply/releases";
-import { ExitCode, UserError } from "../../../cli/errors";
+import { ExitCode } from "../../../cli/errors";
 import { DEFAULT_DOWNLOAD_URL } from "../../../cli/version";
 import { REPO } from "../../helpers/cli";
+import { userErrorOf } from "../../helpers/errors";
+import { sha256 } from "../../helpers/hash";
+import { startServer, type TestServer } from "../../helpers/http-server";
+import { startProxy, type TestProxy } from "../../helpers/proxy";
+import { tempDir } from "../../helpers/temp";
+import { makeTestCa, type TlsMaterial } from "../../helpers/tls";
 
 const HEX = "a".repeat(64);
 
@@ -50,57 +54,32 @@ describe("release layout", () => {
   });
 });
 
-describe("HTTP client against 127.0.0.1", () => {
+describe("releases through cli/fetch's HTTP client, against 127.0.0.1", () => {
   const big = Buffer.alloc(3 * 1024 * 1024, 7);
+  /** Retries as the client makes them, with short waits. */
+  const FAST = { retries: 2, retryBaseMs: 5, retryMaxMs: 20 };
+  let server: TestServer;
   let url: string;
-  let proxyUrl: string;
-  const proxied: string[] = [];
-  const closers: (() => void)[] = [];
+  let proxy: TestProxy;
   let dir: string;
 
-  const routes: Record<string, (res: ServerResponse) => void> = {
-    "/latest.txt": (res) => res.end("1.2.3\n"),
-    "/moved.txt": (res) => res.writeHead(302, { location: "/latest.txt" }).end(),
-    "/big.txt": (res) => res.end(Buffer.alloc(65 * 1024, 0x61)),
-    "/blob": (res) => res.end(big),
-    "/stall": (res) => {
-      res.writeHead(200, { "content-length": String(big.length) });
-      res.write(big.subarray(0, 1024)); // then nothing
-    },
-  };
-  const handler = (req: IncomingMessage, res: ServerResponse) => {
-    const route = routes[new URL(req.url ?? "/", "http://x").pathname];
-    if (route) route(res);
-    else res.writeHead(404).end();
-  };
-
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "rk8s-http-"));
-    const server = createServer(handler);
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    // A forward proxy for plain http: it answers requests in absolute form itself and records them.
-    const proxy = createServer((req, res) => {
-      proxied.push(req.url ?? "");
-      handler(req, res);
-    });
-    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-    proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
-    closers.push(() => server.close(), () => proxy.close(), () => server.closeAllConnections());
+    dir = tempDir("rk8s-http-");
+    server = await startServer();
+    url = server.url;
+    server.serve("/latest.txt", "1.2.3\n");
+    server.fault("/moved.txt", { kind: "redirect", to: "/latest.txt" });
+    server.serve("/big.txt", Buffer.alloc(65 * 1024, 0x61));
+    server.serve("/blob", big);
+    server.serve("/stall", big);
+    server.fault("/stall", { kind: "stall-after", bytes: 1024 });
+    // A forward proxy for plain http, which alone knows where releases.invalid is.
+    proxy = await startProxy({ hosts: { "releases.invalid": new URL(url).host } });
   });
-  afterAll(() => {
-    closers.forEach((c) => c());
-    rmSync(dir, { recursive: true, force: true });
+  afterAll(async () => {
+    await server.close();
+    await proxy.close();
   });
-
-  const rejection = async (p: Promise<unknown>) => {
-    const e = await p.then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect(e).toBeInstanceOf(UserError);
-    return e as UserError;
-  };
 
   it("fetches a small text file, following redirects", async () => {
     expect(await fetchText(`${url}/latest.txt`)).toBe("1.2.3\n");
@@ -108,52 +87,124 @@ describe("HTTP client against 127.0.0.1", () => {
   });
 
   it("a 404 is a network failure naming the URL and the status", async () => {
-    const e = await rejection(fetchText(`${url}/9.9.9/SHA256SUMS`));
+    const e = await userErrorOf(fetchText(`${url}/9.9.9/SHA256SUMS`));
     expect(e.exitCode).toBe(ExitCode.Network);
     expect(e.message).toBe(`could not download ${url}/9.9.9/SHA256SUMS: HTTP 404`);
     expect(e.fix).toContain("--to VERSION");
   });
 
   it("refuses a 'small' file over 64 KiB", async () => {
-    const e = await rejection(fetchText(`${url}/big.txt`));
+    const e = await userErrorOf(fetchText(`${url}/big.txt`));
     expect(e.exitCode).toBe(ExitCode.Verification);
   });
 
   it("a refused connection is a network failure", async () => {
-    const e = await rejection(fetchText("http://127.0.0.1:9/latest.txt"));
+    const e = await userErrorOf(fetchText("http://127.0.0.1:9/latest.txt", FAST));
     expect(e.exitCode).toBe(ExitCode.Network);
     expect(e.message).toMatch(/^could not download http:\/\/127\.0\.0\.1:9\/latest\.txt: /);
+    expect(e.message).toContain("connection refused (3 attempts)");
+  });
+
+  it("retries a 503 and a cut connection with backoff, then succeeds", async () => {
+    server.serve("/flaky.txt", "1.2.4\n");
+    server.fault("/flaky.txt", { kind: "status", status: 503, times: 1 });
+    server.serve("/1.2.4/cut", big);
+    server.fault("/1.2.4/cut", { kind: "drop-after", bytes: 64 * 1024, times: 1 });
+    const from = server.requests.length;
+    expect(await fetchText(`${url}/flaky.txt`, FAST)).toBe("1.2.4\n");
+    const got = await downloadFile(`${url}/1.2.4/cut`, join(dir, "cut"), FAST);
+    expect(got.sha256).toBe(sha256(big));
+    expect(readFileSync(join(dir, "cut")).equals(big)).toBe(true);
+    expect(server.requests.slice(from).map((r) => `${r.path} ${r.status}`)).toEqual(["/flaky.txt 503", "/flaky.txt 200", "/1.2.4/cut 200", "/1.2.4/cut 200"]);
+  });
+
+  it("gives up on a persistent 503 after the retries, saying to try later (exit 5)", async () => {
+    server.fault("/down.txt", { kind: "status", status: 503 });
+    const from = server.requests.length;
+    const e = await userErrorOf(fetchText(`${url}/down.txt`, FAST));
+    expect(e.exitCode).toBe(ExitCode.Network);
+    expect(e.message).toBe(`could not download ${url}/down.txt: HTTP 503`);
+    expect(e.fix).toContain("try again later");
+    expect(server.requests.length - from).toBe(3);
   });
 
   it("streams a download to a new 0700 file and returns its SHA-256; never overwrites a file", async () => {
     const dest = join(dir, "blob");
     const got = await downloadFile(`${url}/blob`, dest);
-    expect(got).toEqual({ sha256: createHash("sha256").update(big).digest("hex"), bytes: big.length });
+    expect(got).toEqual({ sha256: sha256(big), bytes: big.length });
     expect(readFileSync(dest).equals(big)).toBe(true);
     expect(statSync(dest).mode & 0o777).toBe(0o700);
     writeFileSync(join(dir, "taken"), "mine");
-    await rejection(downloadFile(`${url}/blob`, join(dir, "taken")));
+    await userErrorOf(downloadFile(`${url}/blob`, join(dir, "taken")));
     expect(readFileSync(join(dir, "taken"), "utf8")).toBe("mine");
   });
 
   it("stops on Ctrl-C (the abort signal) with the interrupted exit code", async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error("SIGINT")), 200);
-    const e = await rejection(downloadFile(`${url}/stall`, join(dir, "stalled"), { signal: ac.signal }));
+    const e = await userErrorOf(downloadFile(`${url}/stall`, join(dir, "stalled"), { signal: ac.signal }));
     expect(e.exitCode).toBe(ExitCode.Interrupted);
+  });
+
+  it("ends at the deadline (the update check's) as a network failure, not an interruption", async () => {
+    const e = await userErrorOf(fetchText(`${url}/stall`, { deadlineMs: 300 }));
+    expect(e.exitCode).toBe(ExitCode.Network);
+    expect(e.message).toBe(`could not download ${url}/stall: no answer within 0.3 s`);
   });
 
   it("goes through the proxy in HTTP_PROXY", async () => {
     const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY, no_proxy: process.env.no_proxy };
-    process.env.HTTP_PROXY = proxyUrl;
+    process.env.HTTP_PROXY = proxy.url;
     delete process.env.NO_PROXY;
     delete process.env.no_proxy;
     try {
       expect(await fetchText("http://releases.invalid/latest.txt")).toBe("1.2.3\n");
-      expect(proxied).toEqual(["http://releases.invalid/latest.txt"]);
+      expect(proxy.log).toEqual(["GET http://releases.invalid/latest.txt"]);
     } finally {
       for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
+  });
+});
+
+describe("releases over https with a private CA", () => {
+  let tls: TlsMaterial;
+  let secure: TestServer;
+  let plain: TestServer;
+
+  beforeAll(async () => {
+    tls = makeTestCa();
+    secure = await startServer({ tls });
+    plain = await startServer();
+    secure.serve("/latest.txt", "2.0.0\n");
+    plain.serve("/latest.txt", "6.6.6\n");
+    secure.fault("/downgrade.txt", { kind: "redirect", to: `${plain.url}/latest.txt` });
+  });
+  afterAll(async () => {
+    await secure.close();
+    await plain.close();
+  });
+
+  it("trusts the CA given with --ca-file (caFile); without it, the TLS error names --ca-file and nothing is retried", async () => {
+    expect(await fetchText(`${secure.url}/latest.txt`, { caFile: tls.caFile })).toBe("2.0.0\n");
+    const e = await userErrorOf(fetchText(`${secure.url}/latest.txt`, { env: {} }));
+    expect(e.exitCode).toBe(ExitCode.Network);
+    expect(e.message).toMatch(/^could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/);
+    expect(e.fix).toContain("--ca-file FILE");
+  });
+
+  it("refuses a redirect from https to http (exit 4) and asks the http server nothing", async () => {
+    const e = await userErrorOf(fetchText(`${secure.url}/downgrade.txt`, { caFile: tls.caFile }));
+    expect(e.exitCode).toBe(ExitCode.Verification);
+    expect(e.message).toContain("refused a redirect from https to http");
+    expect(plain.requests).toEqual([]);
+  });
+
+  it("refuses an unreadable --ca-file as bad usage, before any request", async () => {
+    const from = secure.requests.length;
+    const e = await userErrorOf(fetchText(`${secure.url}/latest.txt`, { caFile: "/nonexistent/ca.pem" }));
+    expect(e.exitCode).toBe(ExitCode.Usage);
+    expect(e.message).toBe("--ca-file /nonexistent/ca.pem cannot be read (ENOENT)");
+    expect(secure.requests.length).toBe(from);
   });
 });

@@ -1,25 +1,18 @@
 // `rootless-k8s self-upgrade` for real: two binaries built from this checkout (1.0.0 and 1.1.0),
 // a release base on 127.0.0.1, and a non-root user whose ~/.local/bin holds the running binary.
-import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../helpers/cli";
-import {
-  addRelease,
-  BINARY_NAME,
-  isRoot,
-  runAs,
-  serveDir,
-  sha256File,
-  type StaticServer,
-  testBinary,
-  testUser,
-  type TestUser,
-  writeRelease,
-} from "../binary/release-fixture";
+import { sha256File } from "../../helpers/hash";
+import { serveDir, type StaticServer } from "../../helpers/http-server";
+import { listen } from "../../helpers/net";
+import { tempDir } from "../../helpers/temp";
+import { makeTestCa } from "../../helpers/tls";
+import { isRoot, runAs, type TestUser } from "../../helpers/user";
+import { addRelease, BINARY_NAME, installUser, testBinary, writeRelease } from "../binary/release-fixture";
 
 describe("self-upgrade under node (the bundle, not the binary)", () => {
   it("refuses plainly: there is no binary to replace", async () => {
@@ -37,6 +30,12 @@ describe("self-upgrade under node (the bundle, not the binary)", () => {
     expect(ftp.code).toBe(2);
     expect(ftp.stderr).toContain("the release base must be an http(s) URL, not ftp:");
   });
+
+  it("rejects an empty --ca-file", async () => {
+    const r = await runCli(["self-upgrade", "--ca-file", ""]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("error: --ca-file needs a file name");
+  });
 });
 
 describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (needs root to create the user)", () => {
@@ -45,7 +44,6 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
   let base: string;
   let server: StaticServer;
   let user: TestUser;
-  const scratch: string[] = [];
 
   const sum1 = () => sha256File(join(v1, BINARY_NAME));
   const sum2 = () => sha256File(join(v2, BINARY_NAME));
@@ -53,7 +51,6 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
   /** A HOME whose ~/.local/bin/rootless-k8s is the 1.0.0 binary, owned by the user. */
   const installed = (version: "1.0.0" | "1.1.0" = "1.0.0") => {
     const home = user.newHome();
-    scratch.push(home);
     const dir = join(home, ".local", "bin");
     mkdirSync(dir, { recursive: true });
     const bin = join(dir, "rootless-k8s");
@@ -67,8 +64,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
   beforeAll(async () => {
     v1 = testBinary("1.0.0");
     v2 = testBinary("1.1.0");
-    base = mkdtempSync(join(tmpdir(), "rk8s-upgrade-release-"));
-    scratch.push(base);
+    base = tempDir("rk8s-upgrade-release-");
     addRelease(base, v1);
     addRelease(base, v2); // latest.txt: 1.1.0
     const bin2 = readFileSync(join(v2, BINARY_NAME));
@@ -80,12 +76,11 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     tampered[tampered.length >> 1] = tampered[tampered.length >> 1]! ^ 0xff;
     writeRelease(base, "1.4.0", { [BINARY_NAME]: tampered }, { latest: false, sumsOf: { [BINARY_NAME]: sum2() } });
     server = await serveDir(base);
-    user = testUser();
+    user = installUser();
   });
 
   afterAll(async () => {
     await server?.close();
-    for (const d of scratch) rmSync(d, { recursive: true, force: true });
   });
 
   it("upgrades 1.0.0 to the latest 1.1.0, keeps .previous until the new binary has run once", async () => {
@@ -174,6 +169,28 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
   });
 
+  it("reads an https release base whose private CA is given with --ca-file, and without it names --ca-file", async () => {
+    const tls = makeTestCa();
+    const secure = await serveDir(base, { tls });
+    try {
+      const { home, bin, env } = installed();
+      const ca = join(home, "ca.pem");
+      copyFileSync(tls.caFile, ca);
+      chownSync(ca, user.uid, user.gid);
+      const untrusted = await runAs(user, bin, ["self-upgrade", "--base-url", secure.url], env);
+      expect(untrusted.code).toBe(5);
+      expect(untrusted.stderr).toMatch(/^error: could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m);
+      expect(untrusted.stderr).toContain("fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)");
+      const r = await runAs(user, bin, ["self-upgrade", "--base-url", secure.url, "--ca-file", ca], env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("upgraded rootless-k8s 1.0.0 → 1.1.0");
+      expect(sha256File(bin)).toBe(sum2());
+      expect(secure.paths()).toEqual(["/latest.txt", "/1.1.0/SHA256SUMS", `/1.1.0/${BINARY_NAME}`]);
+    } finally {
+      await secure.close();
+    }
+  });
+
   it("fails with the network exit code for a version that is not published", async () => {
     const { bin, env } = installed();
     const r = await runAs(user, bin, ["self-upgrade", "--to", "9.9.9"], env);
@@ -182,14 +199,12 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
   });
 
   it("refuses, before downloading, when the binary sits in a folder the user cannot write", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "rk8s-rootowned-"));
-    scratch.push(dir);
+    const dir = tempDir("rk8s-rootowned-");
     chmodSync(dir, 0o755);
     const bin = join(dir, "rootless-k8s");
     copyFileSync(join(v1, BINARY_NAME), bin);
     chmodSync(bin, 0o755);
     const home = user.newHome();
-    scratch.push(home);
     const from = server.requests.length;
     const r = await runAs(user, bin, ["self-upgrade"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
     expect(r.code).toBe(3);
@@ -209,15 +224,15 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
         res.write(readFileSync(join(v2, BINARY_NAME)).subarray(0, 1 << 20));
       } else res.writeHead(404).end();
     });
-    await new Promise<void>((r) => stall.listen(0, "127.0.0.1", r));
+    const stalling = await listen(stall);
     try {
       const { dir, bin, env } = installed();
-      env.ROOTLESS_K8S_DOWNLOAD_URL = `http://127.0.0.1:${(stall.address() as { port: number }).port}`;
-      const child = spawn(bin, ["self-upgrade"], { env, cwd: env.HOME, uid: user.uid, gid: user.gid, stdio: ["ignore", "pipe", "pipe"] });
+      env.ROOTLESS_K8S_DOWNLOAD_URL = stalling.url;
+      const child = user.spawn(bin, ["self-upgrade"], env);
       let stderr = "";
       const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
       await new Promise<void>((resolve) =>
-        child.stderr.on("data", (d) => {
+        child.stderr!.on("data", (d) => {
           stderr += d;
           if (stderr.includes("downloading")) resolve();
         }),
@@ -229,14 +244,12 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
       expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
       expect(sha256File(bin)).toBe(sum1());
     } finally {
-      stall.closeAllConnections();
-      stall.close();
+      await stalling.close();
     }
   });
 
   it("a full disk stops the download, removes it and leaves the old binary", async () => {
-    const mnt = mkdtempSync(join(tmpdir(), "rk8s-full-"));
-    scratch.push(mnt);
+    const mnt = tempDir("rk8s-full-");
     const size = Math.ceil(statSync(join(v1, BINARY_NAME)).size / 1048576) + 20;
     const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size}m,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], { encoding: "utf8" });
     if (mounted.status !== 0) {
@@ -249,7 +262,6 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
       chmodSync(bin, 0o755);
       chownSync(bin, user.uid, user.gid);
       const home = user.newHome();
-      scratch.push(home);
       const r = await runAs(user, bin, ["self-upgrade"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`error: no space left to download ${server.url}/1.1.0/${BINARY_NAME}`);

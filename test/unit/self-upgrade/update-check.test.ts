@@ -2,13 +2,13 @@
 // on a pseudo-terminal (script(1)), a detached child fetching latest.txt from 127.0.0.1, the
 // one-line notice on the next run, and nothing at all under CI, off a terminal or when opted out.
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decide, readState, stateFile, UPDATE_CHECK_INTERVAL_MS, updateCheckEnabled, type UpdateState } from "../../../cli/apply/update-check";
 import { CLI_BUNDLE, REPO, runCli } from "../../helpers/cli";
-import { serveDir, type StaticServer } from "../binary/release-fixture";
+import { serveDir, type StaticServer } from "../../helpers/http-server";
+import { tempDir } from "../../helpers/temp";
 
 const DAY = UPDATE_CHECK_INTERVAL_MS;
 /** The version stamped into the bundle under test (global-setup bundles the package.json version). */
@@ -57,24 +57,17 @@ describe("decide (pure)", () => {
 describe("the update check of the bundled CLI on a terminal", () => {
   let release: string;
   let server: StaticServer;
-  const scratch: string[] = [];
 
   beforeAll(async () => {
-    release = mkdtempSync(join(tmpdir(), "rk8s-latest-"));
-    scratch.push(release);
+    release = tempDir("rk8s-latest-");
     writeFileSync(join(release, "latest.txt"), "99.0.0\n");
     server = await serveDir(release);
   });
   afterAll(async () => {
     await server.close();
-    for (const d of scratch) rmSync(d, { recursive: true, force: true });
   });
 
-  const newCache = () => {
-    const d = mkdtempSync(join(tmpdir(), "rk8s-cache-"));
-    scratch.push(d);
-    return d;
-  };
+  const newCache = () => tempDir("rk8s-cache-");
   /** Runs a command that finishes at once (a usage error) on a pseudo-terminal; returns what the terminal showed. */
   const onTerminal = (cache: string, extra: Record<string, string> = {}) =>
     new Promise<string>((resolve, reject) => {

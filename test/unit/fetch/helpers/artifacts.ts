@@ -1,12 +1,8 @@
 // Manifest entries for files served by the test server: the URL keeps an upstream-like path and a
 // placeholder origin, which --mirror (the `mirror` option) replaces with the loopback server.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll } from "vitest";
 import { resolveArtifact } from "../../../../cli/fetch/select";
 import type { HashAlgorithm, ManifestArtifact, ResolvedArtifact } from "../../../../cli/fetch/types";
-import { sha256, sha512 } from "./server";
+import { sha256, sha512 } from "../../../helpers/hash";
 
 export const UPSTREAM = "https://upstream.invalid";
 
@@ -48,14 +44,3 @@ export function randomBody(size: number, seed = 1): Buffer {
   }
   return b;
 }
-
-const made: string[] = [];
-/** A fresh folder under the system temp dir, removed when the test file is done. */
-export function tempDir(prefix = "rk8s-fetch-"): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  made.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-});

@@ -1,14 +1,14 @@
-// A real HTTP(S) file server on 127.0.0.1 for the fetch tests: Range / If-Range like a CDN,
-// redirects, and injected faults (dropped connections, 5xx, stalls, throttling). It records
-// every request, so tests can assert what was asked (e.g. that a resume sent Range).
-import { createHash } from "node:crypto";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+// Real HTTP(S) file servers on 127.0.0.1, recording every request so tests can assert what was asked:
+// - startServer: files held in memory, with Range / If-Range like a CDN, redirects, and injected
+//   faults (dropped connections, 5xx, stalls, throttling); for the download tests;
+// - serveDir: the files of a folder as they are on disk (release folders with real binaries).
+import { createReadStream, existsSync, statSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
-import type { AddressInfo, Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, normalize } from "node:path";
+import { sha256 } from "./hash";
+import { listen } from "./net";
+import type { TlsMaterial } from "./tls";
 
 export type Fault =
   /** Send this many body bytes, then cut the connection (for the first `times` requests). */
@@ -51,36 +51,10 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export interface TlsMaterial {
-  dir: string;
-  caCert: string;
-  caFile: string;
-  key: string;
-  cert: string;
-}
-
-/** A test CA and a server certificate for 127.0.0.1 / localhost, made with openssl. */
-export function makeTestCa(): TlsMaterial {
-  const dir = mkdtempSync(join(tmpdir(), "rk8s-ca-"));
-  const run = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-  run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=rootless-k8s test CA", "-keyout", "ca.key", "-out", "ca.crt"]);
-  run(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr"]);
-  writeFileSync(join(dir, "ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n");
-  run(["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "server.crt"]);
-  return {
-    dir,
-    caFile: join(dir, "ca.crt"),
-    caCert: readFileSync(join(dir, "ca.crt"), "utf8"),
-    key: readFileSync(join(dir, "server.key"), "utf8"),
-    cert: readFileSync(join(dir, "server.crt"), "utf8"),
-  };
-}
-
 export async function startServer(opts: { tls?: TlsMaterial } = {}): Promise<TestServer> {
   const files = new Map<string, Served>();
   const faults = new Map<string, Fault[]>();
   const requests: LoggedRequest[] = [];
-  const sockets = new Set<Socket>();
   let sent = 0;
   let open = 0;
   let maxOpen = 0;
@@ -176,34 +150,52 @@ export async function startServer(opts: { tls?: TlsMaterial } = {}): Promise<Tes
     res.end();
   };
 
-  const server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
-  server.on("connection", (s: Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
+  const { url, port, close } = await listen(createServer(opts.tls, handler));
   return {
-    url: `${opts.tls ? "https" : "http"}://127.0.0.1:${port}`,
+    url,
     port,
     requests,
     bytesSent: () => sent,
     maxConcurrent: () => maxOpen,
     serve(path, body) {
       const buf = Buffer.from(body);
-      files.set(path, { body: buf, etag: `"${createHash("sha256").update(buf).digest("hex").slice(0, 16)}"` });
+      files.set(path, { body: buf, etag: `"${sha256(buf).slice(0, 16)}"` });
     },
     fault(path, fault) {
       faults.set(path, [...(faults.get(path) ?? []), fault]);
     },
     clearFaults: () => faults.clear(),
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }
 
-export const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
-export const sha512 = (b: Buffer | string) => createHash("sha512").update(b).digest("hex");
+function createServer(tls: TlsMaterial | undefined, handler: http.RequestListener): http.Server | https.Server {
+  return tls ? https.createServer({ key: tls.key, cert: tls.cert }, handler) : http.createServer(handler);
+}
+
+export interface StaticServer {
+  url: string;
+  /** Requests so far, in order: path and User-Agent. */
+  requests: { path: string; agent: string }[];
+  /** The paths requested so far, in order. */
+  paths(): string[];
+  close(): Promise<void>;
+}
+
+/** Serves the files under `root` on 127.0.0.1, over https with `tls` (GET only; 404 for anything else). */
+export async function serveDir(root: string, opts: { tls?: TlsMaterial } = {}): Promise<StaticServer> {
+  const requests: StaticServer["requests"] = [];
+  const server = createServer(opts.tls, (req, res) => {
+    const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+    requests.push({ path, agent: req.headers["user-agent"] ?? "" });
+    const file = join(root, normalize(path));
+    if (req.method !== "GET" || !file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404).end("not found\n");
+      return;
+    }
+    res.writeHead(200, { "content-length": statSync(file).size, "content-type": "application/octet-stream" });
+    createReadStream(file).pipe(res);
+  });
+  const { url, close } = await listen(server);
+  return { url, requests, paths: () => requests.map((r) => r.path), close };
+}

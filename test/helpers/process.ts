@@ -1,0 +1,35 @@
+// Child processes for tests: run one to its end and collect what it printed.
+import { spawn } from "node:child_process";
+
+export interface ProcessResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ProcessOptions {
+  env: Record<string, string>;
+  cwd: string;
+  /** Written to stdin, which is then closed; without it, stdin is /dev/null. */
+  input?: string;
+  /** SIGKILL after this long (default 60 s). */
+  timeoutMs?: number;
+}
+
+export function runProcess(cmd: string, args: string[], o: ProcessOptions): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: o.env, cwd: o.cwd, stdio: [o.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (d) => (stdout += d));
+    child.stderr!.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs ?? 60_000);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+    if (o.input !== undefined) child.stdin!.end(o.input);
+  });
+}
