@@ -1,15 +1,16 @@
 // What uninstall may remove, and the removal of sub-UID-owned files from inside a user namespace:
 // a real non-root user with real /etc/subuid ranges, real newuidmap, real files owned by sub-UIDs.
-import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { checkOwnedRoots, idMapArgs, mayRemove, removeEmptyDirs, subIdRanges } from "../../../cli/apply/remove";
 import type { OwnedRoots } from "../../../cli/apply/receipt";
 import { UserError } from "../../../cli/errors";
 import { REPO } from "../../helpers/cli";
+import { tempDir } from "../../helpers/temp";
+import { testUser } from "../../helpers/user";
 
 const H = "/home/u";
 const roots: OwnedRoots = {
@@ -66,13 +67,12 @@ describe("subordinate ids", () => {
 
 describe("removeEmptyDirs", () => {
   it("removes empty folders up to the stop folder and keeps a non-empty one", () => {
-    const d = mkdtempSync(join(tmpdir(), "rk8s-rm-"));
+    const d = tempDir("rk8s-rm-");
     mkdirSync(join(d, "a/b/c"), { recursive: true });
     writeFileSync(join(d, "a/keep"), "");
     return removeEmptyDirs(join(d, "a/b/c"), d).then(() => {
       expect(existsSync(join(d, "a/b"))).toBe(false);
       expect(existsSync(join(d, "a/keep"))).toBe(true);
-      rmSync(d, { recursive: true, force: true });
     });
   });
 });
@@ -82,20 +82,11 @@ const TEST_USER = "rk8s-apply-test";
 const canMakeUser = process.getuid?.() === 0 && spawnSync("which", ["newuidmap"]).status === 0;
 
 describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-root user)", () => {
-  let work: string;
-  afterAll(() => work && rmSync(work, { recursive: true, force: true }));
-
   it("removes files owned by sub-UIDs and read-only folders that a plain rm cannot", async () => {
-    if (spawnSync("id", [TEST_USER]).status !== 0) execFileSync("useradd", ["-M", "-s", "/usr/sbin/nologin", TEST_USER]);
-    for (const f of ["/etc/subuid", "/etc/subgid"]) {
-      const has = spawnSync("grep", ["-q", `^${TEST_USER}:`, f]).status === 0;
-      if (!has) execFileSync("usermod", [f.endsWith("uid") ? "--add-subuids" : "--add-subgids", "700000-765535", TEST_USER]);
-    }
-    const uid = Number(execFileSync("id", ["-u", TEST_USER], { encoding: "utf8" }).trim());
-    const gid = Number(execFileSync("id", ["-g", TEST_USER], { encoding: "utf8" }).trim());
-    const subStart = subIdRanges(execFileSync("cat", ["/etc/subuid"], { encoding: "utf8" }), TEST_USER, uid)[0]!.start;
-    const subgStart = subIdRanges(execFileSync("cat", ["/etc/subgid"], { encoding: "utf8" }), TEST_USER, uid)[0]!.start;
-    work = mkdtempSync(join(tmpdir(), "rk8s-userns-"));
+    const user = testUser(TEST_USER, { subIds: 700000 });
+    const subStart = subIdRanges(readFileSync("/etc/subuid", "utf8"), TEST_USER, user.uid)[0]!.start;
+    const subgStart = subIdRanges(readFileSync("/etc/subgid", "utf8"), TEST_USER, user.uid)[0]!.start;
+    const work = tempDir("rk8s-userns-");
     chmodSync(work, 0o755);
     const data = join(work, "rootless-k8s", "data");
     // A container's root file system as containerd leaves it: owned by sub-UIDs, some folders 0555.
@@ -103,7 +94,7 @@ describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-ro
     writeFileSync(join(data, "snapshots/1/fs/etc/passwd"), "root:x:0:0::/:/bin/sh\n");
     writeFileSync(join(data, "snapshots/1/fs/etc/shadow"), "", { mode: 0o000 });
     writeFileSync(join(data, "mine"), "");
-    execFileSync("chown", ["-R", `${uid}:${gid}`, join(work, "rootless-k8s")]);
+    user.own(join(work, "rootless-k8s"));
     chownSync(join(data, "snapshots/1/fs"), subStart, subgStart); // uid 1 inside the namespace
     chownSync(join(data, "snapshots/1/fs/etc"), subStart + 32, subgStart + 32);
     chownSync(join(data, "snapshots/1/fs/etc/passwd"), subStart + 999, subgStart + 999);
@@ -118,11 +109,11 @@ describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-ro
     chmodSync(runner, 0o644);
 
     // A plain rm as the user fails on the sub-UID files: the case this code exists for.
-    const plain = spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "rm", "-rf", data], { encoding: "utf8" });
+    const plain = user.run("rm", ["-rf", data], {});
     expect(plain.status).not.toBe(0);
     expect(plain.stderr).toMatch(/Permission denied/);
 
-    const r = spawnSync("setpriv", [`--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "env", "-i", "PATH=/usr/bin:/bin", process.execPath, runner, data], { encoding: "utf8" });
+    const r = user.run(process.execPath, [runner, data], { PATH: "/usr/bin:/bin" });
     expect(r.stderr).toBe("");
     expect(r.stdout.trim()).toBe("removed");
     expect(existsSync(data)).toBe(false);

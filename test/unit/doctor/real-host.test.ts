@@ -2,18 +2,17 @@
 // test creates with subordinate ids, the way a user would run it. The machine is Debian 12 with
 // cgroup v1 hybrid and no delegation, so the verdict is `none`. Needs root (to create the user);
 // without root the tests are skipped and say why.
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+import { isRoot, removeTestUser, runAs, testUser, type TestUser } from "../../helpers/user";
 import { gatherFacts } from "../../../cli/host/gather";
 import { localHost } from "../../../cli/host/host";
 
 const USER = "rk8s-doctor";
 /** Far above the ranges useradd hands out (SUB_UID_MIN 100000), so no other test user overlaps. */
 const SUBID_START = 3_000_000_000;
-const isRoot = process.getuid?.() === 0;
 if (!isRoot) console.warn("real-host doctor tests skipped: they need root to create the test user (run them as root, as CI does)");
 
 interface DoctorJson {
@@ -28,29 +27,13 @@ interface DoctorJson {
   checks: { id: string; status: string; summary: string }[];
 }
 
-function removeUser(): void {
-  try {
-    execFileSync("userdel", ["--remove", USER], { stdio: "ignore" });
-  } catch {
-    /* not there */
-  }
-}
+let user: TestUser;
 
 async function doctorAsUser(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const uid = execFileSync("id", ["-u", USER], { encoding: "utf8" }).trim();
-  const gid = execFileSync("id", ["-g", USER], { encoding: "utf8" }).trim();
   const home = `/home/${USER}`;
-  try {
-    const r = await promisify(execFile)("setpriv", ["--reuid", uid, "--regid", gid, "--init-groups", process.execPath, CLI_BUNDLE, "doctor", ...args], {
-      env: { HOME: home, USER, LOGNAME: USER, PATH: "/usr/local/bin:/usr/bin:/bin", NO_COLOR: "1", LANG: "C" },
-      cwd: home,
-      timeout: 30_000,
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const err = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: err.code ?? -1, stdout: err.stdout ?? "", stderr: err.stderr ?? "" };
-  }
+  const env = { HOME: home, USER, LOGNAME: USER, PATH: "/usr/local/bin:/usr/bin:/bin", NO_COLOR: "1", LANG: "C" };
+  const r = await runAs(user, process.execPath, [CLI_BUNDLE, "doctor", ...args], env, { timeoutMs: 30_000 });
+  return { code: r.code ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
 const check = (j: DoctorJson, id: string) => j.checks.find((c) => c.id === id)!;
@@ -58,13 +41,11 @@ const pid1IsSystemd = () => readFileSync("/proc/1/comm", "utf8").trim() === "sys
 
 describe.skipIf(!isRoot)("doctor on this machine", () => {
   beforeAll(() => {
-    removeUser();
-    // No automatic range from login.defs: the test gives the user exactly one, with usermod.
-    execFileSync("useradd", ["--create-home", "--shell", "/bin/bash", "-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0", USER]);
-    const range = `${SUBID_START}-${SUBID_START + 65535}`;
-    execFileSync("usermod", ["--add-subuids", range, "--add-subgids", range, USER]);
+    // A new user with exactly one range of subordinate ids (none from login.defs).
+    removeTestUser(USER);
+    user = testUser(USER, { home: true, shell: "/bin/bash", subIds: SUBID_START });
   });
-  afterAll(removeUser);
+  afterAll(() => removeTestUser(USER));
 
   it("as an ordinary user: Debian 12, cgroup v1 hybrid, no delegation, so mode none", async () => {
     const r = await doctorAsUser(["--json"]);

@@ -2,28 +2,25 @@
 // run through the bundled CLI as an ordinary user with a temporary HOME: the plan in words and as
 // JSON, every file under --output with its mode, nothing written anywhere else, and bad input
 // refused with the documented exit codes before anything is written.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, chmodSync } from "node:fs";
-import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, chmodSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
-import { testUser } from "../render/test-user";
+import { freePort, listen, type Listening } from "../../helpers/net";
+import { tempDir } from "../../helpers/temp";
+import { testUser } from "../../helpers/user";
 
 const user = testUser("rk8s-dryrun");
-const work = mkdtempSync(join(tmpdir(), "rk8s-dryrun-"));
+const work = tempDir("rk8s-dryrun-");
 chmodSync(work, 0o755);
 const home = join(work, "home");
 const runtimeDir = join(work, "run");
-afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** A free port for the API server: 6443 may be taken on a shared machine (that refusal is tested below). */
 let apiPort = "";
 beforeAll(async () => {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, "0.0.0.0", resolve));
-  apiPort = String((probe.address() as { port: number }).port);
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  apiPort = String(await freePort("0.0.0.0"));
   mkdirSync(home, { mode: 0o755 });
   mkdirSync(runtimeDir, { mode: 0o700 });
   user.own(work);
@@ -103,14 +100,13 @@ describe("install --dry-run on this machine", () => {
 });
 
 describe("install refuses bad input before anything is written", () => {
-  let busy: Server;
+  let busy: Listening;
   let busyPort = 0;
   beforeAll(async () => {
-    busy = createServer();
-    await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
-    busyPort = (busy.address() as { port: number }).port;
+    busy = await listen(createServer());
+    busyPort = busy.port;
   });
-  afterAll(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+  afterAll(() => busy.close());
 
   it.each([
     [["install", "--dry-run", "--api-port", "70000"], 2, /--api-port must be a whole number from 1 to 65535/],

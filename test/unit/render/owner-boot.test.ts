@@ -6,9 +6,8 @@
 //  - the child script's bind mounts are in place inside the namespaces, entered with the rendered
 //    rootless-k8s-enter (nsenter), and containerd answers on the rendered socket.
 // Skips, saying why, where the host lacks the tools (CI installs them: see .ci/run).
-import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatherFacts } from "../../../cli/host/gather";
@@ -18,12 +17,14 @@ import type { Plan } from "../../../cli/plan/plan";
 import { folders, generatePki, layout, renderNode } from "../../../cli/render/index";
 import { rootlesskitArgs } from "../../../cli/render/rootlesskit";
 import { pinnedVersions, relocated } from "../../golden/combos";
-import { testUser } from "./test-user";
+import { freePort } from "../../helpers/net";
+import { tempDir } from "../../helpers/temp";
+import { testUser, USER_PATH } from "../../helpers/user";
 
 const NAME = "rk8s-boot";
 const tools = ["rootlesskit", "slirp4netns", "containerd", "containerd-shim-runc-v2", "runc", "newuidmap", "python3", "nsenter", "ctr"];
 /** The system's tools, as the test user would find them (not root's own PATH). */
-const which = (t: string) => spawnSync("sh", ["-c", `command -v ${t}`], { encoding: "utf8", env: { PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" } }).stdout.trim();
+const which = (t: string) => spawnSync("sh", ["-c", `command -v ${t}`], { encoding: "utf8", env: { PATH: USER_PATH } }).stdout.trim();
 
 function skipReason(): string | null {
   if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";
@@ -39,7 +40,7 @@ const reason = skipReason();
 if (reason) console.log(`owner-boot: skipped: ${reason}`);
 
 describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1.1 + containerd 1.6", () => {
-  const work = mkdtempSync(join(tmpdir(), "rk8s-boot-"));
+  const work = tempDir("rk8s-boot-");
   chmodSync(work, 0o755);
   const home = join(work, "home");
   const runtimeDir = join(work, "run");
@@ -48,19 +49,16 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
   let notify: ChildProcess | null = null;
   let notified = "";
   let ownerLog = "";
-  const user = testUser(NAME);
+  const user = testUser(NAME, { subIds: 800000 });
 
   beforeAll(async () => {
-    for (const f of ["/etc/subuid", "/etc/subgid"]) {
-      if (spawnSync("grep", ["-q", `^${NAME}:`, f]).status !== 0) execFileSync("usermod", [f.endsWith("uid") ? "--add-subuids" : "--add-subgids", "800000-865535", NAME]);
-    }
     mkdirSync(home, { mode: 0o755 });
     mkdirSync(runtimeDir, { mode: 0o700 });
     const facts = relocated(await gatherFacts(localHost(), { user: NAME }), home, runtimeDir);
     facts.user.uid = user.uid; // evaluated as NAME, run as NAME
     const debian = { ...pinnedVersions(), id: "debian-test" };
     debian.components = { ...debian.components, rootlesskit: "1.1.0" };
-    plan = buildPlan(facts, { runtimeBin: which("containerd"), runtimeBinVersion: "1.6.20", network: "slirp4netns", apiPort: await freePort() }, debian);
+    plan = buildPlan(facts, { runtimeBin: which("containerd"), runtimeBinVersion: "1.6.20", network: "slirp4netns", apiPort: await freePort("0.0.0.0") }, debian);
     validatePlan(plan, facts);
     for (const f of folders(plan)) mkdirSync(f.path, { recursive: true, mode: f.mode });
     for (const f of renderNode(plan, await generatePki(plan))) {
@@ -76,13 +74,13 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
     // A notify socket as systemd's: a datagram socket whose messages we print.
     const sock = join(runtimeDir, "notify");
     const receiver = `import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("bound",flush=True)\nwhile True:\n  print(s.recv(4096).decode(),flush=True)\n`;
-    notify = spawn("setpriv", [`--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", which("python3"), "-c", receiver, sock]);
+    notify = user.spawn(which("python3"), ["-c", receiver, sock], {});
     notify.stdout!.on("data", (d) => (notified += d));
     await waitFor(() => notified.includes("bound"), 10_000, "the notify socket");
 
-    const env = { HOME: home, XDG_RUNTIME_DIR: runtimeDir, NOTIFY_SOCKET: sock, PATH: `${plan.paths.binDir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` };
-    const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-    owner = spawn("setpriv", [`--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", "env", "-i", ...envArgs, ...rootlesskitArgs(plan)], { detached: true });
+    const env = { HOME: home, XDG_RUNTIME_DIR: runtimeDir, NOTIFY_SOCKET: sock, PATH: `${plan.paths.binDir}:${USER_PATH}` };
+    const [rootlesskit, ...args] = rootlesskitArgs(plan);
+    owner = user.spawn(rootlesskit!, args, env, { detached: true });
     owner.stdout!.on("data", (d) => (ownerLog += d));
     owner.stderr!.on("data", (d) => (ownerLog += d));
   }, 60_000);
@@ -98,7 +96,6 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
       } catch {}
     }
     notify?.kill("SIGKILL");
-    if (!process.env.KEEP) rmSync(work, { recursive: true, force: true });
   });
 
   it("the runtime's READY=1 reaches NOTIFY_SOCKET, and RootlessKit writes child_pid", async () => {
@@ -128,16 +125,6 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
     expect(existsSync(join(layout(plan).data.containerd, "io.containerd.metadata.v1.bolt"))).toBe(true);
   });
 });
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "0.0.0.0", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor(cond: () => boolean, ms: number, what: string | (() => string)): Promise<void> {
   const end = Date.now() + ms;

@@ -3,20 +3,19 @@
 // real fixture host, the rendered files are written at their paths, and the binaries are stand-in
 // executables in versions/<set>/bin behind the `current` link.
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Plan } from "../../../cli/plan/plan";
 import { folders, generatePki, renderNode, type Pki } from "../../../cli/render/index";
 import { COMBOS, comboFacts, planCombo, relocated } from "../../golden/combos";
-import { testUser } from "./test-user";
+import { tempDir } from "../../helpers/temp";
+import { testUser } from "../../helpers/user";
 
 const hasAnalyze = spawnSync("systemd-analyze", ["--version"]).status === 0;
-const work = mkdtempSync(join(tmpdir(), "rk8s-verify-"));
+const work = tempDir("rk8s-verify-");
 chmodSync(work, 0o755);
-afterAll(() => rmSync(work, { recursive: true, force: true }));
-const user = testUser();
+const user = testUser("rk8s-render");
 
 /** Writes the node's files below its (temporary) HOME, plus stand-ins for what the units run. */
 function materialize(plan: Plan, pki: Pki): string[] {
