@@ -3,10 +3,10 @@
 // conntrack sysctls a user namespace cannot write). The e2e tests run their happy paths against
 // real etcd and containerd; here they run as built for the mirror, as child processes.
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { tempDir } from "../helpers/temp";
 import { makeTlsFixture, type TlsFixture } from "../unit/apply/tls-fixture";
 import { buildDoubles } from "./build.mjs";
 
@@ -16,16 +16,12 @@ let broken: string;
 let tls: TlsFixture;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "rk8s-doubles-"));
+  dir = tempDir("rk8s-doubles-");
   bin = join(dir, "v1.36.0");
   broken = join(dir, "broken");
   await buildDoubles({ out: bin, version: "v1.36.0", node: process.execPath });
   await buildDoubles({ out: broken, version: "v1.37.1", node: process.execPath, only: ["kube-apiserver"], fault: "apiserver-exit" });
   tls = makeTlsFixture();
-});
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-  rmSync(tls.dir, { recursive: true, force: true });
 });
 
 function run(name: string, args: string[], opts: { from?: string; prefix?: string[] } = {}) {

@@ -14,8 +14,9 @@ export function unknownFields(doc, rootType) {
   if (!t) throw new Error(`no field table for ${rootType}`);
   const out = [];
   const walk = (obj, type, where) => {
+    if (obj === null || typeof obj !== "object" || Array.isArray(obj)) return;
     const allowed = t.fields[type];
-    if (!allowed || obj === null || typeof obj !== "object" || Array.isArray(obj)) return;
+    if (!allowed) return void out.push(`${where || "."}: no field list for type ${type}`);
     for (const [k, v] of Object.entries(obj)) {
       const here = where ? `${where}.${k}` : k;
       if (!allowed.includes(k)) {

@@ -1,15 +1,14 @@
 // Atomic writes, exact modes, atomic link switches: real files in a temp folder.
-import { mkdtempSync, promises as fsp, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { promises as fsp, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { ensureDir, hashFile, isWithin, sha256, sweepTempFiles, switchSymlink, writeFileAtomic } from "../../../cli/apply/files";
+import { tempDir } from "../../helpers/temp";
 
 let dir: string;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "rk8s-files-"));
+  dir = tempDir("rk8s-files-");
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("writeFileAtomic", () => {
   it("writes the content with the exact mode, whatever the umask", async () => {

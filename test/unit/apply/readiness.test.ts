@@ -1,15 +1,14 @@
 // Readiness against a real mutual-TLS server on loopback: /readyz first, then the node's Ready
 // condition, with the admin client cert from a kubeconfig; timeouts, Ctrl-C and failed units.
-import { rmSync } from "node:fs";
 import * as https from "node:https";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, NotReadyError, readKubeconfig, waitForReady } from "../../../cli/apply/readiness";
 import { InterruptedError, UserError } from "../../../cli/errors";
+import { listen, type Listening } from "../../helpers/net";
 import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
 
 let tls: TlsFixture;
-let server: https.Server;
+let server: Listening;
 let url: string;
 const seen: { path: string; cn: string }[] = [];
 let readyzFailures = 0;
@@ -29,7 +28,7 @@ function node(ready: boolean) {
 
 beforeAll(async () => {
   tls = makeTlsFixture();
-  server = https.createServer({ key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+  const api = https.createServer({ key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true }, (req, res) => {
     const cn = (req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject?.CN ?? "";
     seen.push({ path: req.url ?? "", cn: String(cn) });
     if (req.url === "/readyz") {
@@ -46,14 +45,11 @@ beforeAll(async () => {
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await listen(api);
+  url = server.url;
 });
 
-afterAll(() => {
-  server.close();
-  rmSync(tls.dir, { recursive: true, force: true });
-});
+afterAll(() => server.close());
 
 describe("readKubeconfig", () => {
   it("takes the server, CA and client pair of the current context", async () => {

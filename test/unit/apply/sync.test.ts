@@ -1,19 +1,18 @@
 // Writing the rendered node: only what differs from the disk, folders with their modes, stale files
 // of an earlier plan found and removed; the receipt round-trips and refuses damage.
-import { mkdtempSync, promises as fsp, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { promises as fsp, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { readReceipt, receiptLocation, writeReceipt, type Receipt } from "../../../cli/apply/receipt";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "../../../cli/apply/sync";
 import type { RenderedFile } from "../../../cli/render/index";
 import { UserError } from "../../../cli/errors";
+import { tempDir } from "../../helpers/temp";
 
 let dir: string;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "rk8s-sync-"));
+  dir = tempDir("rk8s-sync-");
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const file = (p: string, content: string, mode = 0o644, extra: Partial<RenderedFile> = {}): RenderedFile => ({ path: join(dir, p), content, mode, kind: "config", ...extra });
 

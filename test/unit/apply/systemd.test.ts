@@ -1,10 +1,10 @@
 // Reading `systemctl --user show` output and unit log files (where there is no journal).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseUnitState, tailFile, unitLogFile } from "../../../cli/apply/systemd";
 import { isFailing } from "../../../cli/apply/watch";
+import { tempDir } from "../../helpers/temp";
 
 describe("parseUnitState", () => {
   it("reads the properties systemctl show prints", () => {
@@ -23,12 +23,11 @@ describe("parseUnitState", () => {
 
 describe("tailFile", () => {
   it("gives the last lines of a unit's log file, without blank ones", async () => {
-    const d = mkdtempSync(join(tmpdir(), "rk8s-log-"));
+    const d = tempDir("rk8s-log-");
     const f = unitLogFile(d, "rootless-k8s-kubelet.service");
     expect(f).toBe(join(d, "rootless-k8s-kubelet.service.log"));
     writeFileSync(f, Array.from({ length: 50 }, (_, i) => `line ${i}`).join("\n") + "\n\n");
     expect(await tailFile(f, 3)).toEqual(["line 47", "line 48", "line 49"]);
     expect(await tailFile(join(d, "missing.log"), 3)).toBeNull();
-    rmSync(d, { recursive: true, force: true });
   });
 });

@@ -1,9 +1,10 @@
-// A cluster CA, a serving cert for 127.0.0.1 and an admin client cert, made with the real openssl CLI,
-// plus a kubeconfig that uses them: what the readiness tests need to talk mutual TLS on loopback.
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// A cluster CA, a serving cert for 127.0.0.1 and an admin client cert, made with the real openssl CLI
+// (test/helpers/tls.ts), plus a kubeconfig that uses them: what the readiness tests need to talk
+// mutual TLS on loopback. The folder is removed after the test file.
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "../../helpers/temp";
+import { makeCa, makeLeaf } from "../../helpers/tls";
 
 export interface TlsFixture {
   dir: string;
@@ -18,22 +19,8 @@ export interface TlsFixture {
   kubeconfig(server: string, opts?: { stranger?: boolean }): string;
 }
 
-function openssl(dir: string, args: string[]): void {
-  execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-}
-
-function makeCa(dir: string, name: string): void {
-  openssl(dir, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", `/CN=${name}`, "-keyout", `${name}.key`, "-out", `${name}.crt`]);
-}
-
-function makeLeaf(dir: string, ca: string, name: string, subj: string, ext: string): void {
-  openssl(dir, ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", subj, "-keyout", `${name}.key`, "-out", `${name}.csr`]);
-  writeFileSync(join(dir, `${name}.ext`), ext);
-  openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-days", "2", "-extfile", `${name}.ext`, "-out", `${name}.crt`]);
-}
-
 export function makeTlsFixture(): TlsFixture {
-  const dir = mkdtempSync(join(tmpdir(), "rk8s-tls-"));
+  const dir = tempDir("rk8s-tls-");
   makeCa(dir, "ca");
   makeCa(dir, "other-ca");
   makeLeaf(dir, "ca", "server", "/CN=kube-apiserver", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");

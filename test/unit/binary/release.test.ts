@@ -1,24 +1,16 @@
 // scripts/release.sh: the release folder layout, from build folders whose "binary" is a small
 // script double printing a version (the layout script only runs `--version` and copies files).
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { REPO } from "../../helpers/cli";
+import { tempDir } from "../../helpers/temp";
 import { ARCH, listFiles } from "./release-fixture";
-
-const scratch: string[] = [];
-afterAll(() => scratch.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const temp = (p: string) => {
-  const d = mkdtempSync(join(tmpdir(), p));
-  scratch.push(d);
-  return d;
-};
 
 /** A build folder with a binary double for this arch that says `version`, and its SHA256SUMS. */
 function buildDouble(version: string, extra = ""): string {
-  const dir = temp("rk8s-build-double-");
+  const dir = tempDir("rk8s-build-double-");
   writeFileSync(join(dir, `rootless-k8s-linux-${ARCH}`), `#!/bin/sh\n# binary double ${extra}\necho "rootless-k8s ${version}"\n`, { mode: 0o755 });
   execFileSync("sh", ["-c", "sha256sum rootless-k8s-linux-* > SHA256SUMS"], { cwd: dir });
   return dir;
@@ -27,7 +19,7 @@ const release = (...args: string[]) => spawnSync("bash", [join(REPO, "scripts", 
 
 describe("scripts/release.sh", () => {
   it("lays out install.sh, latest.txt and <version>/{binary,SHA256SUMS}, readable by a web server", () => {
-    const out = join(temp("rk8s-rel-"), "site");
+    const out = join(tempDir("rk8s-rel-"), "site");
     const r = release("--from", buildDouble("2.0.0"), out);
     expect(r.status, r.stderr).toBe(0);
     expect(listFiles(out)).toEqual(["2.0.0/SHA256SUMS", `2.0.0/rootless-k8s-linux-${ARCH}`, "install.sh", "latest.txt"]);
@@ -38,7 +30,7 @@ describe("scripts/release.sh", () => {
   });
 
   it("adds versions side by side; --no-latest leaves latest.txt alone", () => {
-    const out = temp("rk8s-rel-");
+    const out = tempDir("rk8s-rel-");
     expect(release("--from", buildDouble("2.0.0"), out).status).toBe(0);
     expect(release("--from", buildDouble("2.1.0-rc.1"), "--no-latest", out).status).toBe(0);
     expect(readFileSync(join(out, "latest.txt"), "utf8")).toBe("2.0.0\n");
@@ -46,7 +38,7 @@ describe("scripts/release.sh", () => {
   });
 
   it("never changes a published version, but accepts the very same files again", () => {
-    const out = temp("rk8s-rel-");
+    const out = tempDir("rk8s-rel-");
     const first = buildDouble("2.0.0");
     expect(release("--from", first, out).status).toBe(0);
     const before = readFileSync(join(out, "2.0.0", `rootless-k8s-linux-${ARCH}`));
@@ -58,7 +50,7 @@ describe("scripts/release.sh", () => {
   });
 
   it("refuses a build whose files do not match its SHA256SUMS, or a --version the binary contradicts", () => {
-    const out = temp("rk8s-rel-");
+    const out = tempDir("rk8s-rel-");
     const bad = buildDouble("2.0.0");
     writeFileSync(join(bad, `rootless-k8s-linux-${ARCH}`), "#!/bin/sh\necho changed\n");
     const r = release("--from", bad, out);

@@ -2,16 +2,16 @@
 // the distribution, and the one root script (checked by a real `sh -n`, and its AppArmor profile
 // written by a real shell and then read back by gatherFacts).
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { anyFailed, CHECK_IDS, diagnose, NONE_GIVES_UP, rootScript } from "../../../cli/doctor/index";
 import { doctorJson } from "../../../cli/doctor/json";
 import { renderReport } from "../../../cli/doctor/report";
 import { gatherFacts, type GatherOptions } from "../../../cli/host/gather";
 import { makeStyle } from "../../../cli/ui/output";
 import { FIXTURE_HOSTS, fixtureHost } from "../../helpers/fixture-host";
+import { tempDir } from "../../helpers/temp";
 
 async function run(name: string, opts: GatherOptions = {}, dir?: string) {
   const facts = await gatherFacts(fixtureHost(dir ?? name), opts);
@@ -126,8 +126,7 @@ describe("fixes fit the distribution", () => {
 });
 
 describe("the root script", () => {
-  const tmp = mkdtempSync(join(tmpdir(), "rk8s-doctor-"));
-  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+  const tmp = tempDir("rk8s-doctor-");
 
   it.each(Object.keys(EXPECTED))("%s: valid sh, each command once, reloads last, no reboot-level fixes", async (name) => {
     const { facts, d } = await run(name);

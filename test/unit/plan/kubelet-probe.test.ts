@@ -4,12 +4,12 @@
 // patched one from rootless-containers/usernetes@v20190603.0
 // src/patches/kubernetes/0003-kubelet-new-feature-gate-SupportNoneCgroupDriver.patch, which adds
 // 'none' there and the SupportNoneCgroupDriver=true|false (ALPHA - default=false) gate.
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { localHost } from "../../../cli/host/host";
 import { flagHelp, parseKubeletHelp, parseKubeletVersion, probeKubelet } from "../../../cli/host/kubelet";
+import { tempDir } from "../../helpers/temp";
 
 const STOCK = `Usage:
   kubelet [flags]
@@ -49,8 +49,7 @@ describe("kubelet help parsing", () => {
 });
 
 describe("probeKubelet runs the binary through the Host", () => {
-  const dir = mkdtempSync(join(tmpdir(), "rk8s-kubelet-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir("rk8s-kubelet-");
 
   /** A stand-in executable that prints a recorded --help, as the real binary would. */
   function fakeKubelet(name: string, help: string, version: string): string {

@@ -1,21 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { ExitCode, UserError } from "../../../cli/errors";
+import { ExitCode } from "../../../cli/errors";
 import { buildPlan, planProblems, validatePlan } from "../../../cli/plan";
 import { firstFree, nthAddress, overlapping, parseCidr } from "../../../cli/plan/cidr";
 import type { PlanOptions } from "../../../cli/plan/plan";
+import { userErrorFrom } from "../../helpers/errors";
 import { baseFacts, delegatedFacts, upstreamVersions, withFacts } from "./facts-builder";
 
 const versions = upstreamVersions();
-
-function refused(fn: () => unknown): UserError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(UserError);
-    return e as UserError;
-  }
-  throw new Error("expected a UserError");
-}
 
 describe("mode", () => {
   it("is none on cgroup v1 hybrid, with what it gives up, the honest label and failCgroupV1: false", () => {
@@ -54,7 +45,7 @@ describe("mode", () => {
 
   it("--mode overrides only delegated → none", () => {
     expect(buildPlan(delegatedFacts(), { mode: "none" }, versions).mode.name).toBe("none");
-    const e = refused(() => buildPlan(baseFacts(), { mode: "delegated" }, versions));
+    const e = userErrorFrom(() => buildPlan(baseFacts(), { mode: "delegated" }, versions));
     expect(e.exitCode).toBe(ExitCode.Refused);
     expect(e.message).toMatch(/--mode delegated is not possible here/);
     expect(e.fix).toMatch(/doctor/);
@@ -63,7 +54,7 @@ describe("mode", () => {
   it("--taint-none taints a none node and is refused on a delegated one", () => {
     const plan = buildPlan(baseFacts(), { taintNone: true }, versions);
     expect(plan.node.taints).toEqual([{ key: "rootless-k8s.io/resource-isolation", value: "none", effect: "NoSchedule" }]);
-    expect(refused(() => buildPlan(delegatedFacts(), { taintNone: true }, versions)).fix).toMatch(/--mode none/);
+    expect(userErrorFrom(() => buildPlan(delegatedFacts(), { taintNone: true }, versions)).fix).toMatch(/--mode none/);
   });
 
   it("uses --cgroup-driver=none only when the probed kubelet accepts it", () => {
@@ -92,8 +83,8 @@ describe("runtime", () => {
   });
 
   it("refuses --runtime-bin whose version is unknown, and with another runtime", () => {
-    expect(refused(() => buildPlan(baseFacts(), { runtimeBin: "/opt/x/containerd" }, versions)).message).toMatch(/could not read the version/);
-    expect(refused(() => buildPlan(baseFacts(), { runtime: "crio", runtimeBin: "/x" }, versions)).message).toMatch(/--runtime containerd only/);
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtimeBin: "/opt/x/containerd" }, versions)).message).toMatch(/could not read the version/);
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtime: "crio", runtimeBin: "/x" }, versions)).message).toMatch(/--runtime containerd only/);
   });
 
   it("takes the version of --runtime-bin from the facts when it is the detected containerd", () => {
@@ -102,7 +93,7 @@ describe("runtime", () => {
   });
 
   it("refuses docker unless a rootless daemon answers", () => {
-    expect(refused(() => buildPlan(baseFacts(), { runtime: "docker" }, versions)).message).toMatch(/not installed/);
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtime: "docker" }, versions)).message).toMatch(/not installed/);
     const docker = {
       version: "24.0.7",
       raw: "",
@@ -116,12 +107,12 @@ describe("runtime", () => {
       socket: "/var/run/docker.sock",
     };
     const rootful = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
-    expect(refused(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
+    expect(userErrorFrom(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
     const rootless = withFacts(baseFacts(), (x) => (x.runtimes.docker = { ...docker, rootless: true, cgroupDriver: "none", socket: "unix:///run/user/1000/docker.sock" }));
     const plan = buildPlan(rootless, { runtime: "docker" }, versions);
     expect(plan.runtime.docker).toEqual({ socket: "/run/user/1000/docker.sock", pidFile: "/run/user/1000/docker.pid", unit: "docker.service" });
     expect(plan.network).toMatchObject({ driver: "docker", namespaceIP: "10.0.2.100" });
-    expect(refused(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(/does not apply to --runtime docker/);
+    expect(userErrorFrom(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(/does not apply to --runtime docker/);
     expect(plan.units.owner).toBe("docker.service");
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
   });
@@ -155,8 +146,8 @@ describe("network", () => {
     const noSlirp = withFacts(baseFacts(), (x) => (x.runtimes.slirp4netns = null));
     expect(buildPlan(noSlirp, { network: "slirp4netns" }, versions).network.binary).toBe("/home/alice/.local/share/rootless-k8s/versions/current/bin/slirp4netns");
     const rk11 = { ...versions, components: { ...versions.components, rootlesskit: "1.1.0" } };
-    expect(refused(() => buildPlan(baseFacts(), { network: "builtin" }, rk11)).message).toMatch(/RootlessKit 1\.1\.0 has no builtin driver/);
-    expect(refused(() => buildPlan(noSlirp, { network: "pasta" }, versions)).message).toMatch(/pasta \(passt\) is not installed/);
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { network: "builtin" }, rk11)).message).toMatch(/RootlessKit 1\.1\.0 has no builtin driver/);
+    expect(userErrorFrom(() => buildPlan(noSlirp, { network: "pasta" }, versions)).message).toMatch(/pasta \(passt\) is not installed/);
   });
 
   it("publishes only the API port, on --api-port", () => {
@@ -193,7 +184,7 @@ describe("paths", () => {
 
   it("refuses without XDG_RUNTIME_DIR, saying how to get one", () => {
     const f = withFacts(baseFacts(), (x) => (x.user.runtimeDir.path = null));
-    const e = refused(() => buildPlan(f, {}, versions));
+    const e = userErrorFrom(() => buildPlan(f, {}, versions));
     expect(e.message).toMatch(/XDG_RUNTIME_DIR/);
     expect(e.exitCode).toBe(ExitCode.Refused);
   });
@@ -203,7 +194,7 @@ describe("validatePlan refuses bad plans before anything is written", () => {
   const expectRefusal = (opts: PlanOptions, change: (f: ReturnType<typeof baseFacts>) => void, pattern: RegExp) => {
     const facts = withFacts(baseFacts(), change);
     const plan = buildPlan(facts, opts, versions);
-    const e = refused(() => validatePlan(plan, facts));
+    const e = userErrorFrom(() => validatePlan(plan, facts));
     expect(e.exitCode).toBe(ExitCode.Refused);
     expect(e.message).toMatch(pattern);
     expect(e.fix).toBeTruthy();
@@ -225,7 +216,7 @@ describe("validatePlan refuses bad plans before anything is written", () => {
   it("a CIDR overlapping a host route (a route added after the plan was made)", () => {
     const plan = buildPlan(baseFacts(), {}, versions);
     const later = withFacts(baseFacts(), (f) => f.network.routes.push({ cidr: "10.244.0.0/16", iface: "flannel.1" }));
-    const e = refused(() => validatePlan(plan, later));
+    const e = userErrorFrom(() => validatePlan(plan, later));
     expect(e.message).toMatch(/pod network 10\.244\.0\.0\/16 overlaps the host route 10\.244\.0\.0\/16/);
   });
 
@@ -262,7 +253,7 @@ describe("validatePlan refuses bad plans before anything is written", () => {
   it("names how many more problems there are", () => {
     const facts = withFacts(baseFacts(), (f) => f.network.listeningTcpPorts.push(7443));
     const plan = buildPlan(facts, { apiPort: 7443, runtimeBin: "/c", runtimeBinVersion: "1.0.0" }, versions);
-    expect(refused(() => validatePlan(plan, facts)).message).toMatch(/\(and 1 more problem\)/);
+    expect(userErrorFrom(() => validatePlan(plan, facts)).message).toMatch(/\(and 1 more problem\)/);
   });
 });
 

@@ -1,22 +1,24 @@
 // The rendered configs against what upstream accepts:
 // - every KubeletConfiguration (v1beta1) and KubeProxyConfiguration (v1alpha1) key is a field of
 //   Kubernetes 1.36 and every feature gate a real gate (test/doubles/data/k8s-config-fields.json, a copy of ../shared/upstream/k8s-config-fields.json,
-//   read from upstream's Go types at kubernetes-1.36.3, with its sources noted in the file);
+//   read from upstream's Go types at kubernetes-1.36.3, with its sources noted in the file), checked
+//   with the same strict decoder the kubelet and kube-proxy doubles use (test/doubles/lib/config-fields.mjs);
 // - every containerd key is one containerd's docs list for that config version
 //   (containerd-config-keys.json here, transcribed from docs/cri/config.md and the man page);
 // - the version 2 config is loaded by the real containerd 1.6 of Debian (`config dump`).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
 import type { Plan } from "../../../cli/plan/plan";
 import { layout } from "../../../cli/render/layout";
 import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/render/kube-configs";
 import { containerdConfig, renderToml } from "../../../cli/render/runtime-configs";
+import { unknownFields } from "../../doubles/lib/config-fields.mjs";
 import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
+import { tempDir } from "../../helpers/temp";
 
 // The project's copy of the field list (see test/doubles/data/SOURCE.md), shared with the doubles.
 const FIELDS_FILE = join(import.meta.dirname, "..", "..", "doubles", "data", "k8s-config-fields.json");
@@ -24,25 +26,6 @@ const FIELDS_FILE = join(import.meta.dirname, "..", "..", "doubles", "data", "k8
 interface FieldsDb {
   featureGates: string[];
   [k: string]: unknown;
-}
-
-/** Keys of `doc` that are not fields of `type`, recursing into nested structs (dotted paths). */
-export function unknownFields(doc: unknown, type: string, fields: Record<string, string[]>, refs: Record<string, Record<string, string>>, at = ""): string[] {
-  if (typeof doc !== "object" || doc === null) return [];
-  const allowed = fields[type];
-  if (!allowed) return [`${at || "."}: no field list for type ${type}`];
-  const bad: string[] = [];
-  for (const [key, value] of Object.entries(doc)) {
-    const path = at ? `${at}.${key}` : key;
-    if (!allowed.includes(key)) {
-      bad.push(path);
-      continue;
-    }
-    const nested = refs[type]?.[key];
-    if (!nested) continue; // a scalar or a free-form map (featureGates, evictionHard, ...)
-    for (const item of Array.isArray(value) ? value : [value]) bad.push(...unknownFields(item, nested, fields, refs, path));
-  }
-  return bad;
 }
 
 /** Every key path of a TOML document; the name under `runtimes` becomes <runtime>. */
@@ -69,8 +52,6 @@ beforeAll(async () => {
 
 describe("Kubernetes 1.36 config fields", () => {
   const db = JSON.parse(readFileSync(FIELDS_FILE, "utf8")) as FieldsDb;
-  const kubelet = () => [db.KubeletConfiguration, db.KubeletConfigurationStructRefs] as [Record<string, string[]>, Record<string, Record<string, string>>];
-  const proxy = () => [db.KubeProxyConfiguration, db.KubeProxyConfigurationStructRefs] as [Record<string, string[]>, Record<string, Record<string, string>>];
 
   it("every KubeletConfiguration key of every combination is a v1beta1 field, every gate a real gate", () => {
     expect(plans.length).toBeGreaterThanOrEqual(12);
@@ -78,7 +59,7 @@ describe("Kubernetes 1.36 config fields", () => {
       // What the kubelet reads: the rendered YAML, parsed back.
       const doc = YAML.parse(YAML.stringify(kubeletConfiguration(plan))) as Record<string, unknown>;
       expect(doc.apiVersion).toBe("kubelet.config.k8s.io/v1beta1");
-      expect(unknownFields(doc, "KubeletConfiguration", ...kubelet()), name).toEqual([]);
+      expect(unknownFields(doc, "KubeletConfiguration"), name).toEqual([]);
       for (const gate of Object.keys(doc.featureGates as object)) expect(db.featureGates, `${name}: gate ${gate}`).toContain(gate);
     }
   });
@@ -87,18 +68,18 @@ describe("Kubernetes 1.36 config fields", () => {
     for (const { name, plan } of plans) {
       const doc = YAML.parse(YAML.stringify(kubeProxyConfiguration(plan))) as Record<string, unknown>;
       expect(doc.apiVersion).toBe("kubeproxy.config.k8s.io/v1alpha1");
-      expect(unknownFields(doc, "KubeProxyConfiguration", ...proxy()), name).toEqual([]);
+      expect(unknownFields(doc, "KubeProxyConfiguration"), name).toEqual([]);
       const modes = (db.KubeProxyConfigurationEnums as { ProxyMode: { values_from_doc_comment: string[] } }).ProxyMode.values_from_doc_comment;
       expect(modes).toContain(doc.mode);
     }
   });
 
   it("the checker catches a key that is not a field, at any depth", () => {
-    expect(unknownFields({ apiVersion: "x", cgroupDriverr: "none", authentication: { anonymous: { enable: false } } }, "KubeletConfiguration", ...kubelet())).toEqual([
+    expect(unknownFields({ apiVersion: "x", cgroupDriverr: "none", authentication: { anonymous: { enable: false } } }, "KubeletConfiguration")).toEqual([
       "cgroupDriverr",
       "authentication.anonymous.enable",
     ]);
-    expect(unknownFields({ conntrack: { maxPerCPU: 0 } }, "KubeProxyConfiguration", ...proxy())).toEqual(["conntrack.maxPerCPU"]);
+    expect(unknownFields({ conntrack: { maxPerCPU: 0 } }, "KubeProxyConfiguration")).toEqual(["conntrack.maxPerCPU"]);
     expect(db.featureGates).not.toContain("SupportNoneCgroupDriver");
   });
 });
@@ -129,8 +110,7 @@ const containerd16 = spawnSync("containerd", ["--version"], { encoding: "utf8" }
 const hasContainerd16 = containerd16.status === 0 && /\s1\.6\./.test(containerd16.stdout);
 
 describe.skipIf(!hasContainerd16)("the real containerd 1.6 of Debian loads the version 2 config", () => {
-  const dir = mkdtempSync(join(tmpdir(), "rk8s-containerd-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir("rk8s-containerd-");
 
   it("`containerd --config FILE config dump` accepts it and keeps every setting", () => {
     const { plan } = plans.find((p) => p.plan.runtime.containerdConfigVersion === 2)!;

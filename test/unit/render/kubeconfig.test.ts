@@ -2,10 +2,8 @@
 // server on loopback serves with the rendered API server certificate and requires client
 // certificates from the rendered CA. Also the merge into ~/.kube/config, which never replaces an entry.
 import { execFile, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:https";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:https";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,39 +12,30 @@ import { buildPlan } from "../../../cli/plan";
 import type { Plan } from "../../../cli/plan/plan";
 import { generatePki, mergeKubeconfig, renderNode, type Pki } from "../../../cli/render/index";
 import { adminKubeconfig, renderKubeconfig } from "../../../cli/render/kubeconfig";
+import { freePort, listen, type Listening } from "../../helpers/net";
+import { tempDir } from "../../helpers/temp";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
 
 const kubectl = ["/usr/bin/kubectl", "/usr/local/bin/kubectl"].find((k) => spawnSync(k, ["version", "--client"]).status === 0);
-const dir = mkdtempSync(join(tmpdir(), "rk8s-kubeconfig-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-async function freePort(): Promise<number> {
-  const { createServer: tcp } = await import("node:net");
-  return new Promise((resolve) => {
-    const s = tcp().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+const dir = tempDir("rk8s-kubeconfig-");
 
 describe.skipIf(!kubectl)("the admin kubeconfig completes a mutual-TLS handshake driven by kubectl", () => {
   let plan: Plan;
   let pki: Pki;
-  let server: Server;
+  let server: Listening;
   const seen: string[] = [];
 
   beforeAll(async () => {
     plan = buildPlan(baseFacts(), { apiPort: await freePort() }, upstreamVersions());
     pki = await generatePki(plan);
-    server = createServer({ key: pki.apiServer.key, cert: pki.apiServer.cert, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+    const https = createServer({ key: pki.apiServer.key, cert: pki.apiServer.cert, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: true }, (req, res) => {
       const peer = (req.socket as TLSSocket).getPeerCertificate();
       seen.push(`${peer.subject.O}/${peer.subject.CN} ${req.url?.split("?")[0]}`);
       res.writeHead(200, { "content-type": "text/plain" }).end("ok");
     });
-    await new Promise<void>((resolve) => server.listen(plan.ports.apiServer, "127.0.0.1", resolve));
+    server = await listen(https, { port: plan.ports.apiServer });
   }, 60_000);
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(() => server.close());
 
   /** kubectl as a child process (async: the TLS server runs in this very process). */
   const run = (kubeconfigFile: string) =>

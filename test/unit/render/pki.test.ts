@@ -1,17 +1,16 @@
 // The PKI against the real openssl: every certificate verifies against its CA, with the SANs,
 // key usages and subjects the components need; keys are what they claim; re-generation reuses.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { buildPlan } from "../../../cli/plan";
 import type { Plan } from "../../../cli/plan/plan";
 import { certSpecs, generatePki, type Pki } from "../../../cli/render/pki";
+import { tempDir } from "../../helpers/temp";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
 
-const dir = mkdtempSync(join(tmpdir(), "rk8s-pki-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("rk8s-pki-");
 
 function openssl(args: string[], input?: string): string {
   return execFileSync("openssl", args, { encoding: "utf8", input, stdio: ["pipe", "pipe", "pipe"] });
