@@ -3,7 +3,7 @@
 // reachable from the test machines, so the images the node needs are imported instead of pulled.
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { tar } from "./tarball.mjs";
+import { tarBuffer } from "../../helpers/tar.mjs";
 
 const APPLETS = ["sh", "echo", "id", "cat", "sleep", "ls", "ip", "hostname", "wget", "nc", "ps", "mount", "true"];
 const sha = (b) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
@@ -11,16 +11,16 @@ const sha = (b) => `sha256:${createHash("sha256").update(b).digest("hex")}`;
 /** Writes an OCI image layout tar for `name` (e.g. registry.k8s.io/pause:3.10) to `out`. */
 export function writeImage({ busybox, out, name, cmd = ["/bin/sh"], arch = "amd64" }) {
   const bb = readFileSync(busybox);
-  const layer = tar([
-    ...["bin", "etc", "tmp", "proc", "sys", "dev", "run"].map((d) => ({ name: d, type: "dir", mode: d === "tmp" ? 0o1777 : 0o755 })),
-    { name: "bin/busybox", data: bb, mode: 0o755 },
-    ...APPLETS.map((a) => ({ name: `bin/${a}`, type: "symlink", linkname: "busybox" })),
-    { name: "etc/passwd", data: Buffer.from("root:x:0:0:root:/:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n") },
+  const layer = tarBuffer([
+    ...["bin", "etc", "tmp", "proc", "sys", "dev", "run"].map((d) => ({ path: d, type: "dir", mode: d === "tmp" ? 0o1777 : 0o755 })),
+    { path: "bin/busybox", content: bb, mode: 0o755 },
+    ...APPLETS.map((a) => ({ path: `bin/${a}`, type: "symlink", linkpath: "busybox" })),
+    { path: "etc/passwd", content: Buffer.from("root:x:0:0:root:/:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n") },
     // Owned by a non-root user of the image: unpacked rootless, it belongs to one of the host user's
     // subordinate ids, which a plain `rm -rf` by that user cannot remove (the --purge test).
-    { name: "home", type: "dir" },
-    { name: "home/app", type: "dir", mode: 0o700, uid: 1000, gid: 1000 },
-    { name: "home/app/.profile", data: Buffer.from("# owned by uid 1000 in the image\n"), mode: 0o600, uid: 1000, gid: 1000 },
+    { path: "home", type: "dir" },
+    { path: "home/app", type: "dir", mode: 0o700, uid: 1000, gid: 1000 },
+    { path: "home/app/.profile", content: Buffer.from("# owned by uid 1000 in the image\n"), mode: 0o600, uid: 1000, gid: 1000 },
   ]);
   const config = Buffer.from(JSON.stringify({ architecture: arch, os: "linux", config: { Env: ["PATH=/bin"], Cmd: cmd }, rootfs: { type: "layers", diff_ids: [sha(layer)] } }));
   const manifest = Buffer.from(
@@ -38,8 +38,8 @@ export function writeImage({ busybox, out, name, cmd = ["/bin/sh"], arch = "amd6
       manifests: [{ mediaType: "application/vnd.oci.image.manifest.v1+json", digest: sha(manifest), size: manifest.length, platform: { architecture: arch, os: "linux" }, annotations: { "io.containerd.image.name": name, "org.opencontainers.image.ref.name": tag } }],
     }),
   );
-  const blob = (b) => ({ name: `blobs/sha256/${sha(b).slice(7)}`, data: b });
-  writeFileSync(out, tar([{ name: "oci-layout", data: Buffer.from('{"imageLayoutVersion":"1.0.0"}') }, { name: "index.json", data: index }, { name: "blobs", type: "dir" }, { name: "blobs/sha256", type: "dir" }, blob(layer), blob(config), blob(manifest)]));
+  const blob = (b) => ({ path: `blobs/sha256/${sha(b).slice(7)}`, content: b });
+  writeFileSync(out, tarBuffer([{ path: "oci-layout", content: Buffer.from('{"imageLayoutVersion":"1.0.0"}') }, { path: "index.json", content: index }, { path: "blobs", type: "dir" }, { path: "blobs/sha256", type: "dir" }, blob(layer), blob(config), blob(manifest)]));
   return out;
 }
 

@@ -18,7 +18,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { buildDoubles } from "../../doubles/build.mjs";
-import { tarGz } from "../lib/tarball.mjs";
+import { tarGz } from "../../helpers/tar.mjs";
 
 
 const DEBS = ["rootlesskit", "slirp4netns", "containerd", "runc", "containernetworking-plugins", "etcd-server", "etcd-client", "busybox-static"];
@@ -121,14 +121,14 @@ export async function buildMirror({ cache, out, node }) {
   mkdirSync(join(out, "manifests"), { recursive: true });
   const bin = (p, rel) => readFileSync(join(debs[p].root, rel));
   const src = (p) => `e2e mirror: sha256 of the served file, packed from Debian 12 ${p} ${debs[p].version} (${debs[p].deb})`;
-  const exe = (name, data) => ({ name, data, mode: 0o755 });
+  const exe = (path, content) => ({ path, content, mode: 0o755 });
   const common = [];
 
   // etcd: etcd-v{version}-linux-{arch}/etcd (+ etcdctl), SHA256SUMS next to it.
   {
     const v = debs["etcd-server"].upstream;
     const top = `etcd-v${v}-linux-${ARCH}`;
-    const data = tarGz([{ name: top, type: "dir" }, exe(`${top}/etcd`, bin("etcd-server", "usr/bin/etcd")), exe(`${top}/etcdctl`, bin("etcd-client", "usr/bin/etcdctl"))]);
+    const data = tarGz([{ path: top, type: "dir" }, exe(`${top}/etcd`, bin("etcd-server", "usr/bin/etcd")), exe(`${top}/etcdctl`, bin("etcd-client", "usr/bin/etcdctl"))]);
     const url = `https://github.com/etcd-io/etcd/releases/download/v${v}/etcd-v${v}-linux-${ARCH}.tar.gz`;
     m.put(url, data);
     m.put(`https://github.com/etcd-io/etcd/releases/download/v${v}/SHA256SUMS`, `${hex("sha256", data)}  etcd-v${v}-linux-${ARCH}.tar.gz\n`);
@@ -144,7 +144,7 @@ export async function buildMirror({ cache, out, node }) {
   // containerd: the static tarball's bin/ layout, .sha256sum side file.
   {
     const v = debs.containerd.upstream;
-    const data = tarGz([{ name: "bin", type: "dir" }, ...["containerd", "containerd-shim-runc-v2", "ctr"].map((b) => exe(`bin/${b}`, bin("containerd", `usr/bin/${b}`)))]);
+    const data = tarGz([{ path: "bin", type: "dir" }, ...["containerd", "containerd-shim-runc-v2", "ctr"].map((b) => exe(`bin/${b}`, bin("containerd", `usr/bin/${b}`)))]);
     const file = `containerd-static-${v}-linux-${ARCH}.tar.gz`;
     m.put(`https://github.com/containerd/containerd/releases/download/v${v}/${file}`, data);
     m.put(`https://github.com/containerd/containerd/releases/download/v${v}/${file}.sha256sum`, `${hex("sha256", data)}  ${file}\n`);
@@ -174,7 +174,7 @@ export async function buildMirror({ cache, out, node }) {
   // CNI plugins: ./<plugin> at the top of the tgz, .sha256 side file.
   {
     const v = debs["containernetworking-plugins"].upstream;
-    const data = tarGz([{ name: "./", type: "dir" }, ...CNI.map((p) => exe(`./${p}`, bin("containernetworking-plugins", `usr/lib/cni/${p}`)))]);
+    const data = tarGz([{ path: "./", type: "dir" }, ...CNI.map((p) => exe(`./${p}`, bin("containernetworking-plugins", `usr/lib/cni/${p}`)))]);
     const file = `cni-plugins-linux-${ARCH}-v${v}.tgz`;
     m.put(`https://github.com/containernetworking/plugins/releases/download/v${v}/${file}`, data);
     m.put(`https://github.com/containernetworking/plugins/releases/download/v${v}/${file}.sha256`, `${hex("sha256", data)}  ${file}\n`);
@@ -222,9 +222,9 @@ export async function buildMirror({ cache, out, node }) {
     const names = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"];
     const data = tarGz(
       [
-        { name: "kubernetes", type: "dir" },
-        { name: "kubernetes/server", type: "dir" },
-        { name: "kubernetes/server/bin", type: "dir" },
+        { path: "kubernetes", type: "dir" },
+        { path: "kubernetes/server", type: "dir" },
+        { path: "kubernetes/server/bin", type: "dir" },
         ...names.map((n) => exe(`kubernetes/server/bin/${n}`, readFileSync(join(dir, n)))),
         exe("kubernetes/server/bin/kubectl", kubectl),
       ],

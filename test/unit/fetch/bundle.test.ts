@@ -15,7 +15,7 @@ import { userErrorOf } from "../../helpers/errors";
 import { startServer, type TestServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
 import { randomBody, testArtifact } from "./helpers/artifacts";
-import { tarGz } from "./helpers/tar-writer";
+import { tarGz } from "../../helpers/tar.mjs";
 
 const FAST = { retries: 0, retryBaseMs: 5 };
 

@@ -11,7 +11,7 @@ import { startServer, type TestServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
 import { makeTestCa } from "../../helpers/tls";
 import { randomBody, testArtifact } from "./helpers/artifacts";
-import { tarGz } from "./helpers/tar-writer";
+import { tarGz } from "../../helpers/tar.mjs";
 
 const NO_TRACE = /\bat .*\.(js|ts|cjs):\d+/;
 

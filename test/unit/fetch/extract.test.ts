@@ -11,7 +11,7 @@ import { userErrorOf } from "../../helpers/errors";
 import { sha256 } from "../../helpers/hash";
 import { tempDir } from "../../helpers/temp";
 import { randomBody, resolved, testArtifact } from "./helpers/artifacts";
-import { tarBuffer, tarGz, type TarEntry } from "./helpers/tar-writer";
+import { tarBuffer, tarGz, type TarEntry } from "../../helpers/tar.mjs";
 
 let work: string;
 beforeEach(() => {
