@@ -1,5 +1,12 @@
-// Child processes for tests: run one to its end and collect what it printed.
-import { spawn } from "node:child_process";
+// Child processes for tests: find a command, run one to its end and collect what it printed.
+import { spawn, spawnSync } from "node:child_process";
+
+/** The path of `cmd` as a shell finds it on `path` (default this process's PATH), or "" when there is none. */
+export function which(cmd: string, path = process.env.PATH ?? ""): string {
+  return spawnSync("sh", ["-c", 'command -v "$1"', "sh", cmd], { encoding: "utf8", env: { PATH: path } }).stdout.trim();
+}
+
+export const hasCommand = (cmd: string) => which(cmd) !== "";
 
 export interface ProcessResult {
   code: number | null;

@@ -5,6 +5,7 @@ import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO } from "../../helpers/cli";
+import { hasCommand } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 import { ARCH, testBinary } from "./release-fixture";
 
@@ -37,7 +38,6 @@ const USE_CODE_CACHE = 1 << 2;
 const DISABLE_SEA_WARNING = 1 << 0;
 
 const hasSymtab = (file: string) => /\s\.symtab\s/.test(execFileSync("readelf", ["-SW", file], { encoding: "utf8" }));
-const has = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 
 describe("scripts/build-sea.sh", () => {
   it("refuses a Node that is not the pinned one, naming both and the fix", () => {
@@ -75,9 +75,9 @@ describe("scripts/build-sea.sh", () => {
     const dir = testBinary("1.0.0", foreign);
     const bin = join(dir, `rootless-k8s-linux-${foreign}`);
     expect(seaFlags(bin) & USE_CODE_CACHE).toBe(0);
-    if (has(foreign === "arm64" ? "aarch64-linux-gnu-strip" : "x86_64-linux-gnu-strip")) expect(hasSymtab(bin)).toBe(false);
+    if (hasCommand(foreign === "arm64" ? "aarch64-linux-gnu-strip" : "x86_64-linux-gnu-strip")) expect(hasSymtab(bin)).toBe(false);
     const qemu = foreign === "arm64" ? "qemu-aarch64-static" : "qemu-x86_64-static";
-    if (!has(qemu)) {
+    if (!hasCommand(qemu)) {
       console.log(`skip running the ${foreign} binary: ${qemu} is not installed (apt-get install qemu-user-static)`);
       return;
     }

@@ -7,9 +7,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { CommandSpec } from "../../../cli/args";
 import { commands } from "../../../cli/commands/registry";
 import { runCli } from "../../helpers/cli";
+import { hasCommand } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 
-const has = (cmd: string) => spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
 let dir: string;
 const scripts: Record<string, string> = {};
 let specs: { name: string; aliases: string[]; spec: CommandSpec }[];
@@ -75,7 +75,7 @@ describe("fish completion", () => {
       .filter(Boolean)
       .map((l) => l.split("\t"));
 
-  it.skipIf(!has("fish"))("completes commands with their summaries, every long flag of every command, and choices", () => {
+  it.skipIf(!hasCommand("fish"))("completes commands with their summaries, every long flag of every command, and choices", () => {
     expect(complete("rootless-k8s self")).toEqual([["self-upgrade", "Replace this binary with a newer verified release"]]);
     for (const s of specs) {
       const got = complete(`rootless-k8s ${s.name} --`).map((l) => l[0]);
@@ -90,7 +90,7 @@ describe("zsh completion", () => {
     expect(spawnSync("zsh", ["-n", scripts.zsh!]).status).toBe(0);
   });
 
-  it.skipIf(!has("tmux") || !has("zsh"))("completes in an interactive zsh, driven through tmux", async () => {
+  it.skipIf(!hasCommand("tmux") || !hasCommand("zsh"))("completes in an interactive zsh, driven through tmux", async () => {
     const home = tempDir("rk8s-zsh-");
     writeFileSync(join(home, ".zshrc"), `PS1='%% '\nautoload -U compinit && compinit -u\nsource ${scripts.zsh}\n`);
     const session = `rk8s-zsh-${process.pid}`;

@@ -7,11 +7,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveDir, type StaticServer } from "../../helpers/http-server";
 import { freePort } from "../../helpers/net";
+import { hasCommand } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
 import { addRelease, BINARY_NAME, installUser, listFiles, testBinary } from "../binary/release-fixture";
 
-const hasTmux = spawnSync("sh", ["-c", "command -v tmux"]).status === 0;
+const hasTmux = hasCommand("tmux");
 
 describe.skipIf(!isRoot || !hasTmux)("interactive install through `curl | sh` in a terminal (tmux; needs root for the test user)", () => {
   let base: string;

@@ -18,13 +18,14 @@ import { folders, generatePki, layout, renderNode } from "../../../cli/render/in
 import { rootlesskitArgs } from "../../../cli/render/rootlesskit";
 import { pinnedVersions, relocated } from "../../golden/combos";
 import { freePort } from "../../helpers/net";
+import { which as whichOn } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 import { testUser, USER_PATH } from "../../helpers/user";
 
 const NAME = "rk8s-boot";
 const tools = ["rootlesskit", "slirp4netns", "containerd", "containerd-shim-runc-v2", "runc", "newuidmap", "python3", "nsenter", "ctr"];
 /** The system's tools, as the test user would find them (not root's own PATH). */
-const which = (t: string) => spawnSync("sh", ["-c", `command -v ${t}`], { encoding: "utf8", env: { PATH: USER_PATH } }).stdout.trim();
+const which = (t: string) => whichOn(t, USER_PATH);
 
 function skipReason(): string | null {
   if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Plan } from "../../../cli/plan/plan";
 import { folders, generatePki, renderNode, type Pki } from "../../../cli/render/index";
-import { COMBOS, comboFacts, planCombo, relocated } from "../../golden/combos";
+import { COMBOS, comboFacts, planCombo, relocated, type Combo } from "../../golden/combos";
 import { tempDir } from "../../helpers/temp";
 import { testUser } from "../../helpers/user";
 
@@ -36,6 +36,14 @@ function materialize(plan: Plan, pki: Pki): string[] {
   return files.filter((f) => f.kind === "unit").map((f) => f.path);
 }
 
+/** The plan of `combo` for a HOME `home` (and a runtime dir) below work/<folder>. */
+async function planBelow(folder: string, combo: Combo, home = "home") {
+  const root = join(work, folder);
+  const place = { root, home: join(root, home), runtimeDir: join(root, "run") };
+  mkdirSync(place.runtimeDir, { recursive: true, mode: 0o700 });
+  return { ...place, result: planCombo(combo, relocated(await comboFacts(combo), place.home, place.runtimeDir)) };
+}
+
 function verify(home: string, runtimeDir: string, units: string[]) {
   return user.run("systemd-analyze", ["--user", "verify", ...units], { HOME: home, XDG_RUNTIME_DIR: runtimeDir });
 }
@@ -44,11 +52,7 @@ describe.skipIf(!hasAnalyze)("systemd-analyze --user verify, as an ordinary user
   let pki: Pki | null = null;
   for (const combo of COMBOS.filter((c) => c.expect === "plan")) {
     it(combo.name, async () => {
-      const root = join(work, combo.name);
-      const home = join(root, "home");
-      const runtimeDir = join(root, "run");
-      mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
-      const result = planCombo(combo, relocated(await comboFacts(combo), home, runtimeDir));
+      const { root, home, runtimeDir, result } = await planBelow(combo.name, combo);
       expect(result.refusal).toBeNull();
       pki ??= await generatePki(result.plan!);
       const units = materialize(result.plan!, pki);
@@ -62,11 +66,8 @@ describe.skipIf(!hasAnalyze)("systemd-analyze --user verify, as an ordinary user
 
   it("quotes and escapes paths with a space, a % and a $ (a HOME like that still verifies)", async () => {
     const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
-    const root = join(work, "odd");
-    const home = join(root, "my home 100% $x");
-    const runtimeDir = join(root, "run");
-    mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
-    const plan = planCombo(combo, relocated(await comboFacts(combo), home, runtimeDir)).plan!;
+    const { root, home, runtimeDir, result } = await planBelow("odd", combo, "my home 100% $x");
+    const plan = result.plan!;
     const units = materialize(plan, pki ?? (await generatePki(plan)));
     const kubelet = readFileSync(units.find((u) => u.endsWith(plan.units.kubelet))!, "utf8");
     expect(kubelet).toContain(`ExecStart="${home.replace(/%/g, "%%")}/.local/share/rootless-k8s/libexec/rootless-k8s-enter"`);
@@ -78,11 +79,8 @@ describe.skipIf(!hasAnalyze)("systemd-analyze --user verify, as an ordinary user
 
   it("fails a unit that systemd would reject (the check can fail)", async () => {
     const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
-    const root = join(work, "broken");
-    const home = join(root, "home");
-    const runtimeDir = join(root, "run");
-    mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
-    const plan = planCombo(combo, relocated(await comboFacts(combo), home, runtimeDir)).plan!;
+    const { root, home, runtimeDir, result } = await planBelow("broken", combo);
+    const plan = result.plan!;
     const units = materialize(plan, pki ?? (await generatePki(plan)));
     const owner = units.find((u) => u.endsWith(plan.units.owner))!;
     writeFileSync(owner, readFileSync(owner, "utf8").replace("Type=notify", "Type=notfy"));
