@@ -92,11 +92,7 @@ export function parseDockerVersion(text: string, into: DockerReading = emptyDock
     return into;
   }
   const s = sections(text);
-  const client = s.get("Client");
-  if (client) {
-    into.clientVersion ??= versionToken(field(client, "Version"));
-    into.context ??= field(client, "Context");
-  }
+  readClient(s.get("Client"), into);
   const server = s.get("Server");
   if (server) {
     const engineAt = server.findIndex((l) => /^\s+Engine:\s*$/.test(l));
@@ -112,13 +108,16 @@ export function parseDockerVersion(text: string, into: DockerReading = emptyDock
   return into;
 }
 
+/** The Client section (of `docker version` or `docker info`): its version and context, unless already known. */
+function readClient(client: string[] | undefined, into: DockerReading): void {
+  if (!client) return;
+  into.clientVersion ??= versionToken(field(client, "Version"));
+  into.context ??= field(client, "Context");
+}
+
 export function parseDockerInfo(text: string, into: DockerReading = emptyDockerReading()): DockerReading {
   const s = sections(text);
-  const client = s.get("Client");
-  if (client) {
-    into.clientVersion ??= versionToken(field(client, "Version"));
-    into.context ??= field(client, "Context");
-  }
+  readClient(s.get("Client"), into);
   const lines = s.get("Server") ?? s.get("")!;
   const sv = field(lines, "Server Version");
   if (sv !== null) {
