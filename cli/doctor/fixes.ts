@@ -42,8 +42,10 @@ export function installPackage(facts: Facts, key: PackageKey): string {
 }
 
 /** One sysctl, set now and at every boot, through its own file (re-running the script is harmless). */
-export function sysctlFix(file: string, key: string, value: string | number): string[] {
-  return [`echo '${key} = ${value}' > /etc/sysctl.d/${file}.conf`, "sysctl --system >/dev/null"];
+/** Persist sysctl settings in one sysctl.d file, then apply them all with one reload. */
+export function sysctlFix(file: string, settings: Record<string, string | number>): string[] {
+  const lines = Object.entries(settings).map(([k, v]) => `'${k} = ${v}'`);
+  return [`printf '%s\\n' ${lines.join(" ")} > /etc/sysctl.d/${file}.conf`, "sysctl --system >/dev/null"];
 }
 
 /** Load kernel modules now and at every boot. */

@@ -69,11 +69,12 @@ export const kernelChecks: Check[] = [
       const w = f.features.inotifyMaxUserWatches;
       const i = f.features.inotifyMaxUserInstances;
       if (w === null || i === null) return skip("not readable");
-      const root: string[] = [];
-      if (w < MIN_WATCHES) root.push(...sysctlFix("60-rootless-k8s-inotify-watches", "fs.inotify.max_user_watches", MIN_WATCHES));
-      if (i < MIN_INSTANCES) root.push(...sysctlFix("60-rootless-k8s-inotify-instances", "fs.inotify.max_user_instances", MIN_INSTANCES));
+      const raise: Record<string, number> = {};
+      if (w < MIN_WATCHES) raise["fs.inotify.max_user_watches"] = MIN_WATCHES;
+      if (i < MIN_INSTANCES) raise["fs.inotify.max_user_instances"] = MIN_INSTANCES;
       const text = `max_user_watches ${w}, max_user_instances ${i}`;
-      return root.length ? warn(`${text}: low for a node (pods and the kubelet watch many files)`, { root: [...new Set(root)] }) : ok(text);
+      if (!Object.keys(raise).length) return ok(text);
+      return warn(`${text}: low for a node (pods and the kubelet watch many files)`, { root: sysctlFix("60-rootless-k8s-inotify", raise) });
     },
   },
   {

@@ -14,7 +14,7 @@ export const usernsChecks: Check[] = [
       const v = f.userns.unprivilegedUsernsClone;
       if (v === null) return skip("this kernel has no such switch (user namespaces are not gated by it)");
       if (v === 1) return ok("1");
-      return fail("0: unprivileged user namespaces are disabled", { root: sysctlFix("50-rootless-k8s-userns-clone", "kernel.unprivileged_userns_clone", 1) });
+      return fail("0: unprivileged user namespaces are disabled", { root: sysctlFix("50-rootless-k8s-userns-clone", { "kernel.unprivileged_userns_clone": 1 }) });
     },
   },
   {
@@ -24,7 +24,7 @@ export const usernsChecks: Check[] = [
     blocks: true,
     run: (f) => {
       const v = f.userns.maxUserNamespaces;
-      const fix = { root: sysctlFix("51-rootless-k8s-max-user-namespaces", "user.max_user_namespaces", 28633) };
+      const fix = { root: sysctlFix("51-rootless-k8s-max-user-namespaces", { "user.max_user_namespaces": 28633 }) };
       if (v === null) return skip("not readable");
       if (v === 0) return fail("0: no user namespaces may be created", fix);
       if (v < 1024) return warn(`${v}: low, pods may fail to start ("no space left on device")`, fix);

@@ -145,7 +145,7 @@ describe("the root script", () => {
     const { facts, d } = await run("centos-7");
     const script = rootScript(d.outcomes, facts);
     expect(script).toContain("yum install -y shadow-utils");
-    expect(script).toContain("echo 'user.max_user_namespaces = 28633' > /etc/sysctl.d/51-rootless-k8s-max-user-namespaces.conf");
+    expect(script).toContain("printf '%s\\n' 'user.max_user_namespaces = 28633' > /etc/sysctl.d/51-rootless-k8s-max-user-namespaces.conf");
     expect(script).toContain("loginctl enable-linger user1");
     expect(script.trimEnd().split("\n").slice(-3, -1)).toEqual(["sysctl --system >/dev/null", ""]);
   });
@@ -158,11 +158,14 @@ describe("the root script", () => {
     // The script's own lines write the sysctl.d files (a real shell, under the copy); then what `sysctl --system` does with them.
     const sysctlD = join(dir, "root", "etc", "sysctl.d");
     mkdirSync(sysctlD, { recursive: true });
-    const writes = before.d.outcomes.find((o) => o.id === "inotify")!.fix!.root.filter((c) => c.startsWith("echo "));
+    const writes = before.d.outcomes.find((o) => o.id === "inotify")!.fix!.root.filter((c) => c.includes("> /etc/sysctl.d/"));
+    expect(writes).toHaveLength(1); // both limits in one file, applied by one reload
     for (const cmd of writes) execFileSync("sh", ["-c", cmd.replace("> /etc/sysctl.d/", `> ${sysctlD}/`)]);
     for (const file of readdirSync(sysctlD)) {
-      const [key, value] = readFileSync(join(sysctlD, file), "utf8").split("=").map((x) => x.trim());
-      writeFileSync(join(dir, "root", "proc", "sys", ...key!.split(".")), `${value}\n`);
+      for (const line of readFileSync(join(sysctlD, file), "utf8").split("\n").filter(Boolean)) {
+        const [key, value] = line.split("=").map((x) => x.trim());
+        writeFileSync(join(dir, "root", "proc", "sys", ...key!.split(".")), `${value}\n`);
+      }
     }
     const after = await run("debian-12", {}, dir);
     expect(after.d.outcomes.find((o) => o.id === "inotify")).toMatchObject({ status: "ok", summary: "max_user_watches 524288, max_user_instances 512" });
