@@ -84,7 +84,7 @@ export function systemdUser(opts: SystemdOptions = {}): SystemdUser {
       const r = await run(["show-environment"], 10_000);
       if (r.code === 0) return;
       if (r.notFound) throw new UserError("systemctl is not installed", { fix: "install systemd (apt-get install systemd)" });
-      const why = (r.stderr || r.stdout).trim().split("\n")[0] ?? "no answer";
+      const why = (r.stderr || r.stdout).trim().split("\n")[0] || (r.timedOut ? "no answer within 10 s" : "no answer");
       throw new UserError(`the user's systemd manager does not answer (${why})`, {
         fix: env.XDG_RUNTIME_DIR
           ? "log in through a real session (ssh or a console login, not su/sudo), or as root: loginctl enable-linger $USER"
