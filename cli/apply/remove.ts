@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
-import { UserError } from "../errors";
+import { InterruptedError, UserError } from "../errors";
 import { runCommand } from "../host/host";
 import { isWithin } from "./files";
 import type { OwnedRoots, Receipt } from "./receipt";
@@ -111,19 +111,24 @@ export async function removeInUserNamespace(paths: string[], id: UsernsIdentity,
     signal,
   });
   let stderr = "";
+  // A failed spawn (no unshare) or an abort arrives as an "error" event: kept here, judged below,
+  // so no promise is ever left rejected without a handler.
+  const spawned: { error?: NodeJS.ErrnoException } = {};
+  child.on("error", (e) => (spawned.error = e));
+  child.stdin.on("error", () => {}); // EPIPE when the child is already gone: its exit says why
   child.stderr.on("data", (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve(code));
-  });
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   const ready = await new Promise<boolean>((resolve) => {
     child.stdout.once("data", () => resolve(true));
     child.once("close", () => resolve(false));
   });
+  const interrupted = () => new InterruptedError(`interrupted while removing ${paths.join(" ")}; re-run the same command to finish`);
   if (!ready) {
-    await exited.catch(() => null);
-    throw new UserError(`could not enter a user namespace to remove ${paths.join(" ")}: ${stderr.trim() || "unshare failed"}`, {
-      fix: "check `rootless-k8s doctor` (user namespaces must be allowed)",
+    await exited;
+    if (signal?.aborted) throw interrupted();
+    const missing = spawned.error?.code === "ENOENT";
+    throw new UserError(`could not enter a user namespace to remove ${paths.join(" ")}: ${missing ? "unshare is not installed" : stderr.trim() || "unshare failed"}`, {
+      fix: missing ? "install util-linux (it provides unshare)" : "check `rootless-k8s doctor` (user namespaces must be allowed)",
     });
   }
   const pid = child.pid ?? 0;
@@ -134,7 +139,8 @@ export async function removeInUserNamespace(paths: string[], id: UsernsIdentity,
     const r = await runCommand(tool, idMapArgs(pid, own, ranges), { timeoutMs: 10_000 });
     if (r.code !== 0) {
       child.kill("SIGKILL");
-      await exited.catch(() => null);
+      await exited;
+      if (signal?.aborted) throw interrupted();
       throw new UserError(`${tool} failed: ${(r.stderr || r.stdout).trim().split("\n")[0] ?? "not found"}`, {
         fix: "install uidmap (newuidmap/newgidmap, setuid root) and check /etc/subuid and /etc/subgid",
       });
@@ -142,6 +148,7 @@ export async function removeInUserNamespace(paths: string[], id: UsernsIdentity,
   }
   child.stdin.end("go\n");
   const code = await exited;
+  if (signal?.aborted) throw interrupted();
   if (code !== 0) {
     throw new UserError(`removing ${paths.join(" ")} inside the user namespace failed: ${stderr.trim().split("\n")[0] ?? `exit ${code}`}`);
   }

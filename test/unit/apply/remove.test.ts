@@ -5,9 +5,9 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSyn
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { checkOwnedRoots, idMapArgs, mayRemove, removeEmptyDirs, subIdRanges } from "../../../cli/apply/remove";
+import { checkOwnedRoots, idMapArgs, mayRemove, removeEmptyDirs, removeInUserNamespace, subIdRanges } from "../../../cli/apply/remove";
 import type { OwnedRoots } from "../../../cli/apply/receipt";
-import { UserError } from "../../../cli/errors";
+import { ExitCode, InterruptedError, UserError } from "../../../cli/errors";
 import { REPO } from "../../helpers/cli";
 import { tempDir } from "../../helpers/temp";
 import { testUser } from "../../helpers/user";
@@ -118,5 +118,45 @@ describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-ro
     expect(r.stdout.trim()).toBe("removed");
     expect(existsSync(data)).toBe(false);
     expect(existsSync(join(work, "rootless-k8s"))).toBe(true);
+  });
+});
+
+describe("removeInUserNamespace when it cannot run", () => {
+  const id = { user: "u", uid: 1000, gid: 1000, subuids: [{ start: 100000, count: 65536 }], subgids: [{ start: 100000, count: 65536 }] };
+
+  it("ends as interrupted (exit 130) when the run was aborted, leaving no promise rejected unhandled", async () => {
+    const stray: unknown[] = [];
+    const onStray = (e: unknown) => stray.push(e);
+    process.on("unhandledRejection", onStray);
+    try {
+      const ac = new AbortController();
+      ac.abort();
+      const e = await removeInUserNamespace([join(tempDir("rk8s-rm-abort-"), "x")], id, ac.signal).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(InterruptedError);
+      expect((e as InterruptedError).exitCode).toBe(ExitCode.Interrupted);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(stray).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onStray);
+    }
+  });
+
+  it("names unshare and its package when unshare is not installed", async () => {
+    const stray: unknown[] = [];
+    const onStray = (e: unknown) => stray.push(e);
+    process.on("unhandledRejection", onStray);
+    const path = process.env.PATH;
+    process.env.PATH = tempDir("rk8s-rm-nopath-");
+    try {
+      const e = await removeInUserNamespace([join(tempDir("rk8s-rm-none-"), "x")], id).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(UserError);
+      expect((e as UserError).message).toMatch(/unshare is not installed/);
+      expect((e as UserError).fix).toMatch(/util-linux/);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(stray).toEqual([]);
+    } finally {
+      process.env.PATH = path;
+      process.off("unhandledRejection", onStray);
+    }
   });
 });
