@@ -5,6 +5,7 @@
 // a partial or failed install, and a second run finds nothing to do. It never removes a path the
 // receipt does not list or that lies outside the tool's own folders.
 import { promises as fsp } from "node:fs";
+import { homedir } from "node:os";
 import * as path from "node:path";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Context } from "../commands/registry";
@@ -37,9 +38,10 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
     out.out(`Nothing to uninstall: no node is installed for this user (no receipt at ${file}).`);
     return ExitCode.Ok;
   }
-  const plan = receipt.plan as Plan | null;
-  const home = plan?.paths.home ?? ctx.env.HOME ?? "";
-  checkOwnedRoots(receipt.roots, { home, prefix: plan?.paths.prefix ?? null });
+  // The receipt's folders are judged against what the receipt cannot vouch for itself: the user's
+  // home and the --prefix given now (never the receipt's own plan, which could name any prefix).
+  const home = ctx.env.HOME || homedir();
+  checkOwnedRoots(receipt.roots, { home, prefix: o.prefix ? path.resolve(o.prefix) : null });
   if (receipt.state === "uninstalled" && !o.purge) {
     out.out(`The node is already uninstalled; its data is kept in ${receipt.roots.data} and ${receipt.roots.pki}.`);
     out.out("Remove those too with: rootless-k8s uninstall --purge");
