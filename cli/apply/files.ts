@@ -37,9 +37,11 @@ async function fsyncDir(dir: string): Promise<void> {
 }
 
 /**
- * Creates every missing folder of `dir` with `mode`, and sets `mode` on `dir` itself even when it
- * already existed (a PKI folder left 0755 by hand becomes 0700 again). Returns the folders it created,
- * outermost first, so a receipt can list exactly what was added.
+ * Creates every missing folder of `dir` with `mode` (`dir` itself gets exactly `mode`, whatever the
+ * umask). An existing `dir` loses the permission bits `mode` does not grant (a PKI folder left 0755
+ * by hand becomes 0700 again), but is never opened further: a folder the user keeps private (their
+ * ~/.config/systemd/user, a --prefix) stays private. Returns the folders it created, outermost
+ * first, so a receipt can list exactly what was added.
  */
 export async function ensureDir(dir: string, mode = 0o755): Promise<string[]> {
   const created: string[] = [];
@@ -62,7 +64,12 @@ export async function ensureDir(dir: string, mode = 0o755): Promise<string[]> {
     });
     created.push(d);
   }
-  await fsp.chmod(dir, mode);
+  if (missing.length) await fsp.chmod(dir, mode);
+  else {
+    const now = (await fsp.stat(dir)).mode & 0o7777;
+    const tightened = now & ~(0o777 & ~mode);
+    if (tightened !== now) await fsp.chmod(dir, tightened);
+  }
   return created;
 }
 

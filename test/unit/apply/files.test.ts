@@ -59,6 +59,26 @@ describe("ensureDir", () => {
     expect(statSync(pki).mode & 0o777).toBe(0o700);
   });
 
+  it("never opens an existing folder further (the user's private ~/.config/systemd/user stays 0700)", async () => {
+    const units = join(dir, ".config", "systemd", "user");
+    await fsp.mkdir(units, { recursive: true, mode: 0o700 });
+    expect(await ensureDir(units, 0o755)).toEqual([]);
+    expect(statSync(units).mode & 0o777).toBe(0o700);
+    await fsp.chmod(units, 0o775);
+    await ensureDir(units, 0o755);
+    expect(statSync(units).mode & 0o777).toBe(0o755);
+  });
+
+  it("gives a folder it creates exactly the mode, whatever the umask", async () => {
+    const old = process.umask(0o077);
+    try {
+      await ensureDir(join(dir, "data", "kubelet"), 0o755);
+    } finally {
+      process.umask(old);
+    }
+    expect(statSync(join(dir, "data", "kubelet")).mode & 0o777).toBe(0o755);
+  });
+
   it("refuses a path that is a file", async () => {
     await fsp.writeFile(join(dir, "f"), "");
     await expect(ensureDir(join(dir, "f"))).rejects.toThrow(/not a folder/);
