@@ -6,9 +6,22 @@ import { ExitCode, UserError } from "../errors";
 import type { Manifest } from "../fetch/index";
 import type { Plan, VersionSet } from "../plan/plan";
 import type { Context } from "../commands/registry";
-import type { ComponentSource } from "./install";
+import type { InstallOptions } from "../commands/install";
 import type { ReceiptSet } from "./receipt";
 import type { StepHandle } from "../ui/progress";
+
+/** Where the components come from (flags shared by install and upgrade). */
+export interface ComponentSource {
+  manifestFile?: string;
+  mirror?: string;
+  bundle?: string;
+  trustBundle?: boolean;
+  caFile?: string;
+}
+
+export function sourceOf(o: Pick<InstallOptions, "manifest" | "mirror" | "bundle" | "trustBundle" | "caFile">): ComponentSource {
+  return { manifestFile: o.manifest, mirror: o.mirror, bundle: o.bundle, trustBundle: o.trustBundle, caFile: o.caFile };
+}
 
 export interface Components {
   manifest: Manifest;

@@ -17,24 +17,12 @@ import { createPrompter, type Prompter } from "../ui/prompt";
 import { ensureDir, hashFile, switchSymlink, writeFileAtomic } from "./files";
 import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
-import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
+import { mergeFiles, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
+import { fetchSet, sourceOf, type ComponentSource, type Components } from "./components";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import { systemdUser, type SystemdUser } from "./systemd";
 import { describeUnitFailure, unitProbe } from "./watch";
 import { VERSION } from "../version";
-
-/** Where the components come from (flags shared with upgrade). */
-export interface ComponentSource {
-  manifestFile?: string;
-  mirror?: string;
-  bundle?: string;
-  trustBundle?: boolean;
-  caFile?: string;
-}
-
-export function sourceOf(o: Pick<InstallOptions, "manifest" | "mirror" | "bundle" | "trustBundle" | "caFile">): ComponentSource {
-  return { manifestFile: o.manifest, mirror: o.mirror, bundle: o.bundle, trustBundle: o.trustBundle, caFile: o.caFile };
-}
 
 export async function installNode(ctx: Context, o: InstallOptions): Promise<number> {
   refuseRoot("install");
@@ -53,8 +41,7 @@ export async function installNode(ctx: Context, o: InstallOptions): Promise<numb
       return askOptions(prompter, facts, o.plan, previous);
     },
   });
-  const { plan, facts } = prepared;
-  const previous = await readReceipt(plan.paths.receipt);
+  const { plan, facts, components, receipt: previous } = prepared;
   const merge = await askMerge(prompter, o.mergeKubeconfig, plan);
   await showPlan(ctx, plan, previous);
   if (!(await prompter.confirm("Install this node?", { default: true, unattended: true }))) {
@@ -62,12 +49,10 @@ export async function installNode(ctx: Context, o: InstallOptions): Promise<numb
     return ExitCode.Ok;
   }
 
-  const [{ acquireInstallLock }, { loadComponents }] = await Promise.all([import("../fetch/index"), import("./components")]);
-  const source = sourceOf(o);
-  const components = await loadComponents(source, plan.arch);
+  const { acquireInstallLock } = await import("../fetch/index");
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s install" });
   try {
-    const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source });
+    const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source: sourceOf(o) });
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {
@@ -157,7 +142,7 @@ export interface ApplyInput {
   plan: Plan;
   previous: Receipt | null;
   /** Where a version set that is not installed yet comes from (a rollback needs none). */
-  components: import("./components").Components | null;
+  components: Components | null;
   progress: Progress;
   merge: boolean;
   timeoutMs: number;
@@ -206,7 +191,6 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         return { set: have, changed: false };
       }
       if (!input.components) throw new UserError(`the binaries of version set ${plan.versions.id} are missing or damaged`, { fix: "re-run `rootless-k8s install` with the manifest of that set (--manifest FILE)" });
-      const { fetchSet } = await import("./components");
       const installed = await fetchSet(ctx, plan, input.components, input.source, h);
       return { set: installed, changed: true };
     });

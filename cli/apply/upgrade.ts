@@ -10,7 +10,8 @@ import type { InstallOptions } from "../commands/install";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
-import { applyPlan, type ComponentSource } from "./install";
+import type { ComponentSource } from "./components";
+import { applyPlan } from "./install";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
@@ -101,7 +102,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
       }
       return installOptions.plan;
     },
-  });
+  }, components);
   const plan = prepared.plan;
   out.err(`${out.errStyle.bold("upgrade")} Kubernetes ${fromK8s} → ${toK8s} (version set ${receipt.current} → ${to.id})`);
   for (const line of await describeChanges(from, plan)) out.err(`  ${line}`);

@@ -11,6 +11,8 @@ import type { Host } from "../host/host";
 import type { Diagnosis } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
 import type { RenderedFile } from "../render/index";
+import type { Components } from "../apply/components";
+import type { Receipt } from "../apply/receipt";
 import type { Context } from "./registry";
 
 export const spec: CommandSpec = {
@@ -136,7 +138,11 @@ export interface PreparedInstall {
   diagnosis: Diagnosis;
   /** Failing doctor checks not named in --ignore-check: any of them stops the install. */
   blocking: Diagnosis["outcomes"];
+  /** The manifest and version set the plan is built for, and that install fetches. */
+  components: Components;
   plan: Plan;
+  /** The receipt at the plan's place (also one of an uninstalled node, whose data is kept), if any. */
+  receipt: Receipt | null;
   /** The plan of the node already installed (from the receipt), if any. */
   previous: Plan | null;
 }
@@ -150,19 +156,24 @@ export interface PrepareHooks {
 /**
  * Facts → doctor → plan, read-only. Throws UserError(3) for root, an unusable choice or a bad plan;
  * returns failing checks for the caller to judge (the dry run reports them, install stops).
+ * `loaded`: the components when the caller has them already (upgrade); else they are loaded from
+ * the install flags, by the same rule install fetches with (cli/apply/components.ts).
  */
-export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: PrepareHooks = {}): Promise<PreparedInstall> {
-  const [{ localHost }, { gatherFacts }, doctor, plans, { probeKubelet }, { parseContainerdVersion }] = await Promise.all([
+export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: PrepareHooks = {}, loaded?: Components): Promise<PreparedInstall> {
+  const [{ localHost }, { archOf, gatherFacts }, doctor, plans, { probeKubelet }, { parseContainerdVersion }, { loadComponents, sourceOf }, { readReceipt }] = await Promise.all([
     import("../host/host"),
     import("../host/gather"),
     import("../doctor/index"),
     import("../plan/index"),
     import("../host/kubelet"),
     import("../host/parse/versions"),
+    import("../apply/components"),
+    import("../apply/receipt"),
   ]);
   refuseRoot("install");
   const host = localHost({ env: ctx.env });
-  const manifest = await loadManifestFor(o);
+  const components = loaded ?? (await loadComponents(sourceOf(o), archOf(host.uname().machine)));
+  const versions = components.versions;
   const apiPort = o.plan.apiPort ?? 6443;
   // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
   const prefix = o.plan.prefix;
@@ -170,14 +181,16 @@ export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: Pre
     ports: [apiPort],
     ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
   });
-  const versions = plans.versionSetOf(manifest, facts.arch);
   const diagnosis = doctor.diagnose(facts);
   const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !o.ignoreChecks.includes(x.id));
   const unknown = o.ignoreChecks.filter((id) => !doctor.CHECK_IDS.includes(id));
   if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
 
+  // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
+  const receipt = await readReceipt(plans.planPaths(facts, o.plan, versions).receipt);
+  const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
   let options: PlanOptions = { ...o.plan };
-  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, await previousPlan(plans.buildPlan(facts, options, versions)));
+  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, previous);
   if (options.runtimeBin) {
     const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
     if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
@@ -188,21 +201,8 @@ export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: Pre
   let plan = plans.buildPlan(facts, options, versions);
   const kubelet = await probeKubelet(host, path.join(plan.paths.versionBinDir, "kubelet"));
   if (kubelet) plan = plans.buildPlan(facts, { ...options, kubelet }, versions);
-  const previous = await previousPlan(plan);
   plans.validatePlan(plan, facts, { previous });
-  return { host, facts, diagnosis, blocking, plan, previous };
-}
-
-async function loadManifestFor(o: InstallOptions) {
-  const fetch = await import("../fetch/index");
-  if (o.bundle) return fetch.readBundleManifest(o.bundle);
-  return fetch.loadManifest({ file: o.manifest });
-}
-
-async function previousPlan(plan: Plan): Promise<Plan | null> {
-  const { readReceipt } = await import("../apply/receipt");
-  const receipt = await readReceipt(plan.paths.receipt);
-  return receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
+  return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
 }
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {

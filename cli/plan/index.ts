@@ -20,6 +20,7 @@ import { requireVersion } from "./versions";
 export type * from "./plan";
 export { PLAN_SCHEMA_VERSION } from "./plan";
 export { versionSetOf } from "./versions";
+export { planPaths } from "./paths";
 
 export const UNIT_PREFIX = "rootless-k8s";
 

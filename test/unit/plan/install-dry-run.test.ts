@@ -2,12 +2,13 @@
 // run through the bundled CLI as an ordinary user with a temporary HOME: the plan in words and as
 // JSON, every file under --output with its mode, nothing written anywhere else, and bad input
 // refused with the documented exit codes before anything is written.
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, chmodSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, chmodSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+import { CLI_BUNDLE, REPO, runCli } from "../../helpers/cli";
 import { freePort, listen, type Listening } from "../../helpers/net";
+import { tarBuffer } from "../../helpers/tar.mjs";
 import { tempDir } from "../../helpers/temp";
 import { testUser } from "../../helpers/user";
 
@@ -117,6 +118,7 @@ describe("install refuses bad input before anything is written", () => {
     [["install", "--dry-run", "--mode", "delegated"], 3, /--mode delegated is not possible here/],
     [["install", "--dry-run", "--runtime", "docker"], 3, /--runtime docker: /],
     [["install", "--dry-run", "--runtime-bin", "/nonexistent/containerd"], 3, /no such program/],
+    [["install", "--dry-run", "--trust-bundle"], 2, /--trust-bundle needs --bundle FILE/],
   ])("%j → exit %i", (args, code, message) => {
     const r = cli(args as string[]);
     expect(r.code).toBe(code);
@@ -133,5 +135,30 @@ describe("install refuses bad input before anything is written", () => {
     expect(r.stderr).toMatch(/^fix: pick a free port with --api-port N/m);
     expect(existsSync(out)).toBe(false);
     expect(listing(home)).toEqual([]);
+  });
+});
+
+describe("install --dry-run --bundle plans the version set that install fetches", () => {
+  // A bundle made from another manifest (the built-in one with Kubernetes relabelled 1.35.9). Install
+  // takes a bundle's own versions only with --trust-bundle; otherwise it fetches the built-in set and
+  // checks the bundle's files against its pins. The dry run must plan the same set.
+  const builtin = JSON.parse(readFileSync(join(REPO, "assets/components.json"), "utf8")) as { artifacts: { component: string; version: string }[] };
+  const builtinK8s = builtin.artifacts.find((a) => a.component === "kubernetes")!.version;
+  const bundle = join(work, "other-manifest.tar");
+  beforeAll(() => {
+    const other = structuredClone(builtin);
+    for (const a of other.artifacts) if (a.component === "kubernetes") a.version = "1.35.9";
+    const index = { schema: 1, kind: "rootless-k8s-bundle", createdBy: "test", createdAt: "2025-01-01T00:00:00Z", arch: process.arch === "arm64" ? "arm64" : "amd64", manifest: other, files: [] };
+    writeFileSync(bundle, tarBuffer([{ path: "rootless-k8s-bundle.json", content: JSON.stringify(index) }]));
+  });
+  const k8sOf = (args: string[]) => {
+    const r = cli(["install", "--dry-run", "--json", "--api-port", apiPort, "--bundle", bundle, ...args]);
+    expect(r.stderr).toBe("");
+    return (JSON.parse(r.stdout) as { plan: { versions: { components: Record<string, string> } } }).plan.versions.components.kubernetes;
+  };
+
+  it("without --trust-bundle: the built-in set; with it: the bundle's", () => {
+    expect(k8sOf([])).toBe(builtinK8s);
+    expect(k8sOf(["--trust-bundle"])).toBe("1.35.9");
   });
 });
