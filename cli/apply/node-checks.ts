@@ -3,6 +3,7 @@
 // runtime really uses, the published ports answering from the host, the units, readiness, linger.
 import { promises as fsp } from "node:fs";
 import type { CheckResult, Status } from "../doctor/check";
+import { delegateFix, lingerFix } from "../doctor/fixes";
 import type { Plan } from "../plan/plan";
 import type { Context } from "../commands/registry";
 import { ExitCode } from "../errors";
@@ -33,7 +34,7 @@ export async function checkOwnerCgroup(plan: Plan, systemd: SystemdUser, root = 
   const read = (f: string) => fsp.readFile(`${dir}/${f}`, "utf8").then((t) => t.trim().split(/\s+/).filter(Boolean), () => null);
   const [controllers, subtree] = await Promise.all([read("cgroup.controllers"), read("cgroup.subtree_control")]);
   const missing = REQUIRED_CONTROLLERS.filter((c) => !controllers?.includes(c));
-  const fixDelegate = { root: ["mkdir -p /etc/systemd/system/user@.service.d", "printf '[Service]\\nDelegate=cpu cpuset io memory pids\\n' > /etc/systemd/system/user@.service.d/delegate.conf", "systemctl daemon-reload"], user: ["# then log out and in again, and: rootless-k8s install"] };
+  const fixDelegate = { root: delegateFix(null), user: ["# then log out and in again, and: rootless-k8s install"] };
   if (missing.length) return result("fail", `${rel} lacks ${missing.join(", ")} (has: ${controllers?.join(" ") || "none"})`, fixDelegate);
   const notPassed = REQUIRED_CONTROLLERS.filter((c) => !subtree?.includes(c));
   if (notPassed.length) {
@@ -90,7 +91,7 @@ export async function checkLinger(plan: Plan): Promise<CheckResult> {
   const on = await fsp.stat(`/var/lib/systemd/linger/${plan.user.name}`).then(() => true, () => false);
   return on
     ? result("ok", `linger is on: the node keeps running after ${plan.user.name} logs out, and starts at boot`)
-    : result("warn", `linger is off: the node stops when ${plan.user.name}'s last session ends, and does not start at boot`, { root: [`loginctl enable-linger ${plan.user.name}`], user: [] });
+    : result("warn", `linger is off: the node stops when ${plan.user.name}'s last session ends, and does not start at boot`, { root: [lingerFix(plan.user.name)], user: [] });
 }
 
 function fromStatus(st: NodeStatus): NodeCheckOutcome[] {

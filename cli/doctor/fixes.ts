@@ -41,8 +41,7 @@ export function installPackage(facts: Facts, key: PackageKey): string {
   }
 }
 
-/** One sysctl, set now and at every boot, through its own file (re-running the script is harmless). */
-/** Persist sysctl settings in one sysctl.d file, then apply them all with one reload. */
+/** Sysctl settings, set now and at every boot, through one sysctl.d file and one reload (re-running the script is harmless). */
 export function sysctlFix(file: string, settings: Record<string, string | number>): string[] {
   const lines = Object.entries(settings).map(([k, v]) => `'${k} = ${v}'`);
   return [`printf '%s\\n' ${lines.join(" ")} > /etc/sysctl.d/${file}.conf`, "sysctl --system >/dev/null"];
