@@ -7,6 +7,7 @@
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { UserError } from "../errors";
+import { toolDir } from "../xdg";
 import { ensureDir, writeFileAtomic } from "./files";
 
 export const RECEIPT_SCHEMA = 1;
@@ -149,11 +150,7 @@ export function listedPaths(r: Receipt): Set<string> {
  * rule as the plan's shareDir (cli/plan/paths.ts).
  */
 export function receiptLocation(env: NodeJS.ProcessEnv, prefix?: string): string {
-  if (prefix) return receiptPath(path.resolve(prefix));
-  const xdg = env.XDG_DATA_HOME;
-  const home = env.HOME ?? "";
-  const data = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, ".local", "share");
-  return receiptPath(path.join(data, "rootless-k8s"));
+  return receiptPath(prefix ? path.resolve(prefix) : toolDir(env, "XDG_DATA_HOME"));
 }
 
 /** The installed node's receipt and plan, or a clear "not installed" error. */

@@ -4,10 +4,10 @@
 // Off under CI, off the terminal, and with ROOTLESS_K8S_NO_UPDATE_CHECK=1.
 // State: $XDG_CACHE_HOME/rootless-k8s/update-check.json (default ~/.cache/...).
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { isCI } from "../ui/output";
 import { BIN_NAME } from "../version";
+import { toolDir } from "../xdg";
 
 /** The hidden first argument that makes the binary run the check itself (the detached child). */
 export const UPDATE_CHECK_ARG = "__update-check";
@@ -33,8 +33,7 @@ export function updateCheckEnabled(env: NodeJS.ProcessEnv, onTerminal: boolean, 
 }
 
 export function stateFile(env: NodeJS.ProcessEnv): string {
-  const cache = env.XDG_CACHE_HOME?.startsWith("/") ? env.XDG_CACHE_HOME : join(env.HOME || homedir(), ".cache");
-  return join(cache, BIN_NAME, "update-check.json");
+  return join(toolDir(env, "XDG_CACHE_HOME"), "update-check.json");
 }
 
 /**

@@ -6,15 +6,13 @@
 //   partial/<algorithm>-<hex>.json  its URL and validators (ETag / Last-Modified) for If-Range
 //   lock/                           held while a run writes to the cache
 import { promises as fsp } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
+import { toolDir } from "../xdg";
 import { hashFile } from "./digest";
 import type { FetchedArtifact, HashAlgorithm, PinnedChecksum, ResolvedArtifact } from "./types";
 
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CACHE_HOME;
-  if (xdg && xdg.startsWith("/")) return join(xdg, "rootless-k8s");
-  return join(env.HOME || homedir(), ".cache", "rootless-k8s");
+  return toolDir(env, "XDG_CACHE_HOME");
 }
 
 export interface CacheLayout {

@@ -4,9 +4,10 @@
 // than staleMs (holder crashed on another host sharing the home, or the pid was reused).
 import { randomBytes } from "node:crypto";
 import { promises as fsp } from "node:fs";
-import { homedir, hostname } from "node:os";
+import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { ExitCode, UserError } from "../errors";
+import { toolDir } from "../xdg";
 
 export interface LockOwner {
   pid: number;
@@ -36,9 +37,7 @@ export const LOCK_DEFAULTS = { heartbeatMs: 5_000, staleMs: 30_000 } as const;
 
 /** The install lock's folder: <XDG_DATA_HOME or ~/.local/share>/rootless-k8s/install.lock. */
 export function defaultInstallLockDir(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_DATA_HOME;
-  const base = xdg && xdg.startsWith("/") ? xdg : join(env.HOME || homedir(), ".local", "share");
-  return join(base, "rootless-k8s", "install.lock");
+  return join(toolDir(env, "XDG_DATA_HOME"), "install.lock");
 }
 
 /** Takes the install lock (see defaultInstallLockDir); UserError with exit code 6 when another run holds it. */

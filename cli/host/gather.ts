@@ -4,6 +4,7 @@
 // folder inside a throw-away namespace and removes it).
 import * as path from "node:path";
 import type { Arch, Facts } from "./facts";
+import { toolDir } from "../xdg";
 import type { Host } from "./host";
 import type { EvaluatedUser, ProbeContext } from "./probes/context";
 import { cgroupFacts } from "./probes/cgroup";
@@ -38,9 +39,8 @@ export function archOf(machine: string): Arch | string {
 
 /** Where rootless-k8s keeps its data for a user. */
 export function defaultDataDir(host: Host, user: EvaluatedUser): string {
-  const xdg = !user.other ? host.env.XDG_DATA_HOME : undefined;
-  if (xdg && xdg.startsWith("/")) return path.posix.join(xdg, "rootless-k8s");
-  return path.posix.join(user.home ?? `/home/${user.name}`, ".local/share/rootless-k8s");
+  // Another user's XDG variables are unknown here: the default below their home.
+  return toolDir(user.other ? {} : host.env, "XDG_DATA_HOME", user.home ?? `/home/${user.name}`);
 }
 
 export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {

@@ -3,16 +3,11 @@
 // path) and sockets stay in $XDG_RUNTIME_DIR (unix socket paths must fit in 108 bytes).
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
+import { toolDir } from "../xdg";
 import type { Facts } from "../host/facts";
 import type { Paths, PlanOptions, VersionSet } from "./plan";
 
 export const APP = "rootless-k8s";
-
-/** An absolute XDG variable, or the fallback (relative values are ignored, as the spec says). */
-function xdg(env: PlanOptions["env"], name: string, fallback: string): string {
-  const v = env?.[name];
-  return v && path.isAbsolute(v) ? v : fallback;
-}
 
 export function planPaths(facts: Facts, options: PlanOptions, versions: VersionSet): Paths {
   const home = facts.user.home;
@@ -29,12 +24,12 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
       fix: "log in directly as the user (ssh or a desktop session, not su/sudo), or run `machinectl shell USER@`",
     });
   }
-  const env = options.env;
+  const env = options.env ?? {};
   const prefix = options.prefix ? path.resolve(options.prefix) : null;
-  const shareDir = prefix ?? path.join(xdg(env, "XDG_DATA_HOME", path.join(home, ".local", "share")), APP);
-  const configDir = prefix ? path.join(prefix, "config") : path.join(xdg(env, "XDG_CONFIG_HOME", path.join(home, ".config")), APP);
-  const cacheDir = prefix ? path.join(prefix, "cache") : path.join(xdg(env, "XDG_CACHE_HOME", path.join(home, ".cache")), APP);
-  const stateDir = prefix ?? path.join(xdg(env, "XDG_STATE_HOME", path.join(home, ".local", "state")), APP);
+  const shareDir = prefix ?? toolDir(env, "XDG_DATA_HOME", home);
+  const configDir = prefix ? path.join(prefix, "config") : toolDir(env, "XDG_CONFIG_HOME", home);
+  const cacheDir = prefix ? path.join(prefix, "cache") : toolDir(env, "XDG_CACHE_HOME", home);
+  const stateDir = prefix ?? toolDir(env, "XDG_STATE_HOME", home);
   const versionsDir = path.join(shareDir, "versions");
   const versionDir = path.join(versionsDir, versions.id);
   const currentLink = path.join(versionsDir, "current");

@@ -1,6 +1,7 @@
 // Writing the rendered node: only what differs from the disk, folders with their modes, stale files
 // of an earlier plan found and removed; the receipt round-trips and refuses damage.
 import { promises as fsp, readFileSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { readReceipt, receiptLocation, writeReceipt, type Receipt } from "../../../cli/apply/receipt";
@@ -81,5 +82,9 @@ describe("the receipt", () => {
     expect(receiptLocation({ HOME: "/home/a", XDG_DATA_HOME: "/data" })).toBe("/data/rootless-k8s/receipt.json");
     expect(receiptLocation({ HOME: "/home/a", XDG_DATA_HOME: "relative" })).toBe("/home/a/.local/share/rootless-k8s/receipt.json");
     expect(receiptLocation({ HOME: "/home/a" }, "/opt/k8s")).toBe("/opt/k8s/receipt.json");
+  });
+  it("without HOME, is found in the passwd home, as the plan places it (never relative to the working folder)", () => {
+    expect(receiptLocation({})).toBe(join(homedir(), ".local/share/rootless-k8s/receipt.json"));
+    expect(receiptLocation({ HOME: "" })).toBe(join(homedir(), ".local/share/rootless-k8s/receipt.json"));
   });
 });
