@@ -5,15 +5,16 @@
 import { createHash, randomBytes } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
+import { hashFile as digestOf } from "../fetch/digest";
 
 export function sha256(data: string | Uint8Array): string {
   return createHash("sha256").update(data).digest("hex");
 }
 
-/** sha256 of a file's content, or null when it does not exist. */
+/** sha256 of a file's content (streamed: an installed binary is large), or null when it does not exist. */
 export async function hashFile(p: string): Promise<string | null> {
   try {
-    return sha256(await fsp.readFile(p));
+    return await digestOf(p, "sha256");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw e;
