@@ -10,7 +10,7 @@ import type { Facts } from "../host/facts";
 import type { CheckOutcome } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
 import type { InstallOptions } from "../commands/install";
-import type { RenderedFile } from "../render/index";
+import type { Pki, RenderedFile } from "../render/index";
 import type { Context } from "../commands/registry";
 import { createProgress, type Progress } from "../ui/progress";
 import { createPrompter, type Prompter } from "../ui/prompt";
@@ -198,13 +198,13 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
 
     // write: PKI reused where it still fits, every file compared with the disk.
     const written = await progress.step("write", "Writing units, configuration and certificates", async (h) => {
-      const files = await renderFiles(plan);
+      const { files, pki } = await renderFiles(plan);
       const changes = await diffFiles(files, receipt);
       const linkChanged = (await fsp.readlink(plan.paths.currentLink).catch(() => null)) !== plan.versions.id;
       const unchanged = changes.write.length === 0 && changes.stale.length === 0 && !linkChanged && !set.changed;
       if (unchanged) {
         h.update(`all ${files.length} files are up to date`);
-        return { changes, linkChanged, files, unchanged };
+        return { changes, linkChanged, files, pki, unchanged };
       }
       // Record what is about to be written (old and new paths), then write.
       await record({
@@ -228,10 +228,10 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         createdDirs: [...new Set([...receipt.createdDirs, ...created.filter((d) => sharedParents(plan).some((s) => d === s || s.startsWith(d + "/")))])],
       });
       h.update(`${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length ? `, ${changes.stale.length} removed` : ""}`);
-      return { changes, linkChanged, files, unchanged };
+      return { changes, linkChanged, files, pki, unchanged };
     });
 
-    const mergedContext = input.merge ? await mergeAdminContext(plan, receipt, record) : null;
+    const mergedContext = input.merge ? await mergeAdminContext(plan, written.pki, receipt, record) : null;
 
     // start: daemon-reload only when a unit file changed; restart only what a change touches.
     const restarted = await progress.step("start", "Starting the node (systemctl --user)", async (h) => {
@@ -310,11 +310,12 @@ async function setIntact(set: ReceiptSet): Promise<boolean> {
   return set.binaries.length > 0;
 }
 
-async function renderFiles(plan: Plan): Promise<RenderedFile[]> {
+/** The node's files, with the PKI they hold (the existing keys and certificates where they still fit). */
+async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pki }> {
   const { generatePki, readPki, renderNode } = await import("../render/index");
   const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
   const pki = await generatePki(plan, { existing });
-  return renderNode(plan, pki);
+  return { files: renderNode(plan, pki), pki };
 }
 
 /** The mode of a folder the render layer names (secrets 0700), 0755 for the rest. */
@@ -329,14 +330,13 @@ async function ensureFolders(plan: Plan): Promise<void> {
   for (const f of folders(plan)) await ensureDir(f.path, f.mode);
 }
 
-async function mergeAdminContext(plan: Plan, receipt: Receipt, record: (r: Receipt) => Promise<void>): Promise<string | null> {
-  const [{ mergeKubeconfig }, { adminKubeconfig }, { readPki }] = await Promise.all([import("../render/index"), import("../render/kubeconfig"), import("../render/pki")]);
-  const pki = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
+async function mergeAdminContext(plan: Plan, pki: Pki, receipt: Receipt, record: (r: Receipt) => Promise<void>): Promise<string | null> {
+  const [{ mergeKubeconfig }, { adminKubeconfig }] = await Promise.all([import("../render/index"), import("../render/kubeconfig")]);
   const file = plan.paths.userKubeconfig;
   const existing = await fsp.readFile(file, "utf8").catch(() => null);
   let result;
   try {
-    result = mergeKubeconfig(existing, adminKubeconfig(plan, pki as Parameters<typeof adminKubeconfig>[1]));
+    result = mergeKubeconfig(existing, adminKubeconfig(plan, pki));
   } catch (e) {
     throw new UserError(`cannot merge into ${file}: ${messageOf(e)}`, { fix: `use the node's own kubeconfig (${plan.paths.adminKubeconfig}), or re-run with --no-merge-kubeconfig` });
   }
