@@ -216,8 +216,12 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         files: mergeFiles(receipt.files, files.map(toReceiptFile)),
         roots: rootsOf(plan),
       });
-      const created = await writeFiles(changes.write, (dir) => dirMode(plan, dir), signal);
-      await ensureFolders(plan);
+      // Folders get the modes the render layer names (secrets 0700); the data folders, which no file names, too.
+      const { folders } = await import("../render/index");
+      const dirs = folders(plan);
+      const modes = new Map(dirs.map((f) => [f.path, f.mode]));
+      const created = await writeFiles(changes.write, (dir) => modes.get(dir) ?? 0o755, signal);
+      for (const f of dirs) await ensureDir(f.path, f.mode);
       await removeStale(changes.stale);
       if (linkChanged) await switchSymlink(plan.paths.currentLink, plan.versions.id);
       await record({
@@ -316,18 +320,6 @@ async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pk
   const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
   const pki = await generatePki(plan, { existing });
   return { files: renderNode(plan, pki), pki };
-}
-
-/** The mode of a folder the render layer names (secrets 0700), 0755 for the rest. */
-function dirMode(plan: Plan, dir: string): number {
-  const p = plan.paths;
-  return dir === p.configDir || dir.startsWith(p.pkiDir) ? 0o700 : 0o755;
-}
-
-/** Every folder of the plan exists with its mode (data folders too, which no file names). */
-async function ensureFolders(plan: Plan): Promise<void> {
-  const { folders } = await import("../render/index");
-  for (const f of folders(plan)) await ensureDir(f.path, f.mode);
 }
 
 async function mergeAdminContext(plan: Plan, pki: Pki, receipt: Receipt, record: (r: Receipt) => Promise<void>): Promise<string | null> {
