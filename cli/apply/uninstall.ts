@@ -27,6 +27,8 @@ export interface UninstallReport {
   removed: string[];
   kept: string[];
   stoppedUnits: string[];
+  /** What was left for the user to do by hand, one line each. */
+  notes: string[];
 }
 
 export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<number> {
@@ -73,6 +75,7 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
   }
   if (o.purge) await removeEmptyDirs(receipt.roots.state, path.dirname(receipt.roots.state)).catch(() => {});
   out.out(`Uninstalled: ${report.stoppedUnits.length} units stopped, ${report.removed.length} paths removed.`);
+  for (const n of report.notes) out.err(`${out.errStyle.yellow("note:")} ${n}`);
   if (report.kept.length) {
     out.out(`Kept (your data): ${report.kept.join(", ")}`);
     out.out("Remove it too with: rootless-k8s uninstall --purge");
@@ -126,7 +129,7 @@ export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: st
     await gone([r.data]);
     if (plan) await removeCache(plan.paths.cacheDir, removed);
   }
-  if (receipt.kubeconfigMerge) await unmergeKubeconfig(receipt.kubeconfigMerge, plan, removed);
+  const note = receipt.kubeconfigMerge ? await unmergeKubeconfig(receipt.kubeconfigMerge, ctx.env.HOME || homedir(), removed) : null;
 
   // 5. The receipt: gone with a purge; otherwise it records what was kept, for a later --purge.
   const kept = [...(!purge && (await exists(r.data)) ? [r.data] : []), ...(keepPki ? [r.pki] : [])];
@@ -149,7 +152,7 @@ export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: st
   }
   for (const d of receipt.createdDirs) await removeEmptyDirs(d, path.dirname(d)).catch(() => {});
   if (plan) await removeEmptyDirs(path.dirname(plan.paths.logDir), plan.paths.home).catch(() => {});
-  return { removed, kept, stoppedUnits: loaded };
+  return { removed, kept, stoppedUnits: loaded, notes: note ? [note] : [] };
 }
 
 /** Links `systemctl enable` made (default.target.wants/…) for our units, when they are still there. */
@@ -174,23 +177,31 @@ async function removeCache(dir: string, removed: string[]): Promise<void> {
   removed.push(dir);
 }
 
-/** Takes our context, cluster and user out of ~/.kube/config; removes the file when only ours was in it. */
-async function unmergeKubeconfig(m: KubeconfigMerge, plan: Plan | null, removed: string[]): Promise<void> {
+/**
+ * Takes our context, cluster and user out of ~/.kube/config; removes the file (inside `home`) when
+ * only ours was in it. A file that is no kubeconfig any more (not YAML, or no contexts list) is left
+ * as it is, and the note returned says what to do by hand: it never stops the uninstall.
+ */
+export async function unmergeKubeconfig(m: KubeconfigMerge, home: string, removed: string[]): Promise<string | null> {
   const text = await fsp.readFile(m.file, "utf8").catch(() => null);
-  if (text === null) return;
+  if (text === null) return null;
   const YAML = await import("yaml");
-  const doc = (YAML.parse(text) ?? {}) as Record<string, unknown> & {
-    clusters?: { name: string }[];
-    users?: { name: string }[];
-    contexts?: { name: string }[];
-    "current-context"?: string;
-  };
+  type Doc = Record<string, unknown> & { clusters?: { name: string }[]; users?: { name: string }[]; contexts?: { name: string }[]; "current-context"?: string };
+  let doc: Doc | null;
+  try {
+    const parsed: unknown = YAML.parse(text);
+    doc = parsed && typeof parsed === "object" && Array.isArray((parsed as Doc).contexts) ? (parsed as Doc) : null;
+  } catch {
+    doc = null;
+  }
+  if (!doc) return `${m.file} is no kubeconfig any more, so it was left as it is: take the context ${m.context} (cluster ${m.cluster}, user ${m.user}) out by hand`;
   const drop = <T extends { name: string }>(list: T[] | undefined, name: string) => (list ?? []).filter((e) => e.name !== name);
   const next = { ...doc, clusters: drop(doc.clusters, m.cluster), users: drop(doc.users, m.user), contexts: drop(doc.contexts, m.context) };
   if (next["current-context"] === m.context) delete next["current-context"];
-  if (next.clusters.length + next.users.length + next.contexts.length === 0 && (!plan || isWithin(m.file, plan.paths.home))) {
+  if (next.clusters.length + next.users.length + next.contexts.length === 0 && isWithin(m.file, home)) {
     await fsp.rm(m.file, { force: true });
     await fsp.rmdir(path.dirname(m.file)).catch(() => {});
   } else await writeFileAtomic(m.file, YAML.stringify(next, { lineWidth: 0 }), { mode: 0o600 });
   removed.push(`${m.file} (context ${m.context})`);
+  return null;
 }

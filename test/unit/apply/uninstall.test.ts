@@ -1,10 +1,13 @@
 // uninstall trusts the receipt's folders only once they pass checkOwnedRoots, judged against what the
 // receipt cannot vouch for itself: the user's real home and the --prefix given on the command line.
 // Run through the bundled CLI as an ordinary user (uninstall refuses root), with a temporary HOME.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import YAML from "yaml";
+import { unmergeKubeconfig } from "../../../cli/apply/uninstall";
 import { CLI_BUNDLE } from "../../helpers/cli";
+import { tempDir } from "../../helpers/temp";
 import { testUser } from "../../helpers/user";
 
 const user = testUser("rk8s-uninst");
@@ -48,5 +51,51 @@ describe("uninstall judges the receipt's folders", () => {
     // Past the folder check; here the next step needs the user's systemd, which this test user has not.
     expect(r.stderr).not.toMatch(/not a rootless-k8s folder/);
     expect(existsSync(join(prefix, "receipt.json"))).toBe(true);
+  });
+});
+
+describe("unmergeKubeconfig", () => {
+  const m = { context: "rootless-k8s", cluster: "rootless-k8s", user: "rootless-k8s-admin" };
+  const ours = {
+    clusters: [{ name: "rootless-k8s", cluster: { server: "https://127.0.0.1:6443" } }],
+    users: [{ name: "rootless-k8s-admin", user: {} }],
+    contexts: [{ name: "rootless-k8s", context: { cluster: "rootless-k8s", user: "rootless-k8s-admin" } }],
+  };
+  const kubeDir = () => {
+    const home = tempDir("rk8s-unmerge-");
+    mkdirSync(join(home, ".kube"));
+    return { home, file: join(home, ".kube", "config") };
+  };
+
+  it("takes our context, cluster and user out and keeps the user's own (0600)", async () => {
+    const { home, file } = kubeDir();
+    const theirs = { name: "work", cluster: { server: "https://k8s.example:6443" } };
+    writeFileSync(file, JSON.stringify({ apiVersion: "v1", kind: "Config", "current-context": "rootless-k8s", clusters: [...ours.clusters, theirs], users: ours.users, contexts: ours.contexts }));
+    const removed: string[] = [];
+    expect(await unmergeKubeconfig({ file, ...m }, home, removed)).toBeNull();
+    const left = YAML.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+    expect(left.clusters).toEqual([theirs]);
+    expect(left.contexts).toEqual([]);
+    expect(left["current-context"]).toBeUndefined();
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(removed).toEqual([`${file} (context rootless-k8s)`]);
+  });
+
+  it("removes the file (and ~/.kube) when only ours was in it", async () => {
+    const { home, file } = kubeDir();
+    writeFileSync(file, JSON.stringify({ apiVersion: "v1", kind: "Config", ...ours }));
+    expect(await unmergeKubeconfig({ file, ...m }, home, [])).toBeNull();
+    expect(existsSync(join(home, ".kube"))).toBe(false);
+  });
+
+  it.each([
+    ["not YAML (a hand edit gone wrong): the uninstall used to stop there, for good", "clusters: [\n  - name: x\n bad"],
+    ["YAML, but no kubeconfig: it used to be deleted", "just some notes\n"],
+  ])("leaves a file that is %s, and says what to do by hand", async (_what, text) => {
+    const { home, file } = kubeDir();
+    writeFileSync(file, text);
+    const note = await unmergeKubeconfig({ file, ...m }, home, []);
+    expect(note).toMatch(/is no kubeconfig any more, so it was left as it is: take the context rootless-k8s .* out by hand/);
+    expect(readFileSync(file, "utf8")).toBe(text);
   });
 });
