@@ -56,6 +56,33 @@ export class InterruptedError extends UserError {
   }
 }
 
+/**
+ * A file-system failure the user can act on (a full disk, a folder they may not write) as one line
+ * naming the path, with the fix; null for anything else, which stays a bug report.
+ */
+export function fileSystemError(e: unknown): UserError | null {
+  const err = e as Partial<NodeJS.ErrnoException> | null;
+  if (!err || typeof err.code !== "string" || typeof err.syscall !== "string") return null;
+  const where = typeof err.path === "string" ? err.path : null;
+  switch (err.code) {
+    case "ENOSPC":
+    case "EDQUOT":
+      return new UserError(`no space left on the device${where ? ` of ${where}` : ""} (${err.code === "EDQUOT" ? "disk quota exceeded" : "disk full"})`, {
+        fix: "free some space there and re-run the same command (it continues where it stopped)",
+        cause: e,
+      });
+    case "EACCES":
+    case "EPERM":
+    case "EROFS":
+      return new UserError(`cannot ${err.syscall} ${where ?? "a file"}: ${err.code === "EROFS" ? "read-only file system" : "permission denied"}`, {
+        fix: "make the folder writable by you, or choose another place (--prefix DIR, XDG_DATA_HOME, XDG_CACHE_HOME), and re-run",
+        cause: e,
+      });
+    default:
+      return null;
+  }
+}
+
 /** One-line text of any thrown value, for messages. */
 export function messageOf(e: unknown): string {
   if (e instanceof Error) return e.message.split("\n")[0] ?? String(e);

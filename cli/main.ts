@@ -4,7 +4,7 @@ import { dropPreviousBinary } from "./apply/previous-binary";
 import { UPDATE_CHECK_ARG } from "./apply/update-check";
 import { asksForHelp, formatHelp, parseCommandArgs, suggest } from "./args";
 import { commands, findCommand, type Context } from "./commands/registry";
-import { ExitCode, UsageError, UserError, messageOf } from "./errors";
+import { ExitCode, UsageError, UserError, fileSystemError, messageOf } from "./errors";
 import { createOutput, type Output } from "./ui/output";
 import { BIN_NAME, VERSION } from "./version";
 
@@ -108,6 +108,8 @@ export function reportError(e: unknown, out: Output, usage?: string, command?: s
     if (process.env.ROOTLESS_K8S_DEBUG === "1" && e.cause) out.err(String((e.cause as Error).stack ?? e.cause));
     return e.exitCode;
   }
+  const fsFailure = fileSystemError(e);
+  if (fsFailure) return reportError(fsFailure, out, usage, command);
   out.err(`${s.red("error:")} ${messageOf(e)}`);
   out.err(`This is a bug in ${BIN} ${VERSION}. Re-run with ROOTLESS_K8S_DEBUG=1 for details and report it.`);
   if (process.env.ROOTLESS_K8S_DEBUG === "1") out.err(String((e as Error)?.stack ?? e));

@@ -95,7 +95,8 @@ export async function writeFileAtomic(target: string, content: string | Uint8Arr
   } catch (e) {
     await fd.close().catch(() => {});
     await fsp.rm(tmp, { force: true });
-    throw e;
+    // A write through the handle names no file (ENOSPC, EDQUOT): name the target.
+    throw Object.assign(e as NodeJS.ErrnoException, { path: (e as NodeJS.ErrnoException).path ?? target });
   }
   await fd.close();
   await renameInto(tmp, target);

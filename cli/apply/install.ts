@@ -5,7 +5,7 @@
 // writes nothing and restarts nothing; a changed plan rewrites and restarts only what changed.
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
-import { ExitCode, InterruptedError, UserError, messageOf, refuseRoot } from "../errors";
+import { ExitCode, InterruptedError, UserError, fileSystemError, messageOf, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
 import type { CheckOutcome } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
@@ -174,7 +174,8 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
     if (e instanceof InterruptedError || signal.aborted) {
       throw new InterruptedError(`interrupted during step "${step}"; re-run \`rootless-k8s install\` to finish (or \`rootless-k8s uninstall\`)`);
     }
-    if (e instanceof UserError) throw new UserError(`step "${step}" failed: ${e.message}`, { exitCode: e.exitCode, fix: e.fix, cause: e });
+    const user = e instanceof UserError ? e : fileSystemError(e);
+    if (user) throw new UserError(`step "${step}" failed: ${user.message}`, { exitCode: user.exitCode, fix: user.fix, cause: e });
     throw e;
   };
 

@@ -1,6 +1,7 @@
 // The command-line shell: help, version, unknown commands and flags, exit codes.
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli";
+import { CLI_BUNDLE, runCli } from "../helpers/cli";
+import { testUser } from "../helpers/user";
 
 describe("rootless-k8s command line", () => {
   it("prints its version", async () => {
@@ -28,5 +29,16 @@ describe("rootless-k8s command line", () => {
     expect(r.stderr.split("\n")[0]).toBe("error: unknown option --no-such-flag");
     expect(r.stderr).toContain("usage: rootless-k8s doctor");
     expect(r.stderr).not.toMatch(/\bat .*\.(js|ts|cjs):\d+/);
+  });
+});
+
+describe("a file-system failure is the user's to fix, never reported as a bug", () => {
+  it("a folder the user may not write: one line naming it, and the fix", () => {
+    const user = testUser("rk8s-cli");
+    const r = user.run(process.execPath, [CLI_BUNDLE, "cache", "clean"], { HOME: user.newHome(), XDG_CACHE_HOME: "/usr", NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1" });
+    expect(r.status).toBe(1);
+    expect(r.stderr.split("\n")[0]).toBe("error: cannot mkdir /usr/rootless-k8s: permission denied");
+    expect(r.stderr).toMatch(/^fix: make the folder writable by you, or choose another place/m);
+    expect(r.stderr).not.toMatch(/This is a bug/);
   });
 });

@@ -3,6 +3,7 @@
 // JSON, every file under --output with its mode, nothing written anywhere else, and bad input
 // refused with the documented exit codes before anything is written.
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, chmodSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -97,6 +98,27 @@ describe("install --dry-run on this machine", () => {
     expect(readFileSync(key, "utf8")).toMatch(/^-----BEGIN PRIVATE KEY-----/);
     // The real HOME is untouched.
     expect(listing(home)).toEqual([]);
+  });
+});
+
+describe("install --dry-run --output on a full disk", () => {
+  it("stops with one line naming the file and the fix, never as a bug", () => {
+    const mnt = tempDir("rk8s-dryrun-full-");
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=16k,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], { encoding: "utf8" });
+    if (mounted.status !== 0) {
+      console.log(`skip the full-disk case: cannot mount a tmpfs (${mounted.stderr.trim()})`);
+      return;
+    }
+    try {
+      const r = cli(["install", "--dry-run", "--output", join(mnt, "out"), "--api-port", apiPort]);
+      expect(r.code).toBe(1);
+      expect(r.stderr.split("\n")[0]).toMatch(new RegExp(`^error: no space left on the device of ${mnt}/out/\\S+ \\(disk full\\)$`));
+      expect(r.stderr).toMatch(/^fix: free some space there and re-run the same command/m);
+      expect(r.stderr).not.toMatch(/This is a bug/);
+      expect(listing(home)).toEqual([]);
+    } finally {
+      spawnSync("umount", [mnt]);
+    }
   });
 });
 
