@@ -19,6 +19,13 @@ describe("help conventions", () => {
     expect(long.stdout).toContain("ROOTLESS_K8S_NO_UPDATE_CHECK=1");
   });
 
+  it("the command list shows each command's own summary (the registry keeps a copy so that it loads no command)", async () => {
+    for (const c of commands) {
+      const { spec } = await c.load();
+      expect([c.name, c.summary]).toEqual([spec.name, spec.summary]);
+    }
+  });
+
   it("no arguments prints the help and exits 2 (bad usage)", async () => {
     const r = await runCli([]);
     expect(r.code).toBe(2);
