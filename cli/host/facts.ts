@@ -258,3 +258,13 @@ export interface Facts {
   /** Facts that were not gathered and why (e.g. commands not run under --root). */
   notes: string[];
 }
+
+/** What the kubelet binary in use can do, read from its own --help (cli/host/kubelet.ts). */
+export interface KubeletCapabilities {
+  path: string;
+  version: string | null;
+  /** `--cgroup-driver` lists "none" (a patched kubelet such as Usernetes' 2019-2021 builds). */
+  cgroupDriverNone: boolean;
+  /** The patched kubelet also needs the SupportNoneCgroupDriver feature gate. */
+  supportNoneCgroupDriverGate: boolean;
+}

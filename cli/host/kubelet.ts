@@ -2,7 +2,7 @@
 // `--cgroup-driver` accepts "none" (only a patched kubelet, such as Usernetes' 2019-2021 builds:
 // upstream never merged it) and whether it needs the SupportNoneCgroupDriver gate for that.
 // Detect it, never assume: the plan uses `none` only when this probe says so.
-import type { KubeletCapabilities } from "../plan/plan";
+import type { KubeletCapabilities } from "./facts";
 import type { Host } from "./host";
 import { upstreamVersion } from "./parse/versions";
 

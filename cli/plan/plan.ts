@@ -5,6 +5,10 @@
 // Everything here is data: no functions, no Dates, no Buffers, so a plan round-trips through
 // JSON (the receipt stores it) and two plans compare with a deep equality.
 
+import type { KubeletCapabilities } from "../host/facts";
+
+export type { KubeletCapabilities };
+
 export const PLAN_SCHEMA_VERSION = 1;
 
 /** `delegated`: cgroup v2 with cpu, memory and pids delegated. `none`: no cgroup writes at all. */
@@ -229,11 +233,3 @@ export interface PlanOptions {
 }
 
 /** Probed from the kubelet binary (cli/host/kubelet.ts). */
-export interface KubeletCapabilities {
-  path: string;
-  version: string | null;
-  /** `--cgroup-driver` lists "none" (a patched kubelet such as Usernetes' 2019-2021 builds). */
-  cgroupDriverNone: boolean;
-  /** The patched kubelet also needs the SupportNoneCgroupDriver feature gate. */
-  supportNoneCgroupDriverGate: boolean;
-}
