@@ -6,7 +6,7 @@ import { constants } from "node:fs";
 import { access, chmod, copyFile, link, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { execFile } from "node:child_process";
-import { ExitCode, UserError, messageOf } from "../errors";
+import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
 import { tempPathBeside } from "./files";
 import { previousPathOf } from "./previous-binary";
@@ -140,6 +140,7 @@ async function smokeTest(file: string, version: string, binary: string, signal: 
       (err, stdout, stderr) => (err ? reject(new Error(firstLine(stderr) || messageOf(err))) : resolve(stdout.trim())),
     );
   }).catch((e: Error) => {
+    if (signal.aborted) throw new InterruptedError(`interrupted while testing the new binary (${version}); ${binary} is unchanged`);
     throw new UserError(`the new binary (${version}) failed its smoke test: ${e.message}; ${binary} is unchanged`, {
       exitCode: ExitCode.Verification,
       fix: "this release does not run here: stay on this version, or pick another with --to",

@@ -75,6 +75,8 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     const tampered = Buffer.from(bin2);
     tampered[tampered.length >> 1] = tampered[tampered.length >> 1]! ^ 0xff;
     writeRelease(base, "1.4.0", { [BINARY_NAME]: tampered }, { latest: false, sumsOf: { [BINARY_NAME]: sum2() } });
+    // 1.5.0 a program that hangs when asked its version (the smoke test waits on it).
+    writeRelease(base, "1.5.0", { [BINARY_NAME]: Buffer.from("#!/bin/sh\nexec sleep 60\n") }, { latest: false });
     server = await serveDir(base);
     user = installUser();
   });
@@ -246,6 +248,26 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     } finally {
       await stalling.close();
     }
+  });
+
+  it("Ctrl-C during the smoke test stops with exit 130 (not as a broken release) and leaves only the old binary", async () => {
+    const { dir, bin, env } = installed();
+    const child = user.spawn(bin, ["self-upgrade", "--to", "1.5.0"], env);
+    let stderr = "";
+    const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
+    await new Promise<void>((resolve) =>
+      child.stderr!.on("data", (d) => {
+        stderr += d;
+        if (stderr.includes("verified SHA-256")) resolve();
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 300)); // the new binary is running its --version
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/^error: interrupted while testing the new binary \(1\.5\.0\); .* is unchanged$/m);
+    expect(stderr).not.toMatch(/failed its smoke test/);
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+    expect(sha256File(bin)).toBe(sum1());
   });
 
   it("a full disk stops the download, removes it and leaves the old binary", async () => {
