@@ -59,10 +59,11 @@ export async function acquireLock(dir: string, opts: LockOptions): Promise<LockH
     startedAt: new Date().toISOString(),
     token: randomBytes(8).toString("hex"),
   };
-  await fsp.mkdir(dirname(dir), { recursive: true, mode: 0o700 });
+  // A folder made here only for the lock (a --prefix node's ~/.local/share/rootless-k8s) goes with it.
+  const madeParent = (await fsp.mkdir(dirname(dir), { recursive: true, mode: 0o700 })) !== undefined;
   let tookOver: LockOwner | null = null;
   for (let round = 0; round < 5; round++) {
-    if (await tryCreate(dir, owner)) return startHeartbeat(dir, owner, tookOver, heartbeatMs);
+    if (await tryCreate(dir, owner)) return startHeartbeat(dir, owner, tookOver, heartbeatMs, madeParent);
     const held = await inspect(dir);
     if (!held) continue; // released or taken in the meantime: try again
     if (!isStale(held, staleMs)) throw lockedError(dir, held.owner);
@@ -132,7 +133,7 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-function startHeartbeat(dir: string, owner: LockOwner, tookOver: LockOwner | null, heartbeatMs: number): LockHandle {
+function startHeartbeat(dir: string, owner: LockOwner, tookOver: LockOwner | null, heartbeatMs: number, madeParent: boolean): LockHandle {
   const beat = join(dir, "heartbeat");
   const timer = setInterval(() => {
     const now = new Date();
@@ -154,6 +155,7 @@ function startHeartbeat(dir: string, owner: LockOwner, tookOver: LockOwner | nul
       const aside = `${dir}.released-${owner.token}`;
       await fsp.rename(dir, aside).catch(() => undefined);
       await fsp.rm(aside, { recursive: true, force: true });
+      if (madeParent) await fsp.rmdir(dirname(dir)).catch(() => undefined); // only when nothing else is in it
     },
   };
 }

@@ -51,6 +51,8 @@ describe("uninstall judges the receipt's folders", () => {
     // Past the folder check; here the next step needs the user's systemd, which this test user has not.
     expect(r.stderr).not.toMatch(/not a rootless-k8s folder/);
     expect(existsSync(join(prefix, "receipt.json"))).toBe(true);
+    // The install lock's folder, made only for the lock, goes with it: a --prefix node leaves nothing in ~/.local/share.
+    expect(existsSync(join(home, ".local/share/rootless-k8s"))).toBe(false);
   });
 });
 

@@ -92,6 +92,21 @@ describe("locks", () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it("leaves no trace: a folder made only for the lock goes with it; one that was there, or is not empty, stays", async () => {
+    const base = tempDir();
+    const made = await acquireLock(join(base, "share", "rootless-k8s", "install.lock"), { purpose: "made" });
+    await made.release();
+    expect(existsSync(join(base, "share", "rootless-k8s"))).toBe(false);
+    mkdirSync(join(base, "there"));
+    const there = await acquireLock(join(base, "there", "install.lock"), { purpose: "there" });
+    await there.release();
+    expect(existsSync(join(base, "there"))).toBe(true);
+    const filled = await acquireLock(join(base, "filled", "install.lock"), { purpose: "filled" });
+    writeFileSync(join(base, "filled", "receipt.json"), "{}");
+    await filled.release();
+    expect(existsSync(join(base, "filled", "receipt.json"))).toBe(true);
+  });
+
   it("puts the install lock under XDG_DATA_HOME, private to the user", async () => {
     const home = tempDir();
     expect(defaultInstallLockDir({ HOME: home })).toBe(join(home, ".local", "share", "rootless-k8s", "install.lock"));
