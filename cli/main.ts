@@ -4,7 +4,7 @@ import { dropPreviousBinary } from "./apply/previous-binary";
 import { UPDATE_CHECK_ARG } from "./apply/update-check";
 import { asksForHelp, formatHelp, parseCommandArgs, suggest } from "./args";
 import { commands, findCommand, type Context } from "./commands/registry";
-import { ExitCode, UsageError, UserError, fileSystemError, messageOf } from "./errors";
+import { ExitCode, InterruptedError, UsageError, UserError, fileSystemError, messageOf } from "./errors";
 import { createOutput, type Output } from "./ui/output";
 import { BIN_NAME, VERSION } from "./version";
 
@@ -81,7 +81,7 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
     };
     code = await mod.run(ctx, parsed);
   } catch (e) {
-    code = reportError(e, out, mod.spec.usage, mod.spec.name);
+    code = reportError(controller.signal.aborted ? asInterruption(e) : e, out, mod.spec.usage, mod.spec.name);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -91,6 +91,19 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
     await afterCommand({ command: entry.name, env: process.env, onTerminal: process.stderr.isTTY === true, version: VERSION, notify: (l) => out.err(l) });
   }
   return code;
+}
+
+/**
+ * After Ctrl-C, what a step throws on its way out is the interruption: exit 130. A UserError keeps
+ * its own words and fix (they say what was left and how to go on); anything else (a closed socket,
+ * a killed child) becomes the plain interruption with the re-run hint, never a bug report.
+ */
+function asInterruption(e: unknown): UserError {
+  if (e instanceof UserError) {
+    if (e.exitCode === ExitCode.Interrupted) return e;
+    return new UserError(e.message, { exitCode: ExitCode.Interrupted, fix: e.fix ?? "re-run the same command to continue where it stopped", cause: e });
+  }
+  return new InterruptedError();
 }
 
 /** One line for the error, one for the fix; the usage line for bad usage. Never a stack trace. */
