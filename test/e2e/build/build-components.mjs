@@ -1,0 +1,213 @@
+// Builds the upstream components of the e2e node from their Go modules, each at the version the
+// test manifest (test/e2e/build/components.json) names. Test tooling, never part of the product.
+//
+//   node test/e2e/build/build-components.mjs [--cache DIR] [--only ID,ID] [--list]
+//
+// Each build is a throwaway main module that requires the upstream module at its version (and,
+// for k8s.io/kubernetes, replaces its v0.0.0 staging modules with the matching v0.x.y), starts
+// from the upstream go.sum, and runs `go build -trimpath` for each package. Versions are stamped
+// through -ldflags as upstream's release builds do (k8s.io/component-base/version and
+// k8s.io/client-go/pkg/version for Kubernetes), so `kubelet --version` and the Node's
+// kubeletVersion say the real version.
+//
+// Results are cached outside the repo in DIR/<id>/<version>-go<go version>-<recipe hash>/ with a
+// build.json (module, version, Go version, seconds, each binary's sha256 and first --version
+// line): a warm run builds nothing. DIR defaults to $E2E_BUILD_CACHE or /var/tmp/rk8s-build.
+// Exit status: 0 when every build is present, 1 when one failed (its log is named), 2 bad usage.
+import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const GO = process.env.GO ?? (existsSync("/usr/local/go/bin/go") ? "/usr/local/go/bin/go" : "go");
+// Bump when the way a build is made changes: every cached build is then made again.
+const RECIPE_VERSION = 1;
+
+function goEnv() {
+  return { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod -buildvcs=false", PATH: `${dirname(GO)}:${process.env.PATH}` };
+}
+
+function go(args, { cwd, env, log } = {}) {
+  const r = spawnSync(GO, args, { cwd, env: env ?? goEnv(), encoding: "utf8", maxBuffer: 256 << 20 });
+  if (log) writeFileSync(log, `$ go ${args.join(" ")}\n${r.stdout}${r.stderr}`, { flag: "a" });
+  if (r.status !== 0) {
+    const e = new Error(`go ${args.slice(0, 3).join(" ")} failed (exit ${r.status})${log ? `; see ${log}` : `: ${r.stderr.slice(-2000)}`}`);
+    e.stderr = r.stderr;
+    throw e;
+  }
+  return r.stdout;
+}
+
+export function goVersion() {
+  return go(["env", "GOVERSION"]).trim();
+}
+
+/** `go mod download -json M@V`: the module's source folder, go.mod, .info. */
+function download(module, version, log) {
+  const j = JSON.parse(go(["mod", "download", "-json", `${module}@${version}`], { log }));
+  if (j.Error) throw new Error(`${module}@${version}: ${j.Error}`);
+  return { dir: j.Dir, goMod: j.GoMod, info: JSON.parse(readFileSync(j.Info, "utf8")) };
+}
+
+function modJson(goMod) {
+  return JSON.parse(go(["mod", "edit", "-json", goMod]));
+}
+
+const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
+
+function firstVersionLine(bin, name) {
+  const tries = name === "crictl" || name === "ctr" ? [["--version"]] : name === "etcdctl" ? [["version"]] : [["--version"], ["version"], ["-version"]];
+  for (const args of tries) {
+    const r = spawnSync(bin, args, { encoding: "utf8", timeout: 20000 });
+    const line = `${r.stdout}\n${r.stderr}`.split("\n").map((l) => l.trim()).find((l) => /\d+\.\d+/.test(l));
+    if (r.status === 0 && line) return line;
+  }
+  return "";
+}
+
+function ldflagsFor(b, info) {
+  const bare = b.version.replace(/^v/, "");
+  const rev = info.Origin?.Hash ?? "module";
+  const subst = (s) => s.replaceAll("{version}", b.version).replaceAll("{bare}", bare).replaceAll("=module", `=${rev}`);
+  const flags = ["-s", "-w"];
+  if (b.recipe === "kubernetes") {
+    const [maj, min] = bare.split(".");
+    const date = (info.Time ?? "1970-01-01T00:00:00Z").replace(/\.\d+Z$/, "Z");
+    for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
+      flags.push(`-X ${pkg}.gitVersion=${b.version}`, `-X ${pkg}.gitMajor=${maj}`, `-X ${pkg}.gitMinor=${min}`, `-X ${pkg}.gitCommit=${rev}`, `-X ${pkg}.gitTreeState=clean`, `-X ${pkg}.buildDate=${date}`);
+    }
+  }
+  if (b.ldflags) flags.push(subst(b.ldflags));
+  return flags.join(" ");
+}
+
+/** The throwaway main module that builds `b`: requires it, keeps its versioned replaces, its go.sum. */
+function wrapper(b, src, work, log) {
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const up = modJson(src.goMod);
+  const lines = [`module rk8s.build/${b.id}`, "", `go ${up.Go ?? "1.22"}`, ""];
+  for (const g of up.Godebug ?? []) lines.push(`godebug ${g.Key}=${g.Value}`);
+  lines.push("", `require ${b.module} ${b.version}`, "");
+  for (const r of up.Replace ?? []) {
+    const local = !r.New.Version; // ./staging/src/... or ../api: not in the module zip
+    if (b.recipe === "kubernetes" && local && r.Old.Path.startsWith("k8s.io/")) lines.push(`replace ${r.Old.Path} => ${r.Old.Path} ${b.staging}`);
+    else if (!local) lines.push(`replace ${r.Old.Path}${r.Old.Version ? ` ${r.Old.Version}` : ""} => ${r.New.Path} ${r.New.Version}`);
+  }
+  writeFileSync(join(work, "go.mod"), `${lines.join("\n")}\n`);
+  const sum = join(src.dir, "go.sum");
+  if (existsSync(sum)) copyFileSync(sum, join(work, "go.sum"));
+  writeFileSync(log, `wrapper go.mod:\n${lines.join("\n")}\n\n`, { flag: "a" });
+}
+
+function ensureDebs(debs) {
+  const missing = debs.filter((p) => spawnSync("dpkg-query", ["-W", "-f=${Status}", p], { encoding: "utf8" }).stdout.indexOf("install ok installed") < 0);
+  if (!missing.length) return;
+  const inst = () => spawnSync("apt-get", ["install", "-y", "--no-install-recommends", ...missing], { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).status === 0;
+  if (!inst()) {
+    spawnSync("apt-get", ["update"], { stdio: "ignore" });
+    if (!inst()) throw new Error(`cannot install Debian packages ${missing.join(" ")} (apt-get; run as root)`);
+  }
+}
+
+export function buildKey(b, gover) {
+  return createHash("sha256").update(JSON.stringify({ b, gover, RECIPE_VERSION })).digest("hex").slice(0, 10);
+}
+
+export function outDir(cache, b, gover) {
+  return join(cache, b.id, `${b.version}-${gover}-${buildKey(b, gover)}`);
+}
+
+/** Builds one entry of the manifest (or finds it built); returns its build.json. */
+export function buildOne(b, { cache, gover, say = console.log }) {
+  const out = outDir(cache, b, gover);
+  const meta = join(out, "build.json");
+  if (existsSync(meta)) {
+    const j = JSON.parse(readFileSync(meta, "utf8"));
+    if (j.binaries.every((x) => existsSync(x.path) && sha256(x.path) === x.sha256)) return { ...j, cached: true };
+  }
+  const t0 = Date.now();
+  const tmp = `${out}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(join(tmp, "bin"), { recursive: true });
+  const log = join(cache, "logs", `${b.id}-${b.version}.log`);
+  mkdirSync(dirname(log), { recursive: true });
+  writeFileSync(log, `build ${b.id} ${b.module}@${b.version} with ${gover}\n`);
+  say(`build ${b.id}: ${b.module}@${b.version} (${Object.keys(b.packages).join(", ")}) with ${gover}; log ${log}`);
+  if (b.debs) ensureDebs(b.debs);
+  const src = download(b.module, b.version, log);
+  const work = join(cache, "work", `${b.id}-${b.version}`);
+  wrapper(b, src, work, log);
+  const env = { ...goEnv(), CGO_ENABLED: b.cgo ? "1" : "0" };
+  const ldflags = ldflagsFor(b, src.info);
+  const binaries = [];
+  for (const [name, pkg] of Object.entries(b.packages)) {
+    const target = pkg === "." ? b.module : `${b.module}/${pkg}`;
+    const args = ["build", "-trimpath", "-ldflags", ldflags, "-o", join(tmp, "bin", name)];
+    if (b.tags) args.push("-tags", b.tags.split(/\s+/).join(","));
+    args.push(target);
+    go(args, { cwd: work, env, log });
+    binaries.push({ name, source: `${b.module}@${b.version}`, package: target });
+  }
+  rmSync(out, { recursive: true, force: true });
+  renameSync(tmp, out);
+  const j = {
+    id: b.id,
+    module: b.module,
+    version: b.version,
+    ...(b.staging ? { staging: b.staging } : {}),
+    goVersion: gover,
+    revision: src.info.Origin?.Hash ?? null,
+    seconds: Math.round((Date.now() - t0) / 100) / 10,
+    binaries: binaries.map((x) => {
+      const path = join(out, "bin", x.name);
+      return { ...x, path, sha256: sha256(path), version: firstVersionLine(path, x.name) };
+    }),
+  };
+  writeFileSync(meta, `${JSON.stringify(j, null, 2)}\n`);
+  rmSync(work, { recursive: true, force: true });
+  say(`built ${b.id} in ${j.seconds}s: ${j.binaries.map((x) => `${x.name} (${x.version || "no version line"})`).join("; ")}`);
+  return { ...j, cached: false };
+}
+
+export function loadManifest(file = join(here, "components.json")) {
+  return JSON.parse(readFileSync(file, "utf8"));
+}
+
+/** Builds every entry (or `only`); writes DIR/builds.json with all of them. */
+export function buildAll({ cache, only, say = console.log }) {
+  const gover = goVersion();
+  const m = loadManifest();
+  const chosen = only ? m.builds.filter((b) => only.includes(b.id)) : m.builds;
+  const t0 = Date.now();
+  const results = [];
+  const failed = [];
+  for (const b of chosen) {
+    try {
+      results.push(buildOne(b, { cache, gover, say }));
+    } catch (e) {
+      failed.push(`${b.id}: ${e.message}`);
+      say(`FAIL build ${b.id}: ${e.message}`);
+    }
+  }
+  const fresh = results.filter((r) => !r.cached);
+  const summary = { goVersion: gover, seconds: Math.round((Date.now() - t0) / 100) / 10, built: fresh.map((r) => r.id), cached: results.filter((r) => r.cached).map((r) => r.id), builds: results, failed };
+  if (!only) writeFileSync(join(cache, "builds.json"), `${JSON.stringify(summary, null, 2)}\n`);
+  return summary;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { cache: { type: "string" }, only: { type: "string" }, list: { type: "boolean" } } });
+  const cache = values.cache ?? process.env.E2E_BUILD_CACHE ?? "/var/tmp/rk8s-build";
+  mkdirSync(cache, { recursive: true });
+  if (values.list) {
+    for (const b of loadManifest().builds) console.log(`${b.id}\t${b.module}@${b.version}\t${Object.keys(b.packages).join(",")}`);
+    process.exit(0);
+  }
+  const s = buildAll({ cache, only: values.only?.split(",") });
+  console.log(`components: ${s.built.length} built, ${s.cached.length} cached, ${s.failed.length} failed in ${s.seconds}s (${s.goVersion})`);
+  process.exit(s.failed.length ? 1 : 0);
+}
