@@ -33,7 +33,8 @@ rm -f "$OUT/port"
 setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$OUT/port" >/dev/null 2>&1 </dev/null &
 MIRROR_PID=$!
 for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
-FLAGS=(--yes --manifest "$E2E_OPT/mirror/manifests/k8s-1.36.0.json" --mirror "http://127.0.0.1:$(cat "$OUT/port")" --timeout 300)
+V_INSTALL=$("$E2E_OPT/node" -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).install' "$E2E_OPT/mirror/versions.json")
+FLAGS=(--yes --manifest "$E2E_OPT/mirror/manifests/k8s-$V_INSTALL.json" --mirror "http://127.0.0.1:$(cat "$OUT/port")" --timeout 300)
 
 # A clean start with a warm cache: install once (downloads), then uninstall (keeps the cache).
 rk8s uninstall --purge --yes >/dev/null 2>&1
@@ -75,14 +76,41 @@ for i in $(seq 1 "$RUNS"); do
   T[ref_fetch]+="$(($(now_ms) - t0)) "
   rm -rf "$scratch"
 done
+
+# The node's memory at idle: the resident set of every process of every rootless-k8s unit (found
+# through each unit's cgroup), after the node has been Ready and idle for IDLE seconds.
+IDLE=${BENCH_IDLE:-60}
+rk8s install "${FLAGS[@]}" >"$OUT/idle.log" 2>&1 || { echo "install for the idle measurement failed" >&2; exit 1; }
+sleep "$IDLE"
+unit_pids() { # unit_pids UNIT: every pid in the unit's cgroup (any hierarchy that tracks it)
+  local cg d
+  cg=$(as_user systemctl --user show -p ControlGroup --value "$1")
+  [ -n "$cg" ] || return 0
+  for d in /sys/fs/cgroup /sys/fs/cgroup/systemd /sys/fs/cgroup/unified; do
+    [ -d "$d$cg" ] && { find "$d$cg" -name cgroup.procs -exec cat {} + 2>/dev/null; return 0; }
+  done
+}
+declare -A MEM
+total_kb=0
+for unit in $(as_user systemctl --user list-units --plain --no-legend --type=service 'rootless-k8s*' | awk '{ print $1 }'); do
+  pids=$(unit_pids "$unit" | sort -u)
+  kb=0
+  for p in $pids; do kb=$((kb + $(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0))); done
+  MEM[$unit]=$kb
+  total_kb=$((total_kb + kb))
+done
 rk8s uninstall --purge --yes >/dev/null 2>&1
 
 m() { tr ' ' '\n' <<<"${T[$1]}" | grep . | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
-echo "install --yes to Ready, host route (mode none), median of $RUNS runs, warm download cache"
+echo "install --yes to Ready, host route (mode none), Kubernetes $V_INSTALL (real binaries), median of $RUNS runs, warm download cache"
 printf '  %-36s %9s   %-44s %9s   %s\n' phase "ms" reference "ms" ratio
 printf '  %-36s %9s   %-44s %9s   %s\n' "doctor + plan + questions" "$(m doctor)" "" "" ""
 printf '  %-36s %9s   %-44s %9s   %s\n' "fetch (verify cache, install binaries)" "$(m fetch)" "sha256sum + tar -x of the same archives" "$(m ref_fetch)" "$(ratio "$(m fetch)" "$(m ref_fetch)")"
 printf '  %-36s %9s   %-44s %9s   %s\n' "write (render, PKI reuse, atomic)" "$(m write)" "" "" ""
 printf '  %-36s %9s   %-44s %9s   %s\n' "start + ready" "$(($(m start) + $(m ready)))" "systemctl --user start, polled to Ready" "$(m ref_start)" "$(ratio "$(($(m start) + $(m ready)))" "$(m ref_start)")"
 printf '  %-36s %9s\n' "total (wall clock)" "$(m total)"
+echo
+echo "memory at idle, host route (mode none): resident set of every process of each unit, ${IDLE}s after Ready"
+for unit in "${!MEM[@]}"; do printf '  %-44s %8d MiB\n' "$unit" $((MEM[$unit] / 1024)); done | sort
+printf '  %-44s %8d MiB   (k3s publishes ~1600 MB for a server with a workload, ~275 MB for an agent)\n' "total" $((total_kb / 1024))

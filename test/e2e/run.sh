@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make e2e`: the node life cycle end to end, under real systemd, real RootlessKit, real containerd,
-# with strict test doubles for the Kubernetes binaries (test/doubles), served from a loopback mirror.
+# with the real upstream binaries built from their Go modules (test/e2e/build), served from a
+# loopback mirror.
 #
 #   Host route: a real `systemd --user` for user k8sdev on this machine (cgroup v1, no delegation:
 #               mode none). About a minute.
@@ -8,7 +9,8 @@
 #               Delegate=cpu cpuset io memory pids: mode delegated. Several minutes on TCG. If it
 #               cannot run, it FAILS with the reason; it never passes silently.
 #
-# Run as root (it creates the test user). Env: E2E_ROUTES="host vm" (default both), E2E_CLI (the
+# Run as root (it creates the test user). Killed (TERM) or interrupted (Ctrl-C), it stops the VM and
+# the test user's manager before it exits. It writes test/e2e/out/report.json (see report.mjs). Env: E2E_ROUTES="host vm" (default both), E2E_CLI (the
 # binary under test, default dist/rootless-k8s-linux-<arch> from `make build`), E2E_SCENARIOS (see
 # scenarios.sh), E2E_CACHE (/var/tmp/rk8s-e2e), E2E_OPT (/opt/rk8s-e2e).
 # Exit status 0 only when every route ran and printed no FAIL line.
@@ -22,7 +24,17 @@ ROUTES=${E2E_ROUTES:-host vm}
 ARCH=$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
 CLI=${E2E_CLI:-$REPO/dist/rootless-k8s-linux-$ARCH}
 mkdir -p "$E2E_CACHE"
+OUT=${E2E_OUT:-$REPO/test/e2e/out}
+mkdir -p "$OUT"
 SUMMARY=()
+ROUTE_REPORTS=()
+# shellcheck disable=SC2317 # called from the traps below
+cleanup() {
+  bash "$HERE/vm-env.sh" down >/dev/null 2>&1
+  bash "$HERE/host-env.sh" down >/dev/null 2>&1
+}
+trap 'echo "e2e interrupted: stopping the VM and the test user manager" >&2; cleanup; exit 130' INT
+trap 'echo "e2e killed: stopping the VM and the test user manager" >&2; cleanup; exit 143' TERM
 STATUS=0
 
 t0=$(ts)
@@ -30,7 +42,8 @@ if ! "$REPO/node_modules/.bin/node" "$HERE/prepare.mjs" --cache "$E2E_CACHE" --o
   echo "FAIL (e2e) could not prepare the environment (mirror, doubles, binary); see above"
   exit 1
 fi
-info e2e "prepared $E2E_OPT (mirror, doubles, e2e tools, $("$E2E_OPT/bin/rootless-k8s" --version)) in $(elapsed "$t0")s"
+PREPARE_S=$(elapsed "$t0")
+info e2e "prepared $E2E_OPT (components built from their Go modules, mirror, images, e2e tools, $("$E2E_OPT/bin/rootless-k8s" --version)) in ${PREPARE_S}s"
 
 # route_result NAME LOGFILE RC: counts the route's PASS/FAIL lines into the summary.
 route_result() {
@@ -53,9 +66,10 @@ host_route() {
     E2E_NS_PID=$(bash "$HERE/host-env.sh" pid)
     export E2E_NS_PID
     clean_user_state
-    bash "$HERE/scenarios.sh" host none
+    E2E_REPORT=$E2E_CACHE/report-host.jsonl bash "$HERE/scenarios.sh" host none
   } 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
+  ROUTE_REPORTS+=(--route "host=$E2E_CACHE/report-host.jsonl")
   route_result "host route (mode none)" "$log" "$rc"
 }
 
@@ -75,6 +89,7 @@ vm_route() {
   local log=$E2E_CACHE/e2e-vm.log rc
   bash "$HERE/vm-env.sh" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
+  ROUTE_REPORTS+=(--route "vm=$E2E_CACHE/vm/out/report.jsonl")
   route_result "VM route (mode delegated)" "$log" "$rc"
 }
 
@@ -87,6 +102,7 @@ for r in $ROUTES; do
 done
 
 echo
+"$REPO/node_modules/.bin/node" "$HERE/report.mjs" --opt "$E2E_OPT" --build-cache "$E2E_BUILD_CACHE" --out "$OUT/report.json" --prepare-seconds "$PREPARE_S" "${ROUTE_REPORTS[@]}" || STATUS=1
 echo "== e2e summary ($(elapsed "$t0")s)"
 for s in "${SUMMARY[@]}"; do echo "   $s"; done
 exit $STATUS

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The end-to-end scenarios of the node life cycle, run as root inside a prepared environment (the
 # host route, or the VM guest) against the rootless-k8s binary under test, driving it as the test
-# user through its real systemd user manager. Each scenario asserts the real state afterwards:
-# units through `systemctl --user`, files against the receipt, containerd answering CRI inside the
-# namespace, a pod sandbox with a bridge IP, the node through the real kubectl.
+# user through its real systemd user manager. The node runs the real upstream binaries, built from
+# their Go modules (test/e2e/build): kube-apiserver, kubelet, controller-manager, scheduler,
+# kube-proxy, etcd, containerd, runc, the CNI plugins and RootlessKit. Each scenario asserts the
+# real state afterwards: units through `systemctl --user`, files against the receipt, containerd
+# answering CRI inside the namespace, the Node, pods, Services and cgroups through the real kubectl.
 #
 #   test/e2e/scenarios.sh ROUTE MODE     ROUTE: host | vm    MODE: the cgroup mode expected (none | delegated)
 #
@@ -18,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -31,6 +33,21 @@ CONFIG=$H/.config/rootless-k8s
 RECEIPT=$SHARE/receipt.json
 SOCK=$RT/rootless-k8s/containerd/containerd.sock
 MANIFESTS=$E2E_OPT/mirror/manifests
+# The version sets the mirror serves (test/e2e/mirror/build-mirror.mjs): install, upgrade target,
+# broken release, skew.
+vset() { "$E2E_OPT/node" -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))[process.argv[2]])' "$E2E_OPT/mirror/versions.json" "$1"; }
+V_INSTALL=$(vset install)
+V_UPGRADE=$(vset upgrade)
+V_BROKEN=$(vset broken)
+V_SKEW=$(vset skew)
+# The images the pods run, built locally (test/e2e/images) and loaded with `rootless-k8s image load`.
+IMAGES=$E2E_OPT/images
+image_name() { "$E2E_OPT/node" -e 'const l=JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); const i=l.find((x)=>x.role===process.argv[2]); if(!i) process.exit(1); process.stdout.write(i.name)' "$IMAGES/images.json" "$1"; }
+# Results for test/e2e/out/report.json: one JSON object per line (scenario timings, node info).
+REPORT=${E2E_REPORT:-$STATE/report.jsonl}
+: >"$REPORT"
+chmod 644 "$REPORT"
+report() { printf '%s\n' "$1" >>"$REPORT"; }
 UNITS=(rootless-k8s.target rootless-k8s-rootlesskit.service rootless-k8s-etcd.service rootless-k8s-kube-apiserver.service
   rootless-k8s-kube-controller-manager.service rootless-k8s-kube-scheduler.service rootless-k8s-kubelet.service rootless-k8s-kube-proxy.service)
 SCRATCH=/tmp/rk8s-e2e-$U
@@ -92,6 +109,7 @@ ours_left() { # our paths that still exist in HOME and XDG_RUNTIME_DIR
   done
 }
 
+kc() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" "$@"; }
 merged_context_works() { as_user "$SHARE/versions/current/bin/kubectl" --context rootless-k8s get nodes | grep -q ' Ready '; }
 no_merged_context() { ! as_user grep -qs 'name: rootless-k8s' "$H/.kube/config"; }
 printed_line_works() { as_user sh -c "$(printed_kubectl "$1")" | grep -q ' Ready '; }
@@ -124,31 +142,48 @@ assert_running_node() { # assert_running_node SCOPE K8S_VERSION OUTPUT_FILE
   check "$scope" "rootless-k8s logs kubelet shows the kubelet's registration" kubelet_logs_registered
 }
 
-# A pod sandbox through the CRI: the runtime's pause image is imported (no registry is reachable),
-# then RunPodSandbox must give a pause container with an IP on the CNI bridge (pods CIDR).
-assert_pod_sandbox() {
-  local scope=$1 image pods r
-  image=$(tool sandbox-image "$SOCK") || { fail "$scope" "sandbox image: $image"; return; }
-  tool oci-image "$E2E_OPT/lib/busybox" "$SCRATCH/pause.tar" "$image" '["/bin/sleep","2147483647"]' >/dev/null
-  check "$scope" "imported $image into containerd (k8s.io) with the node's own ctr, inside the namespace" \
-    as_user "$SHARE/libexec/rootless-k8s-enter" "$SHARE/versions/current/bin/ctr" -a "$SOCK" -n k8s.io images import "$SCRATCH/pause.tar"
+# The Node object as the real API server returns it: the real kubelet's version, the runtime's,
+# and the labels rootless-k8s keeps under rootless-k8s.io/.
+assert_node_object() { # assert_node_object SCOPE K8S_VERSION
+  local scope=$1 version=$2 node info labels
+  node=$(receipt_value .plan.node.name)
+  kc get node "$node" -o json >"$STATE/node.json" 2>&1 || { fail "$scope" "kubectl get node $node -o json: $(tail -2 "$STATE/node.json")"; return; }
+  info=$(tool json "$STATE/node.json" .status.nodeInfo)
+  labels=$(tool json "$STATE/node.json" .metadata.labels)
+  report "{\"route\":\"$ROUTE\",\"nodeInfo\":$info,\"labels\":$labels}"
+  check "$scope" "the Node's kubeletVersion is v$version ($(tool json "$STATE/node.json" .status.nodeInfo.kubeletVersion))" \
+    test "$(tool json "$STATE/node.json" .status.nodeInfo.kubeletVersion)" = "v$version"
+  check "$scope" "the Node's containerRuntimeVersion is the bundled runtime's ($(tool json "$STATE/node.json" .status.nodeInfo.containerRuntimeVersion))" \
+    grep -qE '^containerd://2\.' <<<"$(tool json "$STATE/node.json" .status.nodeInfo.containerRuntimeVersion)"
+  local mode_label
+  mode_label=$(kc get node "$node" -o 'jsonpath={.metadata.labels.rootless-k8s\.io/mode}' 2>&1)
+  check "$scope" "the Node carries rootless-k8s.io/mode=$mode_label" test "$mode_label" = "$MODE"
+}
+
+# The images the pods run, loaded with `rootless-k8s image load` (no registry is reachable), then
+# a pod sandbox through the CRI as a probe of the runtime and the CNI bridge.
+assert_images_and_sandbox() {
+  local scope=$1 pods r f list=()
+  for f in "$IMAGES"/*.tar; do list+=("$f"); done
+  check "$scope" "rootless-k8s image load: ${#list[@]} image archives built locally ($IMAGES)" rk8s image load "${list[@]}"
   pods=$(receipt_value .plan.cidrs.pods)
   r=$(tool pod "$SOCK" "$([ "$MODE" = delegated ] && echo /kubepods)" 2>&1)
   if [[ $r == "ready "${pods%%.*}.* ]]; then pass "$scope" "RunPodSandbox: pause container ready with bridge IP ${r#ready } (pods $pods)"
   else fail "$scope" "RunPodSandbox: $r"; fi
-  local node ann=""
-  node=$(receipt_value .plan.node.name)
-  for _ in $(seq 1 60); do
-    ann=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$node" -o 'jsonpath={.metadata.annotations.rk8s-double\.test/probe-pod-ip}' 2>/dev/null)
-    [ -n "$ann" ] && break
-    sleep 1
-  done
-  if [ -n "$ann" ]; then pass "$scope" "the kubelet ran its own pod sandbox through the CRI: IP $ann (node annotation)"; else fail "$scope" "the kubelet's probe pod has no IP"; fi
-  local n
-  n=$(sub_uid_files "$SHARE/data")
-  if [ "$n" -gt 0 ]; then pass "$scope" "$n files in the node's data belong to sub-UIDs (unpacked image)"; else fail "$scope" "no sub-UID-owned files in the data (the purge test needs some)"; fi
 }
 
+# kubectl apply of a manifest on stdin, as the test user
+apply() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" apply -f - >"$STATE/apply.out" 2>&1 || { cat "$STATE/apply.out"; return 1; }; }
+logs_show_netexec() { kc -n e2e logs deploy/web | grep -q 'Started HTTP server'; }
+hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }
+no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
+doctor_gives_up_limits() { rk8s doctor --json | grep -qi 'per-pod.*limit'; }
+# name, uid, container id and restart count of the e2e pods that run (to compare across an upgrade)
+workload_pods() { kc -n e2e get pods -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^hog ' | sort; }
+workloads_running() { ! workload_pods | grep -v ' Running$' | grep -q .; }
+pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
+
+# --- scenarios ------------------------------------------------------------------------------------
 # --- scenarios ------------------------------------------------------------------------------------
 scenario_docker() {
   bash "$HERE/docker-rootless.sh" "$ROUTE"
@@ -182,9 +217,140 @@ scenario_fresh() {
   case " $SCENARIOS " in *" interrupt-fetch "*)
     check fresh "the re-run resumed the interrupted download (Range requests: $(mirror_stat ranges))" test "$(mirror_stat ranges)" -gt 0 ;;
   esac
-  assert_running_node fresh 1.36.0 "$log"
+  assert_running_node fresh "$V_INSTALL" "$log"
+  assert_node_object fresh "$V_INSTALL"
   check fresh "--merge-kubeconfig added a context that works: kubectl --context rootless-k8s get nodes" merged_context_works
-  assert_pod_sandbox fresh
+  assert_images_and_sandbox fresh
+}
+
+# A Deployment of two replicas of agnhost's netexec reaches Running; kubectl logs, exec and
+# port-forward work against it.
+scenario_workloads() {
+  local agn bb
+  if ! agn=$(image_name agnhost) || ! bb=$(image_name busybox); then fail workloads "no agnhost/busybox image in $IMAGES/images.json"; return; fi
+  kc create namespace e2e >/dev/null 2>&1
+  check workloads "kubectl apply: Deployment web (2 replicas of $agn netexec) and a busybox client pod" apply <<YAML || return
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: e2e}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: $agn
+        imagePullPolicy: Never
+        args: ["netexec", "--http-port=8080"]
+        ports: [{containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: e2e}
+spec:
+  securityContext: {runAsUser: 1000, runAsGroup: 1000}
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: c
+    image: $bb
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo written by uid 1000 > /data/by-1000; exec sleep 86400"]
+    volumeMounts: [{name: data, mountPath: /data}]
+YAML
+  check workloads "the Deployment's 2 replicas are available (kubectl rollout status)" kc -n e2e rollout status deploy/web --timeout="${TIMEOUT}s"
+  check workloads "the client pod is Running" wait_for "$TIMEOUT" test "$(pod_phase client)" = Running
+  local running
+  running=$(kc -n e2e get pods -l app=web -o 'jsonpath={range .items[*]}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' 2>&1)
+  info workloads "web pods: $(tr '\n' ';' <<<"$running")"
+  check workloads "both replicas Running with pod IPs" test "$(grep -c '^Running [0-9]' <<<"$running")" = 2
+  check workloads "kubectl logs shows netexec's start" logs_show_netexec
+  local out
+  out=$(kc -n e2e exec client -- sh -c 'id -u; cat /proc/1/cmdline | tr "\0" " "' 2>&1)
+  check workloads "kubectl exec runs in the container as its uid 1000 (uid/cmdline: $(tr '\n' ' ' <<<"$out"))" grep -qz "^1000.sleep 86400" <<<"$out"
+  local pf=$SCRATCH/port-forward.log port=18080
+  as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" -n e2e port-forward deploy/web "$port:8080" >"$pf" 2>&1 &
+  local pfpid=$!
+  wait_for 30 grep -q "Forwarding from" "$pf"
+  out=$(as_user "$E2E_OPT/node" -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => console.log(t), (e) => { console.log(String(e)); process.exit(1); })' "http://127.0.0.1:$port/hostname" 2>&1)
+  kill "$pfpid" 2>/dev/null
+  wait "$pfpid" 2>/dev/null
+  check workloads "kubectl port-forward: 127.0.0.1:$port on the host reaches a replica (/hostname: $out)" grep -q '^web-' <<<"$out"
+}
+
+# A ClusterIP Service answers from another pod, through the real kube-proxy in the namespace.
+scenario_services() {
+  check services "kubectl apply: ClusterIP Service web (80 -> 8080)" apply <<YAML || return
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: e2e}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+YAML
+  local ip out seen=""
+  ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
+  info services "Service web has ClusterIP $ip (service CIDR $(receipt_value .plan.cidrs.services))"
+  for _ in $(seq 1 60); do
+    out=$(kc -n e2e exec client -- wget -qO- -T 3 "http://$ip/hostname" 2>&1) && [[ $out == web-* ]] && break
+    sleep 1
+  done
+  check services "the client pod reaches the Service's ClusterIP $ip:80 -> a replica ($out)" grep -q '^web-' <<<"$out"
+  # Several requests: kube-proxy spreads them over both replicas.
+  for _ in $(seq 1 20); do seen+="$(kc -n e2e exec client -- wget -qO- -T 3 "http://$ip/hostname" 2>/dev/null) "; done
+  check services "requests through the Service reach both replicas ($(tr ' ' '\n' <<<"$seen" | sort -u | tr '\n' ' '))" test "$(tr ' ' '\n' <<<"$seen" | grep '^web-' | sort -u | wc -l)" = 2
+}
+
+# Limits: in mode delegated a pod's cgroup carries memory.max and cpu.max and exceeding the memory
+# limit OOM-kills it; in mode none it runs unlimited, which is what doctor says none gives up.
+scenario_limits() {
+  local bb
+  bb=$(image_name busybox) || { fail limits "no busybox image"; return; }
+  check limits "kubectl apply: pod limits (memory 64Mi, cpu 250m) and pod hog (memory 32Mi, allocates ~100 MB)" apply <<YAML || return
+apiVersion: v1
+kind: Pod
+metadata: {name: limits, namespace: e2e}
+spec:
+  containers:
+  - name: c
+    image: $bb
+    imagePullPolicy: Never
+    command: ["sleep", "86400"]
+    resources: {limits: {memory: 64Mi, cpu: 250m}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hog, namespace: e2e}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: $bb
+    imagePullPolicy: Never
+    command: ["sh", "-c", "x=\$(head -c 100000000 /dev/zero | tr '\\\\0' a); echo survived \${#x} bytes"]
+    resources: {limits: {memory: 32Mi}}
+YAML
+  check limits "the limits pod is Running" wait_for "$TIMEOUT" test "$(pod_phase limits)" = Running
+  local mem cpu reason
+  mem=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)
+  cpu=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/cpu.max 2>&1)
+  wait_for "$TIMEOUT" hog_done
+  reason=$(kc -n e2e get pod hog -o 'jsonpath={.status.containerStatuses[0].state.terminated.reason}' 2>&1)
+  if [ "$MODE" = delegated ]; then
+    check limits "the pod's cgroup carries memory.max = 67108864 (64Mi): $mem" test "$mem" = 67108864
+    check limits "the pod's cgroup carries cpu.max = 25000 100000 (250m): $cpu" test "$cpu" = "25000 100000"
+    check limits "exceeding its 32Mi memory limit OOM-kills the hog (reason: $reason)" test "$reason" = OOMKilled
+  else
+    check limits "mode none: no memory.max is enforced in the pod's view ($(head -c 60 <<<"$mem"))" no_number "$mem"
+    local log
+    log=$(kc -n e2e logs hog 2>&1)
+    check limits "mode none: the hog ran past its 32Mi limit unharmed, as doctor says none gives up per-pod limits (reason: $reason; log: $log)" \
+      test "$reason|$log" = "Completed|survived 100000000 bytes"
+    check limits "doctor names per-pod limits among what mode none gives up" doctor_gives_up_limits
+  fi
+  kc -n e2e delete pod hog --wait=false >/dev/null 2>&1
 }
 
 scenario_reinstall() {
@@ -252,39 +418,45 @@ scenario_interrupt_start() {
 scenario_upgrade() {
   local log=$STATE/upgrade.log rc owner_before
   owner_before=$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)
-  check upgrade "--dry-run shows the change and changes nothing" rk8s upgrade --dry-run --manifest "$MANIFESTS/k8s-1.37.0.json" "${SOURCE[@]}"
-  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-1.37.0.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
+  local pods_before pods_after
+  pods_before=$(workload_pods)
+  info upgrade "running pods before: $(tr '\n' ';' <<<"$pods_before")"
+  check upgrade "--dry-run shows the change and changes nothing" rk8s upgrade --dry-run --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" "${SOURCE[@]}"
+  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?
-  check upgrade "upgrade 1.36.0 → 1.37.0 exits 0 (got $rc)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return; }
+  check upgrade "upgrade $V_INSTALL → $V_UPGRADE exits 0 (got $rc)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return; }
   check upgrade "the current link points at the new set ($(as_user readlink "$SHARE/versions/current"))" test "$(as_user readlink "$SHARE/versions/current")" = "$(receipt_value .current)"
   check upgrade "the old set stays next to it for a rollback ($(receipt_value .previous))" test -d "$SHARE/versions/$(receipt_value .previous)/bin"
   local v
   v=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$(receipt_value .plan.node.name)" -o 'jsonpath={.status.nodeInfo.kubeletVersion}' 2>&1)
-  check upgrade "node's kubeletVersion is $v" test "$v" = v1.37.0
+  check upgrade "node's kubeletVersion is $v" test "$v" = "v$V_UPGRADE"
   check upgrade "the namespace owner and runtime were not restarted (only Kubernetes changed; pid $owner_before)" \
     test "$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)" = "$owner_before"
   check upgrade "every file matches the receipt after the upgrade" tool receipt-check "$RECEIPT"
+  wait_for 120 workloads_running
+  pods_after=$(workload_pods)
+  check upgrade "running pods survived: same pods, same containers, no restart ($(tr '\n' ';' <<<"$pods_after"))" test "$pods_before" = "$pods_after"
   check upgrade "status is healthy" rk8s status
 }
 
 scenario_rollback() {
   local log=$STATE/rollback.log rc
-  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-1.37.1.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
+  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_BROKEN.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?
   check rollback "an upgrade whose API server crashes exits 1 (got $rc)" test "$rc" = 1
   check rollback "it shows the failing unit's last lines" grep -q "last .* lines of rootless-k8s-kube-apiserver.service" "$log"
-  check rollback "it says it rolled back: $(grep -o 'rolled back[^;]*' "$log" | head -1)" grep -q "rolled back: the node is Ready on Kubernetes 1.37.0" "$log"
-  check rollback "the current link is back on the 1.37.0 set ($(as_user readlink "$SHARE/versions/current"))" current_is_kubernetes 1.37.0
-  check rollback "status is healthy on 1.37.0" rk8s status
+  check rollback "it says it rolled back: $(grep -o 'rolled back[^;]*' "$log" | head -1)" grep -q "rolled back: the node is Ready on Kubernetes $V_UPGRADE" "$log"
+  check rollback "the current link is back on the $V_UPGRADE set ($(as_user readlink "$SHARE/versions/current"))" current_is_kubernetes "$V_UPGRADE"
+  check rollback "status is healthy on $V_UPGRADE" rk8s status
   check rollback "every unit is active again" units_active
 }
 
 scenario_skew() {
   local log=$STATE/skew.log rc
   mirror_get /__e2e/reset >/dev/null
-  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-1.39.0.json" "${SOURCE[@]}" >"$log" 2>&1
+  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_SKEW.json" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?
-  check skew "1.37 → 1.39 is refused with exit 3 (got $rc): $(head -1 "$log")" test "$rc" = 3
+  check skew "${V_UPGRADE%.*} → ${V_SKEW%.*} is refused with exit 3 (got $rc): $(head -1 "$log")" test "$rc" = 3
   check skew "the refusal names the rule (one minor at a time)" grep -q "one minor at a time" "$log"
   check skew "nothing was downloaded (requests: $(mirror_stat requests))" test "$(mirror_stat requests)" = 0
 }
@@ -307,7 +479,7 @@ scenario_uninstall() {
 scenario_purge() {
   local n left
   n=$(sub_uid_files "$SHARE/data")
-  info purge "$n files owned by sub-UIDs are in the kept data before --purge"
+  check purge "$n files owned by sub-UIDs (unpacked images, files containers wrote as uid 1000) are in the kept data before --purge" test "$n" -gt 0
   check purge "uninstall --purge --yes exits 0" rk8s uninstall --purge --yes
   left=$(ours_left | tr '\n' ' ')
   check purge "nothing of ours is left (sub-UID files included): ${left:-nothing}" test -z "$left"
@@ -333,11 +505,14 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.
 }
 
 start_mirror
-set_version 1.36.0
+set_version "$V_INSTALL"
 info scenarios "route $ROUTE, expected mode $MODE, user $E2E_USER ($U), binary $("$E2E_OPT/bin/rootless-k8s" --version)"
 for s in $SCENARIOS; do
   t0=$(ts)
+  f0=$E2E_FAILS
   "scenario_${s//-/_}"
-  info "$s" "took $(elapsed "$t0")s"
+  secs=$(elapsed "$t0")
+  info "$s" "took ${secs}s"
+  report "{\"route\":\"$ROUTE\",\"mode\":\"$MODE\",\"scenario\":\"$s\",\"result\":\"$([ "$E2E_FAILS" = "$f0" ] && echo pass || echo fail)\",\"failed\":$((E2E_FAILS - f0)),\"seconds\":$secs}"
 done
 exit "$E2E_FAILS"

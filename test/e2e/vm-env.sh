@@ -7,6 +7,7 @@
 # (shared/testenv/vm.sh, route 3).
 #
 #   sudo test/e2e/vm-env.sh           (needs $E2E_OPT prepared by test/e2e/prepare.mjs)
+#   sudo test/e2e/vm-env.sh down      stops a VM left running (run.sh calls it on Ctrl-C or a kill)
 #
 # Acceleration: KVM only when the CPU offers vmx/svm (this machine kind's /dev/kvm is PVM, on
 # which a stock kernel hangs after "Probing EDD"), else TCG software emulation: minutes, not seconds.
@@ -37,6 +38,9 @@ down() {
 
 main() {
   local t0 t r kver accel cpu
+  # Killed or interrupted: the VM goes with us.
+  trap 'down; exit 130' INT
+  trap 'down; exit 143' TERM
   t0=$(ts)
   [ -x "$E2E_OPT/bin/rootless-k8s" ] || { fail vm "$E2E_OPT is not prepared (run test/e2e/prepare.mjs, or make e2e)"; return 1; }
   apt_install debootstrap qemu-system-x86 qemu-utils e2fsprogs || { fail vm "cannot install qemu/debootstrap (apt)"; return 1; }
@@ -100,4 +104,8 @@ main() {
   return "$rc"
 }
 
-main
+case "${1:-run}" in
+  run) main ;;
+  down) down ;;
+  *) echo "usage: $0 [run|down]" >&2; exit 2 ;;
+esac

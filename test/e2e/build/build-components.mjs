@@ -121,8 +121,51 @@ export function outDir(cache, b, gover) {
   return join(cache, b.id, `${b.version}-${gover}-${buildKey(b, gover)}`);
 }
 
+const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+};
+
+/** One build of an output folder at a time (two runs of the e2e, or a run and a by-hand build). */
+function withLock(out, say, fn) {
+  const lock = `${out}.lock`;
+  mkdirSync(dirname(out), { recursive: true });
+  let told = false;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, "pid"), String(process.pid));
+      break;
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+      const pid = Number(readFileSync(join(lock, "pid"), { encoding: "utf8", flag: "a+" }) || 0);
+      if (pid && !alive(pid)) {
+        rmSync(lock, { recursive: true, force: true });
+        continue;
+      }
+      if (!told) say(`waiting for another build of ${out} (pid ${pid || "?"})`);
+      told = true;
+      sleep(2000);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
 /** Builds one entry of the manifest (or finds it built); returns its build.json. */
 export function buildOne(b, { cache, gover, say = console.log }) {
+  return withLock(outDir(cache, b, gover), say, () => buildOneLocked(b, { cache, gover, say }));
+}
+
+function buildOneLocked(b, { cache, gover, say }) {
   const out = outDir(cache, b, gover);
   const meta = join(out, "build.json");
   if (existsSync(meta)) {

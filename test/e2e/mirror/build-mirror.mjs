@@ -1,34 +1,36 @@
-// Builds the e2e loopback mirror: real Debian 12 binaries (apt-get download + dpkg -x, nothing is
-// installed on the host) packed in upstream's archive layouts at upstream's URL paths, plus the
-// Kubernetes test doubles (test/doubles) packed as upstream's kubernetes-server tarball, and one
-// manifest per version set (schema of cli/fetch, docs/manifest.md) whose checksums are those of
-// the files served. Archives are deterministic, so checksums stay the same across runs.
+// Builds the e2e loopback mirror: the upstream components built from their Go modules
+// (test/e2e/build: Kubernetes, etcd, containerd, runc, CNI plugins, crictl, RootlessKit) and the
+// few that no Go module serves taken from Debian 12 (slirp4netns; busybox-static for the test
+// images), packed in upstream's archive layouts at upstream's URL paths, with one manifest per
+// version set (schema of cli/fetch, docs/manifest.md) whose checksums are those of the files
+// served. Archives are deterministic, so checksums stay the same across runs of the same builds.
 //
 //   node test/e2e/mirror/build-mirror.mjs --cache /var/tmp/rk8s-e2e --out DIR --node /opt/rk8s-e2e/node
 //
-// Version sets written to DIR/manifests/:
-//   k8s-1.36.0.json   the install set (doubles v1.36.0)
-//   k8s-1.37.0.json   the upgrade target (doubles v1.37.0)
-//   k8s-1.37.1.json   a verified but broken release: its kube-apiserver exits at start (rollback test)
-//   k8s-1.39.0.json   two minors ahead of 1.37: the upgrade must refuse it before downloading
+// Version sets written to DIR/manifests/ (names: k8s-<Kubernetes version>.json):
+//   the install set     Kubernetes 1.36.x, the previous minor of the product's built-in set
+//   the upgrade target  Kubernetes 1.37.x, the minor the product installs
+//   a broken release    the 1.37 binaries with a kube-apiserver that exits at start (rollback test:
+//                       the one place a stand-in remains, a shell script, as issue #9 allows)
+//   a skew set          two minors ahead of the install set: the upgrade must refuse it before
+//                       downloading, so its files are not served
+// DIR/sources.json says where every binary came from (module@version or Debian package).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildDoubles } from "../../doubles/build.mjs";
 import { tarGz } from "../../helpers/tar.mjs";
+import { buildAll } from "../build/build-components.mjs";
 
-
-const DEBS = ["rootlesskit", "slirp4netns", "containerd", "runc", "containernetworking-plugins", "etcd-server", "etcd-client", "busybox-static"];
+const DEBS = ["slirp4netns", "busybox-static"];
 const CNI = ["bandwidth", "bridge", "firewall", "host-local", "loopback", "portmap", "ptp", "tuning"];
-export const SETS = [
-  { k8s: "1.36.0", fault: "" },
-  { k8s: "1.37.0", fault: "" },
-  { k8s: "1.37.1", fault: "apiserver-exit" },
-];
+const K8S = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"];
 const ARCH = "amd64";
+const BROKEN_APISERVER = Buffer.from(
+  "#!/bin/sh\n# The rollback test's deliberately broken release: this kube-apiserver exits at start.\necho 'kube-apiserver: broken release (e2e rollback test): exiting' >&2\nexit 1\n",
+);
 
 const hex = (alg, b) => createHash(alg).update(b).digest("hex");
 /** Debian version → upstream version: drop epoch, ~ds/+ds/+dfsg suffixes and the Debian revision. */
@@ -66,24 +68,6 @@ function ensureDebs(cache) {
   return out;
 }
 
-/** A real kubectl for the server tarball: the newest static one on this machine, else Debian's. */
-function findKubectl(cache) {
-  const sdk = "/usr/lib/google-cloud-sdk/bin";
-  if (existsSync(sdk)) {
-    const v = readdirSync(sdk).filter((f) => /^kubectl\.1\.\d+$/.test(f)).sort((a, b) => Number(a.split(".")[2]) - Number(b.split(".")[2]));
-    if (v.length) return join(sdk, v.at(-1));
-  }
-  const root = join(cache, "root", "kubernetes-client");
-  if (!existsSync(join(root, "usr/bin/kubectl"))) {
-    const dir = join(cache, "debs");
-    execFileSync("apt-get", ["download", "kubernetes-client"], { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-    const deb = readdirSync(dir).find((f) => f.startsWith("kubernetes-client_"));
-    mkdirSync(root, { recursive: true });
-    execFileSync("dpkg-deb", ["-x", join(dir, deb), root]);
-  }
-  return join(root, "usr/bin/kubectl");
-}
-
 class Mirror {
   constructor(out) {
     this.out = out;
@@ -114,27 +98,55 @@ function artifact({ id, component, version, url, format, binaries, data, when, s
   };
 }
 
-export async function buildMirror({ cache, out, node }) {
+/**
+ * The built components by id (test/e2e/build), each {version (no v), binaries: {name: path}, source}.
+ * Throws when a build failed: the e2e cannot run on anything else.
+ */
+function components(buildCache, say) {
+  const s = buildAll({ cache: buildCache, say });
+  if (s.failed.length) throw new Error(`component builds failed: ${s.failed.join("; ")}`);
+  const byId = {};
+  for (const b of s.builds) {
+    byId[b.id] = {
+      version: b.version.replace(/^v/, ""),
+      source: `${b.module}@${b.version}`,
+      bin: Object.fromEntries(b.binaries.map((x) => [x.name, x.path])),
+      binaries: b.binaries,
+    };
+  }
+  return { byId, summary: s };
+}
+
+export async function buildMirror({ cache, out, node, buildCache = process.env.E2E_BUILD_CACHE ?? "/var/tmp/rk8s-build", say = console.log }) {
+  void node;
   const debs = ensureDebs(cache);
+  const { byId: c, summary } = components(buildCache, say);
   const m = new Mirror(out);
   rmSync(join(out, "files"), { recursive: true, force: true });
+  rmSync(join(out, "manifests"), { recursive: true, force: true });
   mkdirSync(join(out, "manifests"), { recursive: true });
-  const bin = (p, rel) => readFileSync(join(debs[p].root, rel));
-  const src = (p) => `e2e mirror: sha256 of the served file, packed from Debian 12 ${p} ${debs[p].version} (${debs[p].deb})`;
+  const file = (p) => readFileSync(p);
+  const built = (id) => `e2e mirror: sha256 of the served file, packed from ${c[id].source} built with ${summary.goVersion} (test/e2e/build)`;
   const exe = (path, content) => ({ path, content, mode: 0o755 });
   const common = [];
+  const sources = {};
+  const note = (id, names) => {
+    for (const n of names) sources[n] = { source: c[id].source, path: c[id].bin[n], sha256: hex("sha256", file(c[id].bin[n])) };
+  };
 
   // etcd: etcd-v{version}-linux-{arch}/etcd (+ etcdctl), SHA256SUMS next to it.
   {
-    const v = debs["etcd-server"].upstream;
+    const v = c.etcd.version;
     const top = `etcd-v${v}-linux-${ARCH}`;
-    const data = tarGz([{ path: top, type: "dir" }, exe(`${top}/etcd`, bin("etcd-server", "usr/bin/etcd")), exe(`${top}/etcdctl`, bin("etcd-client", "usr/bin/etcdctl"))]);
+    const data = tarGz([{ path: top, type: "dir" }, exe(`${top}/etcd`, file(c.etcd.bin.etcd)), exe(`${top}/etcdctl`, file(c.etcdctl.bin.etcdctl))], 1);
     const url = `https://github.com/etcd-io/etcd/releases/download/v${v}/etcd-v${v}-linux-${ARCH}.tar.gz`;
     m.put(url, data);
     m.put(`https://github.com/etcd-io/etcd/releases/download/v${v}/SHA256SUMS`, `${hex("sha256", data)}  etcd-v${v}-linux-${ARCH}.tar.gz\n`);
+    note("etcd", ["etcd"]);
+    note("etcdctl", ["etcdctl"]);
     common.push(
       artifact({
-        id: "etcd", component: "etcd", version: v, format: "tar.gz", data, source: src("etcd-server"),
+        id: "etcd", component: "etcd", version: v, format: "tar.gz", data, source: `${built("etcd")}; etcdctl from ${c.etcdctl.source}`,
         url: "https://github.com/etcd-io/etcd/releases/download/v{version}/etcd-v{version}-linux-{arch}.tar.gz",
         binaries: [{ name: "etcd", path: "etcd-v{version}-linux-{arch}/etcd" }, { name: "etcdctl", path: "etcd-v{version}-linux-{arch}/etcdctl" }],
         sideFiles: [{ url: "https://github.com/etcd-io/etcd/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" }],
@@ -143,29 +155,32 @@ export async function buildMirror({ cache, out, node }) {
   }
   // containerd: the static tarball's bin/ layout, .sha256sum side file.
   {
-    const v = debs.containerd.upstream;
-    const data = tarGz([{ path: "bin", type: "dir" }, ...["containerd", "containerd-shim-runc-v2", "ctr"].map((b) => exe(`bin/${b}`, bin("containerd", `usr/bin/${b}`)))]);
-    const file = `containerd-static-${v}-linux-${ARCH}.tar.gz`;
-    m.put(`https://github.com/containerd/containerd/releases/download/v${v}/${file}`, data);
-    m.put(`https://github.com/containerd/containerd/releases/download/v${v}/${file}.sha256sum`, `${hex("sha256", data)}  ${file}\n`);
+    const v = c.containerd.version;
+    const names = ["containerd", "containerd-shim-runc-v2", "ctr"];
+    const data = tarGz([{ path: "bin", type: "dir" }, ...names.map((b) => exe(`bin/${b}`, file(c.containerd.bin[b])))], 1);
+    const f = `containerd-static-${v}-linux-${ARCH}.tar.gz`;
+    m.put(`https://github.com/containerd/containerd/releases/download/v${v}/${f}`, data);
+    m.put(`https://github.com/containerd/containerd/releases/download/v${v}/${f}.sha256sum`, `${hex("sha256", data)}  ${f}\n`);
+    note("containerd", names);
     common.push(
       artifact({
-        id: "containerd", component: "containerd", version: v, format: "tar.gz", data, source: src("containerd"), when: { runtime: ["containerd"] },
+        id: "containerd", component: "containerd", version: v, format: "tar.gz", data, source: built("containerd"), when: { runtime: ["containerd"] },
         url: "https://github.com/containerd/containerd/releases/download/v{version}/containerd-static-{version}-linux-{arch}.tar.gz",
-        binaries: ["containerd", "containerd-shim-runc-v2", "ctr"].map((b) => ({ name: b, path: `bin/${b}` })),
+        binaries: names.map((b) => ({ name: b, path: `bin/${b}` })),
         sideFiles: [{ url: "https://github.com/containerd/containerd/releases/download/v{version}/containerd-static-{version}-linux-{arch}.tar.gz.sha256sum", algorithm: "sha256" }],
       }),
     );
   }
   // runc: a bare binary runc.{arch}, runc.sha256sum.
   {
-    const v = debs.runc.upstream;
-    const data = bin("runc", "usr/sbin/runc");
+    const v = c.runc.version;
+    const data = file(c.runc.bin.runc);
     m.put(`https://github.com/opencontainers/runc/releases/download/v${v}/runc.${ARCH}`, data);
     m.put(`https://github.com/opencontainers/runc/releases/download/v${v}/runc.sha256sum`, `${hex("sha256", data)}  runc.${ARCH}\n`);
+    note("runc", ["runc"]);
     common.push(
       artifact({
-        id: "runc", component: "runc", version: v, format: "binary", data, source: src("runc"), when: { runtime: ["containerd"] },
+        id: "runc", component: "runc", version: v, format: "binary", data, source: built("runc"), when: { runtime: ["containerd"] },
         url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.{arch}", binaries: [{ name: "runc" }],
         sideFiles: [{ url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.sha256sum", algorithm: "sha256" }],
       }),
@@ -173,90 +188,122 @@ export async function buildMirror({ cache, out, node }) {
   }
   // CNI plugins: ./<plugin> at the top of the tgz, .sha256 side file.
   {
-    const v = debs["containernetworking-plugins"].upstream;
-    const data = tarGz([{ path: "./", type: "dir" }, ...CNI.map((p) => exe(`./${p}`, bin("containernetworking-plugins", `usr/lib/cni/${p}`)))]);
-    const file = `cni-plugins-linux-${ARCH}-v${v}.tgz`;
-    m.put(`https://github.com/containernetworking/plugins/releases/download/v${v}/${file}`, data);
-    m.put(`https://github.com/containernetworking/plugins/releases/download/v${v}/${file}.sha256`, `${hex("sha256", data)}  ${file}\n`);
+    const v = c["cni-plugins"].version;
+    const data = tarGz([{ path: "./", type: "dir" }, ...CNI.map((p) => exe(`./${p}`, file(c["cni-plugins"].bin[p])))], 1);
+    const f = `cni-plugins-linux-${ARCH}-v${v}.tgz`;
+    m.put(`https://github.com/containernetworking/plugins/releases/download/v${v}/${f}`, data);
+    m.put(`https://github.com/containernetworking/plugins/releases/download/v${v}/${f}.sha256`, `${hex("sha256", data)}  ${f}\n`);
+    note("cni-plugins", CNI);
     common.push(
       artifact({
-        id: "cni-plugins", component: "cni-plugins", version: v, format: "tar.gz", data, source: src("containernetworking-plugins"),
+        id: "cni-plugins", component: "cni-plugins", version: v, format: "tar.gz", data, source: built("cni-plugins"),
         url: "https://github.com/containernetworking/plugins/releases/download/v{version}/cni-plugins-linux-{arch}-v{version}.tgz",
         binaries: CNI.map((p) => ({ name: p, path: `./${p}`, dir: "cni" })),
         sideFiles: [{ url: "https://github.com/containernetworking/plugins/releases/download/v{version}/cni-plugins-linux-{arch}-v{version}.tgz.sha256", algorithm: "sha256" }],
       }),
     );
   }
-  // RootlessKit: rootlesskit-x86_64.tar.gz with rootlesskit and rootlessctl at the top, SHA256SUMS.
+  // crictl: crictl-v{version}-linux-{arch}.tar.gz with crictl at the top, .sha256 side file.
   {
-    const v = debs.rootlesskit.upstream;
-    const data = tarGz([exe("rootlesskit", bin("rootlesskit", "usr/bin/rootlesskit")), exe("rootlessctl", bin("rootlesskit", "usr/bin/rootlessctl"))]);
-    m.put(`https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/rootlesskit-x86_64.tar.gz`, data);
-    const slirp = bin("slirp4netns", "usr/bin/slirp4netns");
-    const sv = debs.slirp4netns.upstream;
-    m.put(`https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/SHA256SUMS`, `${hex("sha256", data)}  rootlesskit-x86_64.tar.gz\n`);
-    m.put(`https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/slirp4netns-x86_64`, slirp);
-    m.put(`https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/SHA256SUMS`, `${hex("sha256", slirp)}  slirp4netns-x86_64\nSOURCE_DATE_EPOCH=0\n`);
+    const v = c.crictl.version;
+    const data = tarGz([exe("crictl", file(c.crictl.bin.crictl))], 1);
+    const f = `crictl-v${v}-linux-${ARCH}.tar.gz`;
+    m.put(`https://github.com/kubernetes-sigs/cri-tools/releases/download/v${v}/${f}`, data);
+    m.put(`https://github.com/kubernetes-sigs/cri-tools/releases/download/v${v}/${f}.sha256`, `${hex("sha256", data)}  ${f}\n`);
+    note("crictl", ["crictl"]);
     common.push(
       artifact({
-        id: "rootlesskit", component: "rootlesskit", version: v, format: "tar.gz", data, source: src("rootlesskit"), archToken: "x86_64",
+        id: "crictl", component: "crictl", version: v, format: "tar.gz", data, source: built("crictl"),
+        url: "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz",
+        binaries: [{ name: "crictl", path: "crictl" }],
+        sideFiles: [{ url: "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz.sha256", algorithm: "sha256" }],
+      }),
+    );
+  }
+  // RootlessKit: rootlesskit-x86_64.tar.gz with rootlesskit and rootlessctl at the top, SHA256SUMS;
+  // slirp4netns (C, no Go module): Debian's, as slirp4netns-x86_64.
+  {
+    const v = c.rootlesskit.version;
+    const data = tarGz([exe("rootlesskit", file(c.rootlesskit.bin.rootlesskit)), exe("rootlessctl", file(c.rootlesskit.bin.rootlessctl))], 1);
+    m.put(`https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/rootlesskit-x86_64.tar.gz`, data);
+    m.put(`https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/SHA256SUMS`, `${hex("sha256", data)}  rootlesskit-x86_64.tar.gz\n`);
+    note("rootlesskit", ["rootlesskit", "rootlessctl"]);
+    const slirp = file(join(debs.slirp4netns.root, "usr/bin/slirp4netns"));
+    const sv = debs.slirp4netns.upstream;
+    m.put(`https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/slirp4netns-x86_64`, slirp);
+    m.put(`https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/SHA256SUMS`, `${hex("sha256", slirp)}  slirp4netns-x86_64\nSOURCE_DATE_EPOCH=0\n`);
+    sources.slirp4netns = { source: `Debian 12 slirp4netns ${debs.slirp4netns.version} (${debs.slirp4netns.deb})`, sha256: hex("sha256", slirp) };
+    common.push(
+      artifact({
+        id: "rootlesskit", component: "rootlesskit", version: v, format: "tar.gz", data, source: built("rootlesskit"), archToken: "x86_64",
         url: "https://github.com/rootless-containers/rootlesskit/releases/download/v{version}/rootlesskit-{arch}.tar.gz",
         binaries: [{ name: "rootlesskit", path: "rootlesskit" }, { name: "rootlessctl", path: "rootlessctl" }],
         sideFiles: [{ url: "https://github.com/rootless-containers/rootlesskit/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" }],
       }),
       artifact({
-        id: "slirp4netns", component: "slirp4netns", version: sv, format: "binary", data: slirp, source: src("slirp4netns"), when: { network: ["slirp4netns"] }, archToken: "x86_64",
+        id: "slirp4netns", component: "slirp4netns", version: sv, format: "binary", data: slirp, archToken: "x86_64", when: { network: ["slirp4netns"] },
+        source: `e2e mirror: sha256 of the served file, Debian 12 slirp4netns ${debs.slirp4netns.version} (${debs.slirp4netns.deb}; no Go module serves it)`,
         url: "https://github.com/rootless-containers/slirp4netns/releases/download/v{version}/slirp4netns-{arch}", binaries: [{ name: "slirp4netns" }],
         sideFiles: [{ url: "https://github.com/rootless-containers/slirp4netns/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" }],
       }),
     );
   }
-  // Kubernetes: the doubles (and a real kubectl) as kubernetes/server/bin/* of the server tarball,
-  // pinned by sha512 like upstream's release notes, with the .sha512 side file dl.k8s.io has.
-  const kubectl = readFileSync(findKubectl(cache));
+  // Kubernetes: kubernetes/server/bin/* of the server tarball, pinned by sha512 like upstream's
+  // release notes, with the .sha512 side file dl.k8s.io has.
+  const k8sIds = Object.keys(c).filter((id) => /^kubernetes-\d+\.\d+$/.test(id)).sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1]));
+  if (k8sIds.length < 2) throw new Error(`the test manifest must build two Kubernetes minors (found ${k8sIds.join(", ")})`);
+  const [older, newer] = k8sIds.slice(-2).map((id) => c[id]);
+  const [nmaj, nmin, npatch] = newer.version.split(".").map(Number);
+  const sets = [
+    { version: older.version, k: older, fault: "" },
+    { version: newer.version, k: newer, fault: "" },
+    { version: `${nmaj}.${nmin}.${npatch + 1}`, k: newer, fault: "apiserver-exit" },
+  ];
+  for (const id of k8sIds) for (const n of K8S) sources[`${n}@${c[id].version}`] = { source: c[id].source, path: c[id].bin[n], sha256: hex("sha256", file(c[id].bin[n])) };
   const written = [];
-  for (const set of SETS) {
-    const dir = join(cache, "doubles", `v${set.k8s}${set.fault ? `-${set.fault}` : ""}`);
-    rmSync(dir, { recursive: true, force: true });
-    await buildDoubles({ out: dir, version: `v${set.k8s}`, node, fault: set.fault });
-    const names = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"];
+  for (const set of sets) {
+    const content = (n) => (set.fault === "apiserver-exit" && n === "kube-apiserver" ? BROKEN_APISERVER : file(set.k.bin[n]));
     const data = tarGz(
       [
         { path: "kubernetes", type: "dir" },
         { path: "kubernetes/server", type: "dir" },
         { path: "kubernetes/server/bin", type: "dir" },
-        ...names.map((n) => exe(`kubernetes/server/bin/${n}`, readFileSync(join(dir, n)))),
-        exe("kubernetes/server/bin/kubectl", kubectl),
+        ...K8S.map((n) => exe(`kubernetes/server/bin/${n}`, content(n))),
       ],
       1,
     );
-    const url = `https://dl.k8s.io/v${set.k8s}/kubernetes-server-linux-${ARCH}.tar.gz`;
+    const url = `https://dl.k8s.io/v${set.version}/kubernetes-server-linux-${ARCH}.tar.gz`;
     m.put(url, data);
     m.put(`${url}.sha512`, hex("sha512", data));
     const k8s = artifact({
-      id: "kubernetes-server", component: "kubernetes", version: set.k8s, format: "tar.gz", data, alg: "sha512",
-      source: `e2e mirror: sha512 of the served file: test doubles v${set.k8s}${set.fault ? ` (fault: ${set.fault})` : ""} (test/doubles) and a real kubectl`,
+      id: "kubernetes-server", component: "kubernetes", version: set.version, format: "tar.gz", data, alg: "sha512",
+      source: set.fault
+        ? `e2e mirror: sha512 of the served file: ${set.k.source}, its kube-apiserver replaced by one that exits (rollback test)`
+        : `e2e mirror: sha512 of the served file, packed from ${set.k.source} built with ${summary.goVersion} (test/e2e/build)`,
       url: "https://dl.k8s.io/v{version}/kubernetes-server-linux-{arch}.tar.gz",
-      binaries: [...names, "kubectl"].map((n) => ({ name: n, path: `kubernetes/server/bin/${n}` })),
+      binaries: K8S.map((n) => ({ name: n, path: `kubernetes/server/bin/${n}` })),
       sideFiles: [{ url: "https://dl.k8s.io/v{version}/kubernetes-server-linux-{arch}.tar.gz.sha512", algorithm: "sha512" }],
     });
     const manifest = {
       schema: 1,
-      name: `rootless-k8s e2e: Kubernetes ${set.k8s} (test doubles) with Debian 12 components`,
+      name: `rootless-k8s e2e: Kubernetes ${set.version}${set.fault ? " (broken release: kube-apiserver exits)" : ""}, components built from their Go modules`,
       description: "Served by test/e2e/mirror from 127.0.0.1; every checksum is that of the served file.",
       artifacts: [k8s.json, ...common.map((a) => a.json)],
     };
-    const file = join(out, "manifests", `k8s-${set.k8s}.json`);
-    writeFileSync(file, JSON.stringify(manifest, null, 2) + "\n");
-    written.push(file);
+    const f = join(out, "manifests", `k8s-${set.version}.json`);
+    writeFileSync(f, JSON.stringify(manifest, null, 2) + "\n");
+    written.push(f);
   }
-  // Two minors ahead: never downloaded (the skew check refuses first), so its file is not served.
+  // Two minors ahead of the install set: never downloaded (the skew check refuses first), not served.
+  const skewVersion = `${nmaj}.${nmin + 2}.0`;
   const skew = JSON.parse(readFileSync(written[1], "utf8"));
-  skew.name = "rootless-k8s e2e: Kubernetes 1.39.0 (not served: the skew check must refuse it)";
-  skew.artifacts[0].version = "1.39.0";
-  writeFileSync(join(out, "manifests", "k8s-1.39.0.json"), JSON.stringify(skew, null, 2) + "\n");
-  writeFileSync(join(out, "versions.json"), JSON.stringify(Object.fromEntries(Object.entries(debs).map(([k, v]) => [k, v.version])), null, 2) + "\n");
-  return { manifests: written, busybox: join(debs["busybox-static"].root, "bin/busybox") };
+  skew.name = `rootless-k8s e2e: Kubernetes ${skewVersion} (not served: the skew check must refuse it)`;
+  skew.artifacts[0].version = skewVersion;
+  writeFileSync(join(out, "manifests", `k8s-${skewVersion}.json`), JSON.stringify(skew, null, 2) + "\n");
+  const versions = { install: older.version, upgrade: newer.version, broken: sets[2].version, skew: skewVersion };
+  writeFileSync(join(out, "versions.json"), JSON.stringify(versions, null, 2) + "\n");
+  writeFileSync(join(out, "sources.json"), JSON.stringify({ goVersion: summary.goVersion, buildSeconds: summary.seconds, built: summary.built, cached: summary.cached, binaries: sources }, null, 2) + "\n");
+  return { manifests: written, versions, busybox: join(debs["busybox-static"].root, "bin/busybox"), summary };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

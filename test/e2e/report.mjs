@@ -1,0 +1,72 @@
+// Writes test/e2e/out/report.json from one `make e2e` run: per route its mode, the Node's
+// status.nodeInfo as the real API server returned it, each scenario with pass or fail and its
+// seconds; and for the run each binary's path, sha256, first `--version` line and source
+// (module@version or Debian package), and the component build time.
+//
+//   node test/e2e/report.mjs --opt /opt/rk8s-e2e --build-cache /var/tmp/rk8s-build --out FILE \
+//        [--route host=REPORT.jsonl] [--route vm=REPORT.jsonl] [--prepare-seconds N]
+//
+// A route's REPORT.jsonl is written by scenarios.sh (one JSON object per line). Prints a summary
+// table (Markdown) of what it wrote.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: { opt: { type: "string" }, "build-cache": { type: "string" }, out: { type: "string" }, route: { type: "string", multiple: true }, "prepare-seconds": { type: "string" } },
+});
+if (!values.opt || !values.out) {
+  console.error("usage: report.mjs --opt DIR --out FILE [--build-cache DIR] [--route NAME=FILE.jsonl]...");
+  process.exit(2);
+}
+const readJson = (f, fallback) => (existsSync(f) ? JSON.parse(readFileSync(f, "utf8")) : fallback);
+const sources = readJson(join(values.opt, "mirror", "sources.json"), { binaries: {} });
+const versions = readJson(join(values.opt, "mirror", "versions.json"), {});
+const builds = values["build-cache"] ? readJson(join(values["build-cache"], "builds.json"), null) : null;
+const images = readJson(join(values.opt, "images", "images.json"), []);
+
+// First --version line of each binary, from the builder's record (it ran each one).
+const versionLine = new Map();
+for (const b of builds?.builds ?? []) for (const x of b.binaries) versionLine.set(x.path, x.version);
+
+const binaries = Object.entries(sources.binaries ?? {}).map(([name, b]) => ({ name, path: b.path ?? null, sha256: b.sha256, version: b.path ? (versionLine.get(b.path) ?? null) : null, source: b.source }));
+
+const routes = {};
+for (const spec of values.route ?? []) {
+  const [name, file] = spec.split("=");
+  const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return { unparsed: l }; } }) : [];
+  const scenarios = lines.filter((l) => l.scenario).map(({ scenario, result, failed, seconds }) => ({ scenario, result, failed, seconds }));
+  const node = lines.find((l) => l.nodeInfo);
+  const mode = lines.find((l) => l.mode)?.mode ?? null;
+  routes[name] = {
+    mode,
+    ran: lines.length > 0,
+    nodeInfo: node?.nodeInfo ?? null,
+    labels: node ? Object.fromEntries(Object.entries(node.labels ?? {}).filter(([k]) => k.startsWith("rootless-k8s.io/"))) : null,
+    scenarios,
+    passed: scenarios.filter((s) => s.result === "pass").length,
+    failed: scenarios.filter((s) => s.result !== "pass").length,
+  };
+}
+
+const report = {
+  generated: new Date().toISOString(),
+  versions,
+  build: builds ? { goVersion: builds.goVersion, seconds: builds.seconds, built: builds.built, cached: builds.cached, perComponent: Object.fromEntries(builds.builds.map((b) => [b.id, { source: `${b.module}@${b.version}`, seconds: b.seconds }])) } : null,
+  prepareSeconds: values["prepare-seconds"] ? Number(values["prepare-seconds"]) : null,
+  binaries,
+  images,
+  routes,
+};
+mkdirSync(dirname(values.out), { recursive: true });
+writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
+
+const rows = [];
+for (const [name, r] of Object.entries(routes)) {
+  const ni = r.nodeInfo ?? {};
+  rows.push(`| ${name} | ${r.mode ?? "?"} | ${ni.kubeletVersion ?? "-"} | ${ni.containerRuntimeVersion ?? "-"} | ${r.passed}/${r.scenarios.length} | ${r.scenarios.filter((s) => s.result !== "pass").map((s) => s.scenario).join(", ") || "none"} |`);
+}
+console.log(`report: ${values.out}`);
+console.log("| route | mode | kubelet | runtime | scenarios passed | failed |");
+console.log("|---|---|---|---|---|---|");
+for (const r of rows) console.log(r);
