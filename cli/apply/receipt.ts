@@ -1,7 +1,7 @@
 // The receipt (~/.local/share/rootless-k8s/receipt.json): what this tool put on the machine. Every
 // file and unit written, with its hash and mode; the version sets with their binaries; the folders
 // we created; the plan, versions and mode. Install compares against it to change only what changed;
-// uninstall removes only what it lists (or what lies under the tool's own folders).
+// uninstall removes only what it lists inside the tool's own folders (cli/apply/trust.ts).
 // It is written BEFORE each change (with what is about to be written) and again after, so an
 // interrupted run leaves a receipt that covers everything it may have touched.
 import { promises as fsp } from "node:fs";
@@ -9,6 +9,7 @@ import * as path from "node:path";
 import { UserError } from "../errors";
 import { toolDir } from "../xdg";
 import { ensureDir, writeFileAtomic } from "./files";
+import { checkReceiptOwnership } from "./trust";
 
 export const RECEIPT_SCHEMA = 1;
 
@@ -96,10 +97,15 @@ export function receiptPath(stateRoot: string): string {
   return path.join(stateRoot, "receipt.json");
 }
 
-/** Reads the receipt; null when there is none. A damaged receipt is a clear error, never a guess. */
+/**
+ * Reads the receipt; null when there is none. A damaged receipt is a clear error, never a guess; so is
+ * one that someone else could have written (not the user's, writable by others, or in a folder
+ * writable by others): what it lists would be removed on its word.
+ */
 export async function readReceipt(file: string): Promise<Receipt | null> {
   let text: string;
   try {
+    checkReceiptOwnership(file);
     text = await fsp.readFile(file, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;

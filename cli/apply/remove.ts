@@ -1,5 +1,5 @@
-// Removal that cannot go astray. A path is removed only when the receipt lists it or it lies below
-// one of the tool's own folders, and those folders must themselves be named for the tool. Files owned
+// Removal primitives. What may be removed at all is judged before any of these run (cli/apply/trust.ts:
+// listed by the receipt AND inside the tool's own folders computed from the environment). Files owned
 // by sub-UIDs (containers' root filesystems, etcd data written inside the namespace) are removed from
 // inside a fresh user namespace mapped with the user's subordinate ids, as `rootlesskit rm -rf` does.
 import { spawn } from "node:child_process";
@@ -8,40 +8,6 @@ import * as path from "node:path";
 import { InterruptedError, UserError } from "../errors";
 import { runCommand } from "../host/host";
 import { isWithin } from "./files";
-import type { OwnedRoots, Receipt } from "./receipt";
-import { listedPaths } from "./receipt";
-
-const TOOL = "rootless-k8s";
-
-/**
- * The owned folders must be plausible before anything below them is removed: absolute, at least two
- * levels deep, never the home folder or one of its parents, and named for the tool (or inside the
- * --prefix the user chose). A damaged or hand-edited receipt cannot aim uninstall at $HOME.
- */
-export function checkOwnedRoots(roots: OwnedRoots, where: { home: string; prefix: string | null }): void {
-  for (const [name, p] of Object.entries(roots)) {
-    if (p === undefined) continue;
-    const abs = path.resolve(p);
-    const depth = abs.split("/").filter(Boolean).length;
-    const named = abs.split("/").some((s) => s.includes(TOOL)) || (where.prefix !== null && isWithin(abs, where.prefix) && abs !== path.resolve(where.home));
-    if (!path.isAbsolute(p) || depth < 2 || isWithin(where.home, abs) || !named) {
-      throw new UserError(`refusing to remove files: the receipt's ${name} folder "${p}" is not a rootless-k8s folder`, {
-        fix: "the receipt is damaged; remove the node's files by hand",
-      });
-    }
-  }
-}
-
-export function ownedRootList(roots: OwnedRoots): string[] {
-  return Object.values(roots).filter((p): p is string => typeof p === "string");
-}
-
-/** True when `p` may be removed: listed by the receipt, or at/below one of the tool's own folders. */
-export function mayRemove(p: string, receipt: Pick<Receipt, "roots"> & Partial<Receipt>, listed?: Set<string>): boolean {
-  const abs = path.resolve(p);
-  if (listed?.has(abs) ?? (receipt.files ? listedPaths(receipt as Receipt).has(abs) : false)) return true;
-  return ownedRootList(receipt.roots).some((root) => isWithin(abs, root));
-}
 
 export interface SubIdRange {
   start: number;
@@ -97,7 +63,7 @@ export function idMapArgs(pid: number, own: number, ranges: SubIdRange[]): strin
 
 /**
  * `rm -rf` of `paths` as root of a fresh user namespace that maps our uid to 0 and the subordinate
- * ids above it, so files owned by sub-UIDs can go. The paths must already have passed `mayRemove`.
+ * ids above it, so files owned by sub-UIDs can go. The paths must already have passed cli/apply/trust.ts.
  */
 export async function removeInUserNamespace(paths: string[], id: UsernsIdentity, signal?: AbortSignal): Promise<void> {
   if (!paths.length) return;

@@ -2,8 +2,9 @@
 // reset-failed), binaries, configuration, helper scripts, logs and runtime state; keep the data and
 // the PKI. --purge removes those too, and the download cache, including files owned by sub-UIDs
 // (removed from inside a user namespace, as `rootlesskit rm -rf` would). Idempotent: it works after
-// a partial or failed install, and a second run finds nothing to do. It never removes a path the
-// receipt does not list or that lies outside the tool's own folders.
+// a partial or failed install, and a second run finds nothing to do. It removes a file only when
+// the receipt lists it AND it lies inside the tool's own folders (computed from the environment and
+// --prefix, never from the receipt: cli/apply/trust.ts), and keeps a listed file whose content changed.
 import { promises as fsp } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
@@ -11,11 +12,12 @@ import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Context } from "../commands/registry";
 import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
-import { exists, isWithin, writeFileAtomic } from "./files";
-import { allUnits, rootsOf } from "./node";
+import { exists, hashFile, isWithin, writeFileAtomic } from "./files";
+import { allUnits } from "./node";
 import { readReceipt, receiptLocation, writeReceipt, type KubeconfigMerge, type Receipt } from "./receipt";
-import { checkOwnedRoots, currentIdentity, mayRemove, removeEmptyDirs, removeTrees } from "./remove";
+import { currentIdentity, removeEmptyDirs, removeTrees } from "./remove";
 import { systemdUser } from "./systemd";
+import { checkReceiptPaths, mayRemoveEmptyDir, mayRemovePath, ownFolders, resolvedPath, type OwnFolders } from "./trust";
 
 export interface UninstallOptions {
   purge: boolean;
@@ -40,12 +42,14 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
     out.out(`Nothing to uninstall: no node is installed for this user (no receipt at ${file}).`);
     return ExitCode.Ok;
   }
-  // The receipt's folders are judged against what the receipt cannot vouch for itself: the user's
-  // home and the --prefix given now (never the receipt's own plan, which could name any prefix).
+  // Everything the receipt names is judged against what the receipt cannot vouch for itself: the
+  // tool's folders computed from the environment and the --prefix given now (never the receipt's
+  // own plan, which could name any prefix). A path that fails stops the run before anything changes.
   const home = ctx.env.HOME || homedir();
-  checkOwnedRoots(receipt.roots, { home, prefix: o.prefix ? path.resolve(o.prefix) : null });
+  const own = ownFolders(ctx.env, o.prefix ? path.resolve(o.prefix) : null);
+  checkReceiptPaths(receipt, own);
   if (receipt.state === "uninstalled" && !o.purge) {
-    out.out(`The node is already uninstalled; its data is kept in ${receipt.roots.data} and ${receipt.roots.pki}.`);
+    out.out(`The node is already uninstalled; its data is kept in ${own.roots.data} and ${own.roots.pki}.`);
     out.out("Remove those too with: rootless-k8s uninstall --purge");
     return ExitCode.Ok;
   }
@@ -69,11 +73,11 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s uninstall" });
   let report: UninstallReport;
   try {
-    report = await removeNode(ctx, receipt, file, o.purge, lock.dir);
+    report = await removeNode(ctx, receipt, file, o.purge, lock.dir, own);
   } finally {
     await lock.release();
   }
-  if (o.purge) await removeEmptyDirs(receipt.roots.state, path.dirname(receipt.roots.state)).catch(() => {});
+  if (o.purge) await removeEmptyDirs(own.roots.state, path.dirname(own.roots.state)).catch(() => {});
   out.out(`Uninstalled: ${report.stoppedUnits.length} units stopped, ${report.removed.length} paths removed.`);
   for (const n of report.notes) out.err(`${out.errStyle.yellow("note:")} ${n}`);
   if (report.kept.length) {
@@ -83,24 +87,53 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
   return ExitCode.Ok;
 }
 
-/** Stops the units, then removes what the receipt lists and the tool's folders (but data/PKI unless purge). */
-export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: string, purge: boolean, lockDir: string): Promise<UninstallReport> {
+/**
+ * Stops the units, then removes what the receipt lists and the tool's own folders (but data/PKI unless
+ * purge). `own`: the tool's folders computed from the environment; the receipt has passed
+ * checkReceiptPaths against them.
+ */
+export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: string, purge: boolean, lockDir: string, own: OwnFolders): Promise<UninstallReport> {
   const plan = receipt.plan as Plan | null;
   const systemd = systemdUser({ env: ctx.env });
   const removed: string[] = [];
+  const notes: string[] = [];
+  const keptFiles: string[] = [];
+  const trees = [...Object.values(own.roots), own.cache].map((t) => resolvedPath(t));
+  // A whole tree goes only when it is one of the tool's own folders or lies inside one.
   const gone = async (paths: string[]) => {
     const present: string[] = [];
     for (const p of paths) {
-      if (!mayRemove(p, receipt)) throw new UserError(`refusing to remove ${p}: neither listed in the receipt nor below the tool's folders`);
+      const r = resolvedPath(p);
+      if (!trees.some((t) => isWithin(r, t))) throw new UserError(`refusing to remove ${p}: it is not inside the tool's own folders`);
       if (await exists(p)) present.push(p);
     }
     await removeTrees(present, currentIdentity, ctx.signal);
     removed.push(...present);
   };
+  // A listed file goes when it is still the file the tool wrote (same sha256); a folder never.
+  const goneListed = async (files: Receipt["files"]) => {
+    for (const f of files) {
+      if (!mayRemovePath(f.path, own)) throw new UserError(`refusing to remove ${f.path}: it lies outside the tool's own folders`);
+      const st = await fsp.lstat(f.path).catch(() => null);
+      if (!st) continue;
+      if (st.isDirectory()) {
+        notes.push(`kept ${f.path}: the receipt lists it as a file, but it is a folder`);
+        keptFiles.push(f.path);
+        continue;
+      }
+      if (st.isFile() && f.sha256 && (await hashFile(f.path)) !== f.sha256) {
+        notes.push(`kept ${f.path}: changed since rootless-k8s wrote it (remove it by hand if you do not need it)`);
+        keptFiles.push(f.path);
+        continue;
+      }
+      await fsp.rm(f.path, { force: true });
+      removed.push(f.path);
+    }
+  };
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
   await systemd.ensureReachable();
-  const ours = plan ? allUnits(plan).filter((u) => !(plan.runtime.name === "docker" && u === plan.units.owner)) : receipt.units;
+  const ours = (plan ? allUnits(plan).filter((u) => !(plan.runtime.name === "docker" && u === plan.units.owner)) : receipt.units).filter((u) => /^[A-Za-z0-9@:._-]+$/.test(u));
   const loaded = [];
   for (const u of ours) if ((await systemd.state(u)).loadState !== "not-found") loaded.push(u);
   if (loaded.length) {
@@ -109,30 +142,32 @@ export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: st
   }
 
   // 2. Unit files and every other rendered file, except the PKI (kept unless purge).
+  // Under --purge the config folder goes whole below, so only the files outside it are judged one by one.
   const files = receipt.files.filter((f) => purge || f.kind !== "pki");
-  await gone(files.map((f) => f.path));
-  const unitDir = plan?.paths.unitDir;
-  if (unitDir) await removeUnitLinks(unitDir, ours, receipt, removed);
+  await goneListed(purge ? files.filter((f) => !isWithin(resolvedPath(f.path), resolvedPath(own.roots.config))) : files);
+  await removeUnitLinks(own.unitDir, ours, receipt, removed);
   await systemd.daemonReload().catch(() => {});
   await systemd.resetFailed(ours);
 
   // 3. Binaries (every version set), helper scripts, logs and runtime state: never data.
-  const r = receipt.roots;
-  await gone([r.versions, ...(r.libexec ? [r.libexec] : []), ...(r.logs ? [r.logs] : []), r.runtime]);
+  // These are the tool's own folders (computed, never taken from the receipt), removed whole.
+  const r = own.roots;
+  await gone([r.versions, r.libexec, r.logs, r.runtime]);
 
-  // 4. The config folder, keeping the PKI (unless purge); the data (unless purge).
+  // 4. The config folder: with --purge whole; otherwise its listed files went above, and what is left
+  //    of it goes only when empty (the PKI and any file the user put there stay).
   const keepPki = !purge && (await exists(r.pki));
-  const configLeft = (await fsp.readdir(r.config).catch(() => [] as string[])).map((n) => path.join(r.config, n)).filter((p) => !(keepPki && p === r.pki));
-  await gone(configLeft);
-  if (!keepPki) await gone([r.config]);
+  if (purge) await gone([r.config]);
+  else await removeEmptyTree(r.config, [r.pki]);
   if (purge) {
     await gone([r.data]);
-    if (plan) await removeCache(plan.paths.cacheDir, removed);
+    if (await exists(own.cache)) await gone([own.cache]);
   }
-  const note = receipt.kubeconfigMerge ? await unmergeKubeconfig(receipt.kubeconfigMerge, ctx.env.HOME || homedir(), removed) : null;
+  const note = receipt.kubeconfigMerge ? await unmergeKubeconfig({ ...receipt.kubeconfigMerge, file: own.kubeconfig }, own.home, removed) : null;
+  if (note) notes.push(note);
 
   // 5. The receipt: gone with a purge; otherwise it records what was kept, for a later --purge.
-  const kept = [...(!purge && (await exists(r.data)) ? [r.data] : []), ...(keepPki ? [r.pki] : [])];
+  const kept = [...(!purge && (await exists(r.data)) ? [r.data] : []), ...(keepPki ? [r.pki] : []), ...keptFiles];
   if (purge) {
     const leftovers = (await fsp.readdir(r.state).catch(() => [] as string[])).map((n) => path.join(r.state, n)).filter((p) => p !== lockDir && p !== receiptFile);
     await gone(leftovers);
@@ -146,13 +181,13 @@ export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: st
       current: null,
       previous: null,
       kubeconfigMerge: null,
-      roots: plan ? rootsOf(plan) : receipt.roots,
+      roots: own.roots,
     });
     // Folders only this node used (its libexec, versions) are gone; keep the state root for the receipt.
   }
-  for (const d of receipt.createdDirs) await removeEmptyDirs(d, path.dirname(d)).catch(() => {});
-  if (plan) await removeEmptyDirs(path.dirname(plan.paths.logDir), plan.paths.home).catch(() => {});
-  return { removed, kept, stoppedUnits: loaded, notes: note ? [note] : [] };
+  for (const d of receipt.createdDirs.filter((d) => mayRemoveEmptyDir(d, own))) await removeEmptyDirs(d, path.dirname(d)).catch(() => {});
+  await removeEmptyDirs(own.state, own.home).catch(() => {});
+  return { removed, kept, stoppedUnits: loaded, notes };
 }
 
 /** Links `systemctl enable` made (default.target.wants/…) for our units, when they are still there. */
@@ -171,10 +206,12 @@ async function removeUnitLinks(unitDir: string, units: string[], receipt: Receip
   }
 }
 
-async function removeCache(dir: string, removed: string[]): Promise<void> {
-  if (!dir.split("/").some((s) => s.includes("rootless-k8s")) || !(await exists(dir))) return;
-  await fsp.rm(dir, { recursive: true, force: true });
-  removed.push(dir);
+/** Removes the empty folders of `dir` bottom-up (never a folder of `keep`, nor anything that is not a folder). */
+async function removeEmptyTree(dir: string, keep: string[]): Promise<void> {
+  const st = await fsp.lstat(dir).catch(() => null);
+  if (!st?.isDirectory() || keep.includes(dir)) return;
+  for (const n of await fsp.readdir(dir).catch(() => [] as string[])) await removeEmptyTree(path.join(dir, n), keep);
+  await fsp.rmdir(dir).catch(() => {});
 }
 
 /**

@@ -5,48 +5,55 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSyn
 import { join } from "node:path";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
-import { checkOwnedRoots, idMapArgs, mayRemove, removeEmptyDirs, removeInUserNamespace, subIdRanges } from "../../../cli/apply/remove";
-import type { OwnedRoots } from "../../../cli/apply/receipt";
+import { idMapArgs, removeEmptyDirs, removeInUserNamespace, subIdRanges } from "../../../cli/apply/remove";
+import type { OwnedRoots, Receipt } from "../../../cli/apply/receipt";
+import { checkReceiptPaths, mayRemovePath, ownFolders } from "../../../cli/apply/trust";
 import { ExitCode, InterruptedError, UserError } from "../../../cli/errors";
 import { REPO } from "../../helpers/cli";
 import { tempDir } from "../../helpers/temp";
 import { testUser } from "../../helpers/user";
 
 const H = "/home/u";
-const roots: OwnedRoots = {
-  state: `${H}/.local/share/rootless-k8s`,
-  data: `${H}/.local/share/rootless-k8s/data`,
-  config: `${H}/.config/rootless-k8s`,
-  pki: `${H}/.config/rootless-k8s/pki`,
-  runtime: "/run/user/1000/rootless-k8s",
-  versions: `${H}/.local/share/rootless-k8s/versions`,
-};
+const env = { HOME: H, XDG_RUNTIME_DIR: "/run/user/1000" };
+const own = ownFolders(env, null, 1000);
+const roots: OwnedRoots = own.roots;
+const receipt = (over: Partial<Receipt> = {}): Receipt =>
+  ({ roots, files: [{ path: `${H}/.config/systemd/user/rootless-k8s.target`, sha256: "x", mode: 0o644, kind: "unit" }], sets: {}, currentLink: `${roots.versions}/current`, kubeconfigMerge: null, ...over }) as unknown as Receipt;
 
-describe("mayRemove", () => {
-  const receipt = { roots, files: [{ path: `${H}/.config/systemd/user/rootless-k8s.target`, sha256: "x", mode: 0o644, kind: "unit" as const }], sets: {}, currentLink: `${roots.versions}/current` };
-  it("allows listed files and anything below the tool's own folders", () => {
-    expect(mayRemove(`${H}/.config/systemd/user/rootless-k8s.target`, receipt)).toBe(true);
-    expect(mayRemove(`${roots.data}/etcd/member`, receipt)).toBe(true);
-    expect(mayRemove("/run/user/1000/rootless-k8s/containerd", receipt)).toBe(true);
+describe("mayRemovePath", () => {
+  it("allows our unit files and paths strictly inside the tool's own folders", () => {
+    expect(mayRemovePath(`${H}/.config/systemd/user/rootless-k8s.target`, own)).toBe(true);
+    expect(mayRemovePath(`${roots.data}/etcd/member`, own)).toBe(true);
+    expect(mayRemovePath("/run/user/1000/rootless-k8s/containerd", own)).toBe(true);
   });
   it("refuses everything else, .. tricks included", () => {
-    expect(mayRemove(`${H}/.config/systemd/user/other.service`, receipt)).toBe(false);
-    expect(mayRemove(H, receipt)).toBe(false);
-    expect(mayRemove(`${roots.data}/../../../..`, receipt)).toBe(false);
-    expect(mayRemove(`${H}/.local/share/rootless-k8s-other`, receipt)).toBe(false);
+    expect(mayRemovePath(`${H}/.config/systemd/user/other.service`, own)).toBe(false);
+    expect(mayRemovePath(H, own)).toBe(false);
+    expect(mayRemovePath(roots.config, own)).toBe(false);
+    expect(mayRemovePath(`${roots.data}/../../../..`, own)).toBe(false);
+    expect(mayRemovePath(`${roots.config}/../../Documents/x`, own)).toBe(false);
+    expect(mayRemovePath(`${H}/.local/share/rootless-k8s-other`, own)).toBe(false);
+    expect(mayRemovePath("relative/rootless-k8s/x", own)).toBe(false);
   });
-  it("refuses a receipt whose folders are not the tool's", () => {
-    const where = { home: H, prefix: null };
-    expect(() => checkOwnedRoots(roots, where)).not.toThrow();
-    expect(() => checkOwnedRoots({ ...roots, data: H }, where)).toThrow(UserError);
-    expect(() => checkOwnedRoots({ ...roots, data: "/home" }, where)).toThrow(UserError);
-    expect(() => checkOwnedRoots({ ...roots, data: `${H}/.local/share` }, where)).toThrow(/not a rootless-k8s folder/);
-    expect(() => checkOwnedRoots({ ...roots, runtime: "relative/rootless-k8s" }, where)).toThrow(/not a rootless-k8s folder/);
+});
+
+describe("checkReceiptPaths", () => {
+  it("accepts a receipt whose folders are exactly the tool's", () => {
+    expect(() => checkReceiptPaths(receipt(), own)).not.toThrow();
   });
-  it("accepts folders inside a --prefix, but never the prefix's parents or $HOME", () => {
-    const where = { home: H, prefix: `${H}/k8s` };
-    expect(() => checkOwnedRoots({ ...roots, state: `${H}/k8s`, data: `${H}/k8s/data` }, where)).not.toThrow();
-    expect(() => checkOwnedRoots({ ...roots, data: H }, { home: H, prefix: H })).toThrow(UserError);
+  it("refuses a receipt whose folders are not the tool's, whatever their name", () => {
+    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: H } }), own)).toThrow(UserError);
+    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: "/home" } }), own)).toThrow(UserError);
+    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: `${H}/src/rootless-k8s` } }), own)).toThrow(/not the tool's data folder/);
+    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, runtime: "relative/rootless-k8s" } }), own)).toThrow(/not the tool's runtime folder/);
+  });
+  it("accepts folders of the --prefix given now, and refuses a prefix that is $HOME or /", () => {
+    const p = ownFolders(env, `${H}/k8s`, 1000);
+    expect(() => checkReceiptPaths(receipt({ roots: p.roots, files: [], currentLink: `${H}/k8s/versions/current` }), p)).not.toThrow();
+    for (const bad of [H, "/", "/home"]) {
+      const o = ownFolders(env, bad, 1000);
+      expect(() => checkReceiptPaths(receipt({ roots: o.roots, files: [], currentLink: `${bad}/versions/current` }), o)).toThrow(/home folder/);
+    }
   });
 });
 

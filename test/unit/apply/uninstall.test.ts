@@ -1,4 +1,4 @@
-// uninstall trusts the receipt's folders only once they pass checkOwnedRoots, judged against what the
+// uninstall trusts the receipt's folders only once they pass checkReceiptPaths, judged against what the
 // receipt cannot vouch for itself: the user's real home and the --prefix given on the command line.
 // Run through the bundled CLI as an ordinary user (uninstall refuses root), with a temporary HOME.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -35,21 +35,21 @@ describe("uninstall judges the receipt's folders", () => {
     writeReceipt(home, roots, { paths: { home: "/nonexistent", prefix: "/" } });
     const r = uninstall(home, ["--purge"]);
     expect(r.code).toBe(1);
-    expect(r.stderr.split("\n")[0]).toBe(`error: refusing to remove files: the receipt's data folder "${home}" is not a rootless-k8s folder`);
-    expect(r.stderr).toMatch(/^fix: the receipt is damaged/m);
+    expect(r.stderr.split("\n")[0]).toBe(`error: refusing to remove files: the receipt's data folder "${home}" is not the tool's data folder ${share}/data`);
+    expect(r.stderr).toMatch(/^fix: the receipt was edited or damaged/m);
     expect(readFileSync(join(home, "keep.txt"), "utf8")).toBe("mine");
   });
 
   it("accepts folders below the --prefix given on the command line", () => {
     const home = user.newHome();
     const prefix = join(home, "k8s");
-    const roots = { state: prefix, data: join(prefix, "data"), config: join(prefix, "config"), pki: join(prefix, "config/pki"), runtime: join(home, ".run/rootless-k8s"), versions: join(prefix, "versions") };
+    const roots = { state: prefix, data: join(prefix, "data"), config: join(prefix, "config"), pki: join(prefix, "config/pki"), runtime: `/run/user/${user.uid}/rootless-k8s`, versions: join(prefix, "versions") };
     mkdirSync(prefix, { recursive: true });
     const receipt = { schemaVersion: 1, tool: "0.0.0", state: "installed", mode: "none", runtime: "containerd", target: "rootless-k8s.target", units: [], files: [], sets: {}, current: null, previous: null, currentLink: join(prefix, "versions/current"), roots, createdDirs: [], kubeconfigMerge: null, plan: { paths: { home, prefix } }, updatedAt: "" };
     writeFileSync(join(prefix, "receipt.json"), JSON.stringify(receipt));
     const r = uninstall(home, ["--prefix", prefix]);
     // Past the folder check; here the next step needs the user's systemd, which this test user has not.
-    expect(r.stderr).not.toMatch(/not a rootless-k8s folder/);
+    expect(r.stderr).not.toMatch(/is not the tool's|refusing/);
     expect(existsSync(join(prefix, "receipt.json"))).toBe(true);
     // The install lock's folder, made only for the lock, goes with it: a --prefix node leaves nothing in ~/.local/share.
     expect(existsSync(join(home, ".local/share/rootless-k8s"))).toBe(false);
