@@ -1,5 +1,6 @@
 // Entry point of the rootless-k8s binary. Keeps imports minimal: each subcommand is loaded on demand,
 // so `--version` and `--help` start in about the time of `node -e 0`.
+import { printableLines, redactUrls } from "./text";
 import { dropPreviousBinary } from "./apply/previous-binary";
 import { UPDATE_CHECK_ARG } from "./apply/update-check";
 import { asksForHelp, formatHelp, parseCommandArgs, suggest } from "./args";
@@ -107,23 +108,26 @@ function asInterruption(e: unknown): UserError {
 }
 
 /** One line for the error, one for the fix; the usage line for bad usage. Never a stack trace. */
+/** Error text may quote what a server, a manifest or a path said: never a control character or a URL password. */
+const safe = (t: string) => redactUrls(printableLines(t));
+
 export function reportError(e: unknown, out: Output, usage?: string, command?: string): number {
   const s = out.errStyle;
   if (e instanceof UsageError) {
-    out.err(`${s.red("error:")} ${e.message}`);
+    out.err(`${s.red("error:")} ${safe(e.message)}`);
     if (usage) out.err(`usage: ${usage}`);
     out.err(`Run \`${[BIN, command ?? e.command, "--help"].filter(Boolean).join(" ")}\` for all options.`);
     return ExitCode.Usage;
   }
   if (e instanceof UserError) {
-    out.err(`${s.red("error:")} ${e.message}`);
-    if (e.fix) out.err(`${s.bold("fix:")} ${e.fix}`);
+    out.err(`${s.red("error:")} ${safe(e.message)}`);
+    if (e.fix) out.err(`${s.bold("fix:")} ${safe(e.fix)}`);
     if (process.env.ROOTLESS_K8S_DEBUG === "1" && e.cause) out.err(String((e.cause as Error).stack ?? e.cause));
     return e.exitCode;
   }
   const fsFailure = fileSystemError(e);
   if (fsFailure) return reportError(fsFailure, out, usage, command);
-  out.err(`${s.red("error:")} ${messageOf(e)}`);
+  out.err(`${s.red("error:")} ${safe(messageOf(e))}`);
   out.err(`This is a bug in ${BIN} ${VERSION}. Re-run with ROOTLESS_K8S_DEBUG=1 for details and report it.`);
   if (process.env.ROOTLESS_K8S_DEBUG === "1") out.err(String((e as Error)?.stack ?? e));
   return ExitCode.Failure;

@@ -2,7 +2,9 @@
 // Thin: facts (cli/host) → checks (cli/doctor) → plan (cli/plan) → files (cli/render) → apply.
 // `--dry-run` stops before apply: it prints the plan (or --json), and with --output DIR writes every
 // file the node would get below DIR, mirroring its real path. Nothing else is changed.
+import { homedir } from "node:os";
 import * as path from "node:path";
+import { checkOutputDir } from "../apply/output-dir";
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError, UserError, refuseRoot } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
@@ -93,6 +95,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
   const output = opt.str(parsed, "output");
   const json = opt.bool(parsed, "json");
   if (output !== undefined && !dryRun) throw new UsageError("--output works with --dry-run only", spec.name);
+  if (output !== undefined) checkOutputDir(path.resolve(ctx.cwd, output), ctx.env.HOME || homedir(), spec.name);
   if (json && !dryRun) throw new UsageError("--json works with --dry-run only", spec.name);
   if (opt.bool(parsed, "merge-kubeconfig") && opt.bool(parsed, "no-merge-kubeconfig")) {
     throw new UsageError("--merge-kubeconfig and --no-merge-kubeconfig cannot be combined", spec.name);
@@ -278,12 +281,10 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
   return ExitCode.Ok;
 }
 
-/** Writes every file below dir at its target path, with its mode; folders as the node would have them. */
+/** Writes every file below dir at its target path, with its mode; folders as the node would have them; no link followed. */
 async function writeOutput(dir: string, plan: Plan, files: RenderedFile[]): Promise<void> {
-  const [{ ensureDir, writeFileAtomic }, { folders }] = await Promise.all([import("../apply/files"), import("../render/index")]);
-  const under = (p: string) => path.join(dir, p);
-  await ensureDir(dir, 0o755);
-  for (const f of folders(plan)) await ensureDir(under(f.path), f.mode);
-  // Every file's folder is one of folders(plan), created above with its mode.
-  for (const f of files) await writeFileAtomic(under(f.path), f.content, { mode: f.mode });
+  const [{ openOutputDir }, { folders }] = await Promise.all([import("../apply/output-dir"), import("../render/index")]);
+  const out = await openOutputDir(dir);
+  for (const f of folders(plan)) await out.mkdir(f.path, f.mode);
+  for (const f of files) await out.write(f.path, f.content, f.mode);
 }

@@ -1,6 +1,7 @@
 // The node object: its name, and the honest label (and optional taint) of a node without limits.
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
+import { refuseControl } from "./paths";
 import type { Mode, NodePlan, PlanOptions } from "./plan";
 
 /** Set on every `none` node: schedulers and people can see it enforces no resource limits. */
@@ -19,6 +20,7 @@ export function nodeNameFrom(hostname: string): string {
 }
 
 export function decideNode(facts: Facts, mode: Mode, options: PlanOptions): NodePlan {
+  if (options.nodeName !== undefined) refuseControl("--node-name", options.nodeName, ExitCode.Usage, "pass --node-name NAME with lower-case letters, digits, '-' and '.'");
   const name = options.nodeName ?? nodeNameFrom(facts.network.hostname ?? "");
   if (!name || name.length > 253 || !DNS1123_SUBDOMAIN.test(name)) {
     throw new UserError(

@@ -2,12 +2,44 @@
 // folder; units stay in ~/.config/systemd/user (the user manager reads units only from its search
 // path) and sockets stay in $XDG_RUNTIME_DIR (unix socket paths must fit in 108 bytes).
 import * as path from "node:path";
-import { ExitCode, UserError } from "../errors";
+import { ExitCode, UserError, type ExitCodeValue } from "../errors";
+import { CONTROL, printable } from "../text";
 import { toolDir } from "../xdg";
 import type { Facts } from "../host/facts";
 import type { Paths, PlanOptions, VersionSet } from "./plan";
 
 export const APP = "rootless-k8s";
+
+/**
+ * Every path and name rendered into a unit, a config or a script passes here first: a control
+ * character (a newline above all) could add a line to a unit (`ExecStartPre=...`), so it is refused
+ * outright; what remains (spaces, quotes, $, %) is quoted by each renderer for its syntax.
+ */
+export function refuseControl(what: string, value: string | undefined, exitCode: number = ExitCode.Refused, fix?: string): void {
+  if (value === undefined || !CONTROL.test(value)) return;
+  throw new UserError(`${what} "${printable(value)}" contains a control character; rootless-k8s renders it into systemd units and scripts, so it is refused`, {
+    exitCode: exitCode as ExitCodeValue,
+    fix: fix ?? `set ${what} to a path without control characters (newlines, tabs, escapes)`,
+  });
+}
+
+/**
+ * A --prefix must be a folder of its own: never /, the home folder or one of its parents (uninstall
+ * removes the prefix's folders; the home folder is never the tool's).
+ */
+export function checkPrefix(prefix: string, home: string): void {
+  refuseControl("--prefix", prefix, ExitCode.Usage, "choose a folder of its own, e.g. --prefix ~/rootless-k8s");
+  const p = path.resolve(prefix);
+  const h = path.resolve(home);
+  const rel = path.relative(p, h);
+  const why = p === "/" ? "the root folder" : p === h ? "the home folder" : !rel.startsWith("..") && !path.isAbsolute(rel) ? "a parent of the home folder" : null;
+  if (why) {
+    throw new UserError(`--prefix ${p} is ${why}: rootless-k8s puts its data, configuration and PKI below the prefix, and uninstall removes them`, {
+      exitCode: ExitCode.Usage,
+      fix: `choose a folder of its own, e.g. --prefix ${path.join(h, "rootless-k8s")}`,
+    });
+  }
+}
 
 export function planPaths(facts: Facts, options: PlanOptions, versions: VersionSet): Paths {
   const home = facts.user.home;
@@ -25,6 +57,11 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
     });
   }
   const env = options.env ?? {};
+  refuseControl("HOME", home);
+  refuseControl("the user name", facts.user.name);
+  refuseControl("XDG_RUNTIME_DIR", runtimeBase);
+  for (const v of ["XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"] as const) refuseControl(v, env[v]);
+  if (options.prefix) checkPrefix(options.prefix, home);
   const prefix = options.prefix ? path.resolve(options.prefix) : null;
   const shareDir = prefix ?? toolDir(env, "XDG_DATA_HOME", home);
   const configDir = prefix ? path.join(prefix, "config") : toolDir(env, "XDG_CONFIG_HOME", home);
