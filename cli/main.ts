@@ -1,10 +1,11 @@
 // Entry point of the rootless-k8s binary. Keeps imports minimal: each subcommand is loaded on demand,
 // so `--version` and `--help` start in about the time of `node -e 0`.
 import { printableLines, redactUrls } from "./text";
-import { dropPreviousBinary } from "./apply/previous-binary";
-import { UPDATE_CHECK_ARG } from "./apply/update-check";
+import { dropPreviousBinary } from "./self/previous-binary";
+import { UPDATE_CHECK_ARG, afterCommand, runUpdateCheck } from "./self/update-check";
 import { asksForHelp, formatHelp, parseCommandArgs, suggest } from "./args";
-import { commands, findCommand, type Context } from "./commands/registry";
+import { commands, findCommand } from "./commands/registry";
+import type { Context } from "./context";
 import { ExitCode, InterruptedError, UsageError, UserError, fileSystemError, messageOf } from "./errors";
 import { createOutput, type Output } from "./ui/output";
 import { BIN_NAME, VERSION } from "./version";
@@ -41,7 +42,7 @@ export function topLevelHelp(): string {
 export async function main(argv: string[], out: Output = createOutput()): Promise<number> {
   dropPreviousBinary();
   const [first, ...rest] = argv;
-  if (first === UPDATE_CHECK_ARG) return (await import("./apply/update-check")).runUpdateCheck(process.env);
+  if (first === UPDATE_CHECK_ARG) return runUpdateCheck(process.env);
   if (first === undefined || first === "--help" || first === "-h") {
     out.out(topLevelHelp());
     return first === undefined ? ExitCode.Usage : ExitCode.Ok;
@@ -88,7 +89,6 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
     process.off("SIGTERM", onSignal);
   }
   if (!controller.signal.aborted) {
-    const { afterCommand } = await import("./apply/update-check");
     await afterCommand({ command: entry.name, env: process.env, onTerminal: process.stderr.isTTY === true, version: VERSION, notify: (l) => out.err(l) });
   }
   return code;

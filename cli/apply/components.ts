@@ -3,10 +3,11 @@
 // verifies, caches and extracts (nothing unverified is ever installed).
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
+import * as fetch from "../fetch/index";
 import type { Manifest } from "../fetch/index";
+import { versionSetOf } from "../plan/index";
 import type { Plan, VersionSet } from "../plan/plan";
-import type { Context } from "../commands/registry";
-import type { InstallOptions } from "../commands/install";
+import type { Context } from "../context";
 import type { ReceiptSet } from "./receipt";
 import type { StepHandle } from "../ui/progress";
 
@@ -19,10 +20,6 @@ export interface ComponentSource {
   caFile?: string;
 }
 
-export function sourceOf(o: Pick<InstallOptions, "manifest" | "mirror" | "bundle" | "trustBundle" | "caFile">): ComponentSource {
-  return { manifestFile: o.manifest, mirror: o.mirror, bundle: o.bundle, trustBundle: o.trustBundle, caFile: o.caFile };
-}
-
 export interface Components {
   manifest: Manifest;
   versions: VersionSet;
@@ -30,8 +27,6 @@ export interface Components {
 
 /** The manifest of `source` and its version set for `arch` (the node's: plan.arch). */
 export async function loadComponents(source: ComponentSource, arch: string): Promise<Components> {
-  const fetch = await import("../fetch/index");
-  const { versionSetOf } = await import("../plan/index");
   if (source.trustBundle && !source.bundle) {
     throw new UserError("--trust-bundle needs --bundle FILE", { exitCode: ExitCode.Usage, fix: "add --bundle FILE, or drop --trust-bundle" });
   }
@@ -44,7 +39,6 @@ export async function loadComponents(source: ComponentSource, arch: string): Pro
  * `live` shows the download meter (bytes, speed, ETA) in the step's spinner on a terminal.
  */
 export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: ComponentSource, live?: StepHandle): Promise<ReceiptSet> {
-  const fetch = await import("../fetch/index");
   const arch = plan.arch as "amd64" | "arm64";
   // Only a slirp4netns the plan takes from the version set is downloaded. The host's slirp4netns or
   // pasta, RootlessKit's built-in driver and dockerd's own network need no artifact ("builtin").

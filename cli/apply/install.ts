@@ -1,4 +1,5 @@
-// `rootless-k8s install` (the real run; the dry run lives in cli/commands/install.ts): doctor →
+// `rootless-k8s install`, the real run (the dry run is in cli/commands/install.ts; both share the
+// read-only front half, cli/apply/prepare.ts): doctor →
 // questions → plan → confirm → fetch → write → daemon-reload → enable/start → readiness. Every
 // change is recorded in the receipt before it is made, so a failure or Ctrl-C at any step leaves a
 // node that a re-run completes, and uninstall can always clean up. Re-running with the same plan
@@ -9,31 +10,42 @@ import { ExitCode, InterruptedError, UserError, fileSystemError, messageOf, refu
 import type { Facts } from "../host/facts";
 import type { CheckOutcome } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
-import type { InstallOptions } from "../commands/install";
-import type { Pki, RenderedFile } from "../render/index";
-import type { Context } from "../commands/registry";
+import { describePlan } from "../plan/describe";
+import { adminKubeconfig } from "../render/kubeconfig";
+import { folders, generatePki, mergeKubeconfig, readPki, renderNode, type Pki, type RenderedFile } from "../render/index";
+import { acquireInstallLock } from "../fetch/index";
+import type { Context } from "../context";
 import { createProgress, type Progress } from "../ui/progress";
 import { createPrompter, type Prompter } from "../ui/prompt";
 import { ensureDir, hashFile, switchSymlink, writeFileAtomic } from "./files";
 import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
 import { mergeFiles, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
-import { fetchSet, sourceOf, type ComponentSource, type Components } from "./components";
+import { fetchSet, type ComponentSource, type Components } from "./components";
+import { reconcileNode } from "./node-object";
+import { prepareNode, type PrepareRequest } from "./prepare";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import { systemdUser, type SystemdUser } from "./systemd";
 import { describeUnitFailure, unitProbe } from "./watch";
 import { VERSION } from "../version";
 
-export async function installNode(ctx: Context, o: InstallOptions): Promise<number> {
+/** The real install's request: the front half's, and the answers the flags give in advance. */
+export interface InstallRequest extends PrepareRequest {
+  yes: boolean;
+  timeoutSeconds: number;
+  /** true/false from the flags; undefined: ask (or the default when not interactive). */
+  mergeKubeconfig: boolean | undefined;
+}
+
+export async function installNode(ctx: Context, o: InstallRequest): Promise<number> {
   refuseRoot("install");
   const out = ctx.out;
   const progress = await createProgress(out);
   const prompter = createPrompter({ out, yes: o.yes, stdinIsTTY: ctx.stdinIsTTY, signal: ctx.signal });
-  const { prepareInstall } = await import("../commands/install");
 
   // 1. doctor (a failing check stops here, before any question), 2. questions, 3. the plan.
   out.err(`${out.errStyle.cyan("==>")} Checking this host`);
-  const prepared = await prepareInstall(ctx, o, {
+  const prepared = await prepareNode(o, {
     async beforePlan(facts, diagnosis, previous) {
       reportVerdict(ctx, diagnosis);
       const ignore = portsResolved(facts, o.plan, previous) ? [...o.ignoreChecks, "ports"] : o.ignoreChecks;
@@ -49,10 +61,9 @@ export async function installNode(ctx: Context, o: InstallOptions): Promise<numb
     return ExitCode.Ok;
   }
 
-  const { acquireInstallLock } = await import("../fetch/index");
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s install" });
   try {
-    const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source: sourceOf(o) });
+    const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source: o.source });
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {
@@ -132,7 +143,6 @@ async function askMerge(p: Prompter, flag: boolean | undefined, plan: Plan): Pro
 }
 
 async function showPlan(ctx: Context, plan: Plan, previous: Receipt | null): Promise<void> {
-  const { describePlan } = await import("../plan/describe");
   ctx.out.err(ctx.out.errStyle.bold(`Node plan for ${plan.user.name}`));
   for (const line of describePlan(plan, ctx.out.errStyle)) ctx.out.err(line);
   if (previous && previous.state !== "uninstalled") ctx.out.err("A node is installed already: only what differs is rewritten, and only what it touches restarts.");
@@ -218,7 +228,6 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         roots: rootsOf(plan),
       });
       // Folders get the modes the render layer names (secrets 0700); the data folders, which no file names, too.
-      const { folders } = await import("../render/index");
       const dirs = folders(plan);
       const modes = new Map(dirs.map((f) => [f.path, f.mode]));
       const created = await writeFiles(changes.write, (dir) => modes.get(dir) ?? 0o755, signal);
@@ -268,7 +277,6 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         onPhase: (phase) => h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`),
       });
       // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
-      const { reconcileNode } = await import("./node-object");
       const changed = await reconcileNode(client, plan, r.node);
       if (changed) h.update(`node ${plan.node.name}: ${changed}`);
       return r;
@@ -317,14 +325,12 @@ async function setIntact(set: ReceiptSet): Promise<boolean> {
 
 /** The node's files, with the PKI they hold (the existing keys and certificates where they still fit). */
 async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pki }> {
-  const { generatePki, readPki, renderNode } = await import("../render/index");
   const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
   const pki = await generatePki(plan, { existing });
   return { files: renderNode(plan, pki), pki };
 }
 
 async function mergeAdminContext(plan: Plan, pki: Pki, receipt: Receipt, record: (r: Receipt) => Promise<void>): Promise<string | null> {
-  const [{ mergeKubeconfig }, { adminKubeconfig }] = await Promise.all([import("../render/index"), import("../render/kubeconfig")]);
   const file = plan.paths.userKubeconfig;
   const existing = await fsp.readFile(file, "utf8").catch(() => null);
   let result;

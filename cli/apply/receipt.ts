@@ -8,6 +8,7 @@ import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { UserError } from "../errors";
 import { toolDir } from "../xdg";
+import type { Plan } from "../plan/plan";
 import { ensureDir, writeFileAtomic } from "./files";
 import { checkReceiptOwnership } from "./trust";
 
@@ -160,7 +161,7 @@ export function receiptLocation(env: NodeJS.ProcessEnv, prefix?: string): string
 }
 
 /** The installed node's receipt and plan, or a clear "not installed" error. */
-export async function requireReceipt(env: NodeJS.ProcessEnv, prefix?: string): Promise<Receipt & { plan: import("../plan/plan").Plan }> {
+export async function requireReceipt(env: NodeJS.ProcessEnv, prefix?: string): Promise<Receipt & { plan: Plan }> {
   const file = receiptLocation(env, prefix);
   const r = await readReceipt(file);
   if (!r || r.state === "uninstalled" || !r.plan) {
@@ -168,5 +169,5 @@ export async function requireReceipt(env: NodeJS.ProcessEnv, prefix?: string): P
       fix: prefix ? "check the --prefix, or install with `rootless-k8s install --prefix DIR`" : "install one with `rootless-k8s install` (or pass the --prefix it was installed with)",
     });
   }
-  return r as Receipt & { plan: import("../plan/plan").Plan };
+  return r as Receipt & { plan: Plan };
 }

@@ -4,6 +4,7 @@
 // inside a fresh user namespace mapped with the user's subordinate ids, as `rootlesskit rm -rf` does.
 import { spawn } from "node:child_process";
 import { promises as fsp } from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { InterruptedError, UserError } from "../errors";
 import { runCommand } from "../host/host";
@@ -38,7 +39,6 @@ export interface UsernsIdentity {
 
 /** The current user with the subordinate ids of /etc/subuid and /etc/subgid. */
 export async function currentIdentity(): Promise<UsernsIdentity> {
-  const os = await import("node:os");
   const info = os.userInfo();
   const [su, sg] = await Promise.all([fsp.readFile("/etc/subuid", "utf8").catch(() => ""), fsp.readFile("/etc/subgid", "utf8").catch(() => "")]);
   return {

@@ -9,7 +9,8 @@ import { promises as fsp } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
 import { ExitCode, UserError, refuseRoot } from "../errors";
-import type { Context } from "../commands/registry";
+import type { Context } from "../context";
+import { acquireInstallLock } from "../fetch/index";
 import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
 import { exists, hashFile, isWithin, writeFileAtomic } from "./files";
@@ -69,7 +70,6 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
     return ExitCode.Ok;
   }
 
-  const { acquireInstallLock } = await import("../fetch/index");
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s uninstall" });
   let report: UninstallReport;
   try {

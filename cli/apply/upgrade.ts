@@ -4,17 +4,22 @@
 // again, the `current` link is switched atomically, and only the units whose binary or files changed
 // restart, in dependency order. If the node is not Ready on the new versions in time, the old set
 // comes back the same way, automatically, and the command says so.
+import { promises as fsp } from "node:fs";
+import * as path from "node:path";
 import { ExitCode, InterruptedError, UserError, messageOf, refuseRoot } from "../errors";
-import type { Context } from "../commands/registry";
-import type { InstallOptions } from "../commands/install";
+import type { Context } from "../context";
+import { acquireInstallLock } from "../fetch/index";
 import type { Plan, PlanOptions } from "../plan/plan";
+import { generatePki, readPki, renderNode } from "../render/index";
 import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
-import type { ComponentSource } from "./components";
+import { loadComponents, type ComponentSource } from "./components";
 import { applyPlan } from "./install";
+import { prepareNode } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
+import { diffFiles } from "./sync";
 
 export interface UpgradeOptions {
   /** --to VERSION: the Kubernetes version the chosen set must carry. */
@@ -48,7 +53,6 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const out = ctx.out;
   const receipt = await requireReceipt(ctx.env, o.prefix);
   const from = receipt.plan;
-  const { loadComponents } = await import("./components");
   const components = await loadComponents(o.source, from.arch);
   const to = components.versions;
   const fromK8s = from.versions.components.kubernetes ?? "?";
@@ -74,23 +78,8 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   }
 
   // The new plan: the same choices (mode, runtime, ports, paths, node) on the new versions.
-  const { prepareInstall } = await import("../commands/install");
-  const installOptions: InstallOptions = {
-    dryRun: o.dryRun,
-    output: null,
-    json: false,
-    plan: optionsFromPlan(from, ctx.env),
-    yes: o.yes,
-    ignoreChecks: o.ignoreChecks,
-    timeoutSeconds: o.timeoutSeconds,
-    mirror: o.source.mirror,
-    manifest: o.source.manifestFile,
-    bundle: o.source.bundle,
-    trustBundle: o.source.trustBundle ?? false,
-    caFile: o.source.caFile,
-    mergeKubeconfig: false,
-  };
-  const prepared = await prepareInstall(ctx, installOptions, {
+  const options = optionsFromPlan(from, ctx.env);
+  const prepared = await prepareNode({ command: "upgrade", env: ctx.env, plan: options, source: o.source, ignoreChecks: o.ignoreChecks }, {
     async beforePlan(facts, diagnosis, previous) {
       const ours = new Set(previous?.network.published.map((p) => p.hostPort) ?? []);
       const blocking = diagnosis.outcomes.filter((c) => c.status === "fail" && !o.ignoreChecks.includes(c.id) && !(c.id === "ports" && facts.network.busyPorts.every((p) => ours.has(p))));
@@ -100,7 +89,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
           fix: "run `rootless-k8s doctor` for the fixes, or skip a check with --ignore-check ID",
         });
       }
-      return installOptions.plan;
+      return options;
     },
   }, components);
   const plan = prepared.plan;
@@ -116,7 +105,6 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     return ExitCode.Ok;
   }
 
-  const { acquireInstallLock } = await import("../fetch/index");
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s upgrade" });
   try {
     const progress = await createProgress(out);
@@ -165,9 +153,6 @@ async function describeChanges(from: Plan, to: Plan): Promise<string[]> {
   for (const c of [...new Set([...Object.keys(a), ...Object.keys(b)])]) {
     if (a[c] !== b[c]) lines.push(`${c}: ${a[c] ?? "none"} → ${b[c] ?? "none"}`);
   }
-  const { renderNode, generatePki, readPki } = await import("../render/index");
-  const { diffFiles } = await import("./sync");
-  const { promises: fsp } = await import("node:fs");
   const pki = await generatePki(to, { existing: await readPki(to, (f) => fsp.readFile(f, "utf8").catch(() => null)) });
   const changes = await diffFiles(renderNode(to, pki), null);
   lines.push(`files to rewrite: ${changes.write.length ? changes.write.map((f) => f.path.split("/").pop()).join(", ") : "none"}`);
@@ -181,8 +166,6 @@ async function pruneSets(receipt: Receipt, plan: Plan): Promise<void> {
   const keep = new Set([receipt.current, receipt.previous].filter((x): x is string => !!x));
   const drop = Object.keys(receipt.sets).filter((id) => !keep.has(id));
   if (!drop.length) return;
-  const { promises: fsp } = await import("node:fs");
-  const path = await import("node:path");
   for (const id of drop) await fsp.rm(path.join(plan.paths.versionsDir, id), { recursive: true, force: true });
   const sets = Object.fromEntries(Object.entries(receipt.sets).filter(([id]) => keep.has(id)));
   await writeReceipt(plan.paths.receipt, { ...receipt, sets });

@@ -4,7 +4,12 @@ import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
 import { downloadEnvironment, downloadOptions, manifestOption } from "../fetch/cli";
 import { ARCHES } from "../fetch/types";
-import type { Context } from "./registry";
+import * as fetch from "../fetch/index";
+import * as cli from "../fetch/cli";
+import { hostArch } from "../self/releases";
+import * as path from "node:path";
+import * as fs from "node:fs/promises";
+import type { Context } from "../context";
 
 export const spec: CommandSpec = {
   name: "bundle",
@@ -28,13 +33,6 @@ made from another manifest is refused there unless --trust-bundle is given.`,
 export async function run(ctx: Context, args: Parsed): Promise<number> {
   const output = opt.str(args, "output");
   if (!output) throw new UsageError("missing -o FILE (where to write the bundle)", spec.name);
-  const [fetch, cli, { hostArch }, path, fs] = await Promise.all([
-    import("../fetch/index"),
-    import("../fetch/cli"),
-    import("../apply/releases"),
-    import("node:path"),
-    import("node:fs/promises"),
-  ]);
   const file = path.resolve(ctx.cwd, output);
   // Checked before downloading anything: the folder must exist and be writable.
   await fs.access(path.dirname(file), fs.constants.W_OK).catch(() => {

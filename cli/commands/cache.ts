@@ -3,7 +3,10 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
 import { downloadEnvironment, downloadOptions, manifestOption, selectionOptions } from "../fetch/cli";
-import type { Context } from "./registry";
+import * as fetch from "../fetch/index";
+import * as cli from "../fetch/cli";
+import { hostArch } from "../self/releases";
+import type { Context } from "../context";
 
 const ACTIONS = ["fetch", "list", "path", "clean"] as const;
 
@@ -31,7 +34,6 @@ shows what is in it, \`path\` prints its folder, \`clean\` empties it (refused w
 export async function run(ctx: Context, args: Parsed): Promise<number> {
   const action = args.positionals[0] as (typeof ACTIONS)[number];
   if (!ACTIONS.includes(action)) throw new UsageError(`unknown action "${action}" (use ${ACTIONS.join(", ")})`, spec.name);
-  const fetch = await import("../fetch/index");
   const dir = fetch.defaultCacheDir(ctx.env);
   switch (action) {
     case "path":
@@ -50,7 +52,6 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
     case "list":
       return list(ctx, args, dir);
     case "fetch": {
-      const [cli, { hostArch }] = await Promise.all([import("../fetch/cli"), import("../apply/releases")]);
       const bundle = opt.str(args, "bundle");
       const trust = opt.bool(args, "trust-bundle");
       if (trust && !bundle) throw new UsageError("--trust-bundle needs --bundle FILE", spec.name);
@@ -68,7 +69,6 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
 
 /** Cache entries, named from the manifest when it knows their checksum. */
 async function list(ctx: Context, args: Parsed, dir: string): Promise<number> {
-  const [fetch, cli] = await Promise.all([import("../fetch/index"), import("../fetch/cli")]);
   const manifest = cli.manifestFrom(args);
   const names = new Map<string, string>();
   for (const a of manifest.artifacts) {

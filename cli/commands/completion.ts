@@ -3,7 +3,9 @@
 import type { CommandSpec, Parsed } from "../args";
 import { ExitCode } from "../errors";
 import { BIN_NAME } from "../version";
-import type { Context } from "./registry";
+import { completionScript } from "../completion";
+import type { Context } from "../context";
+import { commands } from "./registry";
 
 export const spec: CommandSpec = {
   name: "completion",
@@ -20,7 +22,6 @@ export const spec: CommandSpec = {
 };
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
-  const [{ commands }, { completionScript }] = await Promise.all([import("./registry"), import("../completion")]);
   const modules = await Promise.all(commands.map((c) => c.load()));
   const cmds = commands.map((c, i) => ({ name: c.name, aliases: c.aliases ?? [], summary: c.summary, spec: modules[i]!.spec }));
   ctx.out.out(completionScript(args.positionals[0] as "bash" | "zsh" | "fish", BIN_NAME, cmds).trimEnd());

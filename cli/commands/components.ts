@@ -3,7 +3,10 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode } from "../errors";
 import { manifestOption, selectionOptions } from "../fetch/cli";
-import type { Context } from "./registry";
+import * as fetch from "../fetch/index";
+import { manifestFrom, selectionFrom } from "../fetch/cli";
+import { hostArch } from "../self/releases";
+import type { Context } from "../context";
 
 export const spec: CommandSpec = {
   name: "components",
@@ -22,7 +25,6 @@ side files compared with it, and the binaries taken from it. Nothing is download
 };
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
-  const [fetch, { manifestFrom, selectionFrom }, { hostArch }] = await Promise.all([import("../fetch/index"), import("../fetch/cli"), import("../apply/releases")]);
   const manifest = manifestFrom(args);
   const sel = selectionFrom(args, () => hostArch());
   const cacheDir = fetch.defaultCacheDir(ctx.env);

@@ -2,7 +2,14 @@
 // problem. Thin: facts (cli/host/gather) -> checks (cli/doctor) -> text, JSON or the root script.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import type { Context } from "./registry";
+import { statSync } from "node:fs";
+import { localHost } from "../host/host";
+import { gatherFacts, UnknownUserError } from "../host/gather";
+import * as doctor from "../doctor/index";
+import { doctorJson } from "../doctor/json";
+import { renderReport } from "../doctor/report";
+import { nodeDoctor } from "../inspect/node-checks";
+import type { Context } from "../context";
 
 export const spec: CommandSpec = {
   name: "doctor",
@@ -28,7 +35,7 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
-  if (opt.bool(parsed, "node")) return (await import("../apply/node-checks")).nodeDoctor(ctx, { json: opt.bool(parsed, "json"), prefix: opt.str(parsed, "prefix") });
+  if (opt.bool(parsed, "node")) return nodeDoctor(ctx, { json: opt.bool(parsed, "json"), prefix: opt.str(parsed, "prefix") });
   return hostDoctor(ctx, parsed);
 }
 
@@ -39,9 +46,7 @@ async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
   const root = opt.str(parsed, "root");
   const dataDir = opt.str(parsed, "data-dir");
   if (dataDir !== undefined && !dataDir.startsWith("/")) throw new UsageError(`--data-dir must be an absolute path (got "${dataDir}")`, spec.name);
-  const [{ localHost }, { gatherFacts, UnknownUserError }, doctor] = await Promise.all([import("../host/host"), import("../host/gather"), import("../doctor/index")]);
   if (root !== undefined) {
-    const { statSync } = await import("node:fs");
     if (!statSync(root, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--root ${root}: no such directory`, spec.name);
   }
   const host = localHost({ root, env: ctx.env });
@@ -58,10 +63,8 @@ async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
     return ExitCode.Ok;
   }
   if (json) {
-    const { doctorJson } = await import("../doctor/json");
     ctx.out.out(JSON.stringify(doctorJson(facts, d), null, 2));
   } else {
-    const { renderReport } = await import("../doctor/report");
     ctx.out.out(renderReport(facts, d, ctx.out.style));
   }
   return doctor.anyFailed(d.outcomes) ? ExitCode.Failure : ExitCode.Ok;

@@ -2,20 +2,21 @@
 // Thin: facts (cli/host) → checks (cli/doctor) → plan (cli/plan) → files (cli/render) → apply.
 // `--dry-run` stops before apply: it prints the plan (or --json), and with --output DIR writes every
 // file the node would get below DIR, mirroring its real path. Nothing else is changed.
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import * as path from "node:path";
-import { checkOutputDir } from "../apply/output-dir";
+import { checkOutputDir, openOutputDir } from "../apply/output-dir";
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { ExitCode, UsageError, UserError, refuseRoot } from "../errors";
+import { ExitCode, UsageError } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
-import type { Facts } from "../host/facts";
-import type { Host } from "../host/host";
-import type { Diagnosis } from "../doctor/index";
+import { unknownCheckIds } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
-import type { RenderedFile } from "../render/index";
-import type { Components } from "../apply/components";
-import type { Receipt } from "../apply/receipt";
-import type { Context } from "./registry";
+import { describePlan, tildify } from "../plan/describe";
+import { folders, generatePki, readPki, renderNode, type RenderedFile } from "../render/index";
+import { installNode, type InstallRequest } from "../apply/install";
+import { prepareNode } from "../apply/prepare";
+import type { Context } from "../context";
 
 export const spec: CommandSpec = {
   name: "install",
@@ -62,22 +63,11 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
   ],
 };
 
-/** Every install flag, parsed and checked, for the dry run here and the real install (cli/apply). */
-export interface InstallOptions {
+/** Every install flag, parsed and checked: the request of the real install (cli/apply), and the dry run's own flags. */
+export interface InstallOptions extends InstallRequest {
   dryRun: boolean;
   output: string | null;
   json: boolean;
-  plan: PlanOptions;
-  yes: boolean;
-  ignoreChecks: string[];
-  timeoutSeconds: number;
-  mirror: string | undefined;
-  manifest: string | undefined;
-  bundle: string | undefined;
-  trustBundle: boolean;
-  caFile: string | undefined;
-  /** true/false from the flags; undefined: ask (or the default when not interactive). */
-  mergeKubeconfig: boolean | undefined;
 }
 
 export const DEFAULT_TIMEOUT_SECONDS = 300;
@@ -118,112 +108,44 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
     env: ctx.env,
   };
+  const ignoreChecks = opt.list(parsed, "ignore-check");
+  const unknown = unknownCheckIds(ignoreChecks);
+  if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return {
+    command: "install",
+    env: ctx.env,
     dryRun,
     output: output === undefined ? null : path.resolve(ctx.cwd, output),
     json,
     plan,
     yes: opt.bool(parsed, "yes"),
-    ignoreChecks: opt.list(parsed, "ignore-check"),
+    ignoreChecks,
     timeoutSeconds,
-    mirror: opt.str(parsed, "mirror"),
-    manifest: opt.str(parsed, "manifest"),
-    bundle: opt.str(parsed, "bundle"),
-    trustBundle: opt.bool(parsed, "trust-bundle"),
-    caFile: caFileFrom(parsed, spec.name),
+    source: {
+      manifestFile: opt.str(parsed, "manifest"),
+      mirror: opt.str(parsed, "mirror"),
+      bundle: opt.str(parsed, "bundle"),
+      trustBundle: opt.bool(parsed, "trust-bundle"),
+      caFile: caFileFrom(parsed, spec.name),
+    },
     mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
   };
 }
 
-export interface PreparedInstall {
-  host: Host;
-  facts: Facts;
-  diagnosis: Diagnosis;
-  /** Failing doctor checks not named in --ignore-check: any of them stops the install. */
-  blocking: Diagnosis["outcomes"];
-  /** The manifest and version set the plan is built for, and that install fetches. */
-  components: Components;
-  plan: Plan;
-  /** The receipt at the plan's place (also one of an uninstalled node, whose data is kept), if any. */
-  receipt: Receipt | null;
-  /** The plan of the node already installed (from the receipt), if any. */
-  previous: Plan | null;
-}
-
-/** Lets the real install stop on failing checks and ask its questions before the plan is built. */
-export interface PrepareHooks {
-  /** Called with the facts, the doctor's verdict and the installed node's plan; returns the plan options to use. */
-  beforePlan?(facts: Facts, diagnosis: Diagnosis, previous: Plan | null): Promise<PlanOptions>;
-}
-
-/**
- * Facts → doctor → plan, read-only. Throws UserError(3) for root, an unusable choice or a bad plan;
- * returns failing checks for the caller to judge (the dry run reports them, install stops).
- * `loaded`: the components when the caller has them already (upgrade); else they are loaded from
- * the install flags, by the same rule install fetches with (cli/apply/components.ts).
- */
-export async function prepareInstall(ctx: Context, o: InstallOptions, hooks: PrepareHooks = {}, loaded?: Components): Promise<PreparedInstall> {
-  const [{ localHost }, { archOf, gatherFacts }, doctor, plans, { probeKubelet }, { parseContainerdVersion }, { loadComponents, sourceOf }, { readReceipt }] = await Promise.all([
-    import("../host/host"),
-    import("../host/gather"),
-    import("../doctor/index"),
-    import("../plan/index"),
-    import("../host/kubelet"),
-    import("../host/parse/versions"),
-    import("../apply/components"),
-    import("../apply/receipt"),
-  ]);
-  refuseRoot("install");
-  const host = localHost({ env: ctx.env });
-  const components = loaded ?? (await loadComponents(sourceOf(o), archOf(host.uname().machine)));
-  const versions = components.versions;
-  const apiPort = o.plan.apiPort ?? 6443;
-  // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
-  const prefix = o.plan.prefix;
-  const facts = await gatherFacts(host, {
-    ports: [apiPort],
-    ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
-  });
-  const diagnosis = doctor.diagnose(facts);
-  const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !o.ignoreChecks.includes(x.id));
-  const unknown = o.ignoreChecks.filter((id) => !doctor.CHECK_IDS.includes(id));
-  if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
-
-  // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
-  const receipt = await readReceipt(plans.planPaths(facts, o.plan, versions).receipt);
-  const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
-  let options: PlanOptions = { ...o.plan };
-  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, previous);
-  if (options.runtimeBin) {
-    const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
-    if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
-    options.runtimeBinVersion = parseContainerdVersion(r.stdout + r.stderr).version;
-  }
-  // Probe the kubelet of this version set if it is installed already: a patched one may offer
-  // the "none" cgroup driver. Not installed yet: stock settings (they work with any kubelet).
-  let plan = plans.buildPlan(facts, options, versions);
-  const kubelet = await probeKubelet(host, path.join(plan.paths.versionBinDir, "kubelet"));
-  if (kubelet) plan = plans.buildPlan(facts, { ...options, kubelet }, versions);
-  plans.validatePlan(plan, facts, { previous });
-  return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
-}
-
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const o = installOptions(parsed, ctx);
-  if (!o.dryRun) return (await import("../apply/install")).installNode(ctx, o);
+  if (!o.dryRun) return installNode(ctx, o);
   return dryRun(ctx, o);
 }
 
 type FileState = "new" | "changed" | "unchanged";
 
 async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
-  const prepared = await prepareInstall(ctx, o);
+  const prepared = await prepareNode(o);
   const { plan, blocking } = prepared;
-  const render = await import("../render/index");
-  const { readFile } = await import("node:fs/promises");
   const read = (f: string) => readFile(f, "utf8").catch(() => null);
-  const pki = await render.generatePki(plan, { existing: await render.readPki(plan, read) });
-  const files = render.renderNode(plan, pki);
+  const pki = await generatePki(plan, { existing: await readPki(plan, read) });
+  const files = renderNode(plan, pki);
   const states = await Promise.all(files.map(async (f): Promise<FileState> => {
     const now = await read(f.path);
     return now === null ? "new" : now === f.content.toString() ? "unchanged" : "changed";
@@ -231,7 +153,6 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
   if (o.output) await writeOutput(o.output, plan, files);
 
   if (o.json) {
-    const { createHash } = await import("node:crypto");
     ctx.out.out(
       JSON.stringify(
         {
@@ -256,7 +177,6 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
     return blocking.length ? ExitCode.Refused : ExitCode.Ok;
   }
 
-  const { describePlan, tildify } = await import("../plan/describe");
   const s = ctx.out.style;
   ctx.out.out(s.bold(`Node plan for ${plan.user.name} (dry run: nothing was changed)`));
   ctx.out.out("");
@@ -283,7 +203,6 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
 
 /** Writes every file below dir at its target path, with its mode; folders as the node would have them; no link followed. */
 async function writeOutput(dir: string, plan: Plan, files: RenderedFile[]): Promise<void> {
-  const [{ openOutputDir }, { folders }] = await Promise.all([import("../apply/output-dir"), import("../render/index")]);
   const out = await openOutputDir(dir);
   for (const f of folders(plan)) await out.mkdir(f.path, f.mode);
   for (const f of files) await out.write(f.path, f.content, f.mode);

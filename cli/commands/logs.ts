@@ -2,10 +2,15 @@
 // manager has no journal, the units' log files (tail). Changes nothing.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import type { Context } from "./registry";
+import { spawn } from "node:child_process";
+import { requireReceipt } from "../apply/receipt";
+import { startOrder } from "../apply/node";
+import { unitLogFile } from "../apply/systemd";
+import type { UnitNames } from "../plan/plan";
+import type { Context } from "../context";
 
 /** Component names (and the short forms people type) → the plan's unit role. */
-export const COMPONENTS: Record<string, keyof import("../plan/plan").UnitNames> = {
+export const COMPONENTS: Record<string, keyof UnitNames> = {
   rootlesskit: "owner",
   runtime: "owner",
   containerd: "owner",
@@ -50,13 +55,11 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   if (name !== undefined && !role) {
     throw new UsageError(`no component "${name}" (one of: ${[...new Set(Object.keys(COMPONENTS))].join(", ")})`, spec.name);
   }
-  const [{ requireReceipt }, { startOrder }, { unitLogFile }] = await Promise.all([import("../apply/receipt"), import("../apply/node"), import("../apply/systemd")]);
   const { plan } = await requireReceipt(ctx.env, opt.str(parsed, "prefix"));
   const unit = role ? plan.units[role] : null;
   if (role && !unit) throw new UsageError(`${name} is not part of this node (runtime ${plan.runtime.name})`, spec.name);
   const units = unit ? [unit] : startOrder(plan);
   const follow = opt.bool(parsed, "follow");
-  const { spawn } = await import("node:child_process");
   const args =
     plan.logging.to === "journal"
       ? { cmd: "journalctl", argv: ["--user", ...units.flatMap((u) => ["-u", u]), "-n", String(lines), "--no-pager", ...(follow ? ["-f"] : [])] }

@@ -1,17 +1,7 @@
 // Every subcommand: its name, one-line summary and a lazy loader. Nothing heavy is imported here,
 // so `rootless-k8s --version` and `--help` stay at the start-up cost of `node -e 0`.
 import type { CommandSpec, Parsed } from "../args";
-import type { Output } from "../ui/output";
-
-export interface Context {
-  out: Output;
-  env: NodeJS.ProcessEnv;
-  cwd: string;
-  /** True when stdin is a terminal (prompts are allowed unless --yes or CI). */
-  stdinIsTTY: boolean;
-  /** Aborted on SIGINT/SIGTERM; long steps pass it down and stop cleanly. */
-  signal: AbortSignal;
-}
+import type { Context } from "../context";
 
 export interface CommandModule {
   spec: CommandSpec;

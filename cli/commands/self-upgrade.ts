@@ -1,9 +1,13 @@
-// `rootless-k8s self-upgrade`: replace this binary with a newer verified release (cli/apply/self-upgrade.ts).
+// `rootless-k8s self-upgrade`: replace this binary with a newer verified release (cli/self/self-upgrade.ts).
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError, UserError } from "../errors";
 import { caFileFrom, caFileOption, networkEnvironment } from "../fetch/cli";
 import { BIN_NAME, DEFAULT_DOWNLOAD_URL, VERSION } from "../version";
-import type { Context } from "./registry";
+import { isSea } from "node:sea";
+import { realpathSync } from "node:fs";
+import { selfUpgrade } from "../self/self-upgrade";
+import { hostArch, normalizeVersion, resolveBaseUrl } from "../self/releases";
+import type { Context } from "../context";
 
 export const spec: CommandSpec = {
   name: "self-upgrade",
@@ -25,12 +29,6 @@ This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
 };
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
-  const [{ isSea }, { realpathSync }, { selfUpgrade }, { hostArch, normalizeVersion, resolveBaseUrl }] = await Promise.all([
-    import("node:sea"),
-    import("node:fs"),
-    import("../apply/self-upgrade"),
-    import("../apply/releases"),
-  ]);
   const toFlag = opt.str(args, "to");
   const to = toFlag === undefined ? undefined : normalizeVersion(toFlag);
   if (toFlag !== undefined && !to) throw new UsageError(`--to must be a release version like 0.2.0 (got "${toFlag}")`, spec.name);

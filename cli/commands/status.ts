@@ -2,7 +2,10 @@
 // conditions, in words or --json. Exit 0 when the node is healthy, 1 when not (or not installed).
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode } from "../errors";
-import type { Context } from "./registry";
+import { requireReceipt } from "../apply/receipt";
+import { nodeStatus } from "../inspect/status";
+import { renderStatus } from "../inspect/status-text";
+import type { Context } from "../context";
 
 export const spec: CommandSpec = {
   name: "status",
@@ -23,12 +26,10 @@ Exit status: 0 when the node is healthy (every unit active, API ready, node Read
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
-  const [{ requireReceipt }, { nodeStatus }] = await Promise.all([import("../apply/receipt"), import("../apply/status")]);
   const receipt = await requireReceipt(ctx.env, opt.str(parsed, "prefix"));
   const st = await nodeStatus(receipt, ctx.env);
   if (opt.bool(parsed, "json")) ctx.out.out(JSON.stringify(st, null, 2));
   else {
-    const { renderStatus } = await import("../apply/status-text");
     for (const l of renderStatus(st, receipt.plan.paths.home, ctx.out.style)) ctx.out.out(l);
   }
   return st.healthy ? ExitCode.Ok : ExitCode.Failure;

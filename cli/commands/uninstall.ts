@@ -1,6 +1,7 @@
 // `rootless-k8s uninstall [--purge]`: stop and remove the node; data and PKI stay unless --purge.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import type { Context } from "./registry";
+import type { Context } from "../context";
+import { uninstallNode } from "../apply/uninstall";
 
 export const spec: CommandSpec = {
   name: "uninstall",
@@ -28,6 +29,5 @@ and running it twice is harmless.`,
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
-  const { uninstallNode } = await import("../apply/uninstall");
   return uninstallNode(ctx, { purge: opt.bool(parsed, "purge"), yes: opt.bool(parsed, "yes"), prefix: opt.str(parsed, "prefix") });
 }

@@ -2,7 +2,10 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { UsageError } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
-import type { Context } from "./registry";
+import { unknownCheckIds } from "../doctor/index";
+import { upgradeNode } from "../apply/upgrade";
+import type { Context } from "../context";
+import { parseDuration, DEFAULT_TIMEOUT_SECONDS } from "./install";
 
 export const spec: CommandSpec = {
   name: "upgrade",
@@ -39,12 +42,14 @@ a failing doctor check), 4/5 download verification or network failure (nothing w
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
-  const [{ upgradeNode }, { parseDuration, DEFAULT_TIMEOUT_SECONDS }] = await Promise.all([import("../apply/upgrade"), import("./install")]);
   const timeoutText = opt.str(parsed, "timeout");
   const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
   if (timeoutSeconds === null) throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
   const to = opt.str(parsed, "to");
   if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to)) throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
+  const ignoreChecks = opt.list(parsed, "ignore-check");
+  const unknown = unknownCheckIds(ignoreChecks);
+  if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return upgradeNode(ctx, {
     to,
     source: {
@@ -58,6 +63,6 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
     yes: opt.bool(parsed, "yes"),
     timeoutSeconds,
     prefix: opt.str(parsed, "prefix"),
-    ignoreChecks: opt.list(parsed, "ignore-check"),
+    ignoreChecks,
   });
 }

@@ -30,6 +30,11 @@ export const CHECKS: readonly Check[] = [
 
 export const CHECK_IDS: readonly string[] = CHECKS.map((c) => c.id);
 
+/** The ids in `ids` (from --ignore-check) that name no check. */
+export function unknownCheckIds(ids: readonly string[]): string[] {
+  return ids.filter((id) => !CHECK_IDS.includes(id));
+}
+
 export interface Diagnosis {
   mode: Mode;
   /** Why this mode: the blocking failures, or what the cgroups allow. */

@@ -2,7 +2,7 @@
 // commands run with a timeout. Nothing here writes. Tests point a Host at a fixture folder
 // (test/helpers/fixture-host.ts); `doctor --root DIR` points it at a mounted system image.
 import { execFile } from "node:child_process";
-import { promises as fsp } from "node:fs";
+import { promises as fsp, type Stats } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
@@ -76,7 +76,7 @@ export interface Host {
 
 export const DEFAULT_TIMEOUT_MS = 2000;
 
-function typeOf(st: import("node:fs").Stats): FileStat["type"] {
+function typeOf(st: Stats): FileStat["type"] {
   if (st.isFile()) return "file";
   if (st.isDirectory()) return "dir";
   if (st.isSymbolicLink()) return "symlink";
@@ -87,7 +87,7 @@ function typeOf(st: import("node:fs").Stats): FileStat["type"] {
   return "other";
 }
 
-function fileStat(st: import("node:fs").Stats): FileStat {
+function fileStat(st: Stats): FileStat {
   return { type: typeOf(st), mode: st.mode, uid: st.uid, gid: st.gid, size: st.size };
 }
 

@@ -1,10 +1,10 @@
-// The release layout (cli/apply/releases.ts) and how it is read through cli/fetch's HTTP client:
+// The release layout (cli/self/releases.ts) and how it is read through cli/fetch's HTTP client:
 // parsing, and real requests to servers on 127.0.0.1 (redirects, errors, limits, retries, a deadline,
 // an HTTP proxy from the environment, Ctrl-C, a private CA and the https → http refusal).
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { binaryName, checksumFor, downloadFile, fetchText, hostArch, normalizeVersion, releaseUrl, resolveBaseUrl } from "../../../cli/apply/releases";
+import { binaryName, checksumFor, downloadFile, fetchText, hostArch, normalizeVersion, releaseUrl, resolveBaseUrl } from "../../../cli/self/releases";
 import { ExitCode } from "../../../cli/errors";
 import { DEFAULT_DOWNLOAD_URL } from "../../../cli/version";
 import { REPO } from "../../helpers/cli";

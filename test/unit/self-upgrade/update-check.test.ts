@@ -5,7 +5,7 @@ import { execFile } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decide, readState, stateFile, UPDATE_CHECK_INTERVAL_MS, updateCheckEnabled, type UpdateState } from "../../../cli/apply/update-check";
+import { decide, readState, stateFile, UPDATE_CHECK_INTERVAL_MS, updateCheckEnabled, type UpdateState } from "../../../cli/self/update-check";
 import { CLI_BUNDLE, REPO, runCli } from "../../helpers/cli";
 import { serveDir, type StaticServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";

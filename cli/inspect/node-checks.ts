@@ -5,12 +5,13 @@ import { promises as fsp } from "node:fs";
 import type { CheckResult, Status } from "../doctor/check";
 import { delegateFix, lingerFix } from "../doctor/fixes";
 import type { Plan } from "../plan/plan";
-import type { Context } from "../commands/registry";
+import type { Context } from "../context";
 import { ExitCode } from "../errors";
-import { apiClient, readKubeconfig } from "./readiness";
-import { requireReceipt } from "./receipt";
+import { criClient } from "../apply/cri";
+import { apiClient, readKubeconfig } from "../apply/readiness";
+import { requireReceipt } from "../apply/receipt";
 import { nodeStatus, type NodeStatus } from "./status";
-import { systemdUser, type SystemdUser } from "./systemd";
+import { systemdUser, type SystemdUser } from "../apply/systemd";
 
 export interface NodeCheckOutcome extends CheckResult {
   id: string;
@@ -47,7 +48,6 @@ export async function checkOwnerCgroup(plan: Plan, systemd: SystemdUser, root = 
 export async function checkSnapshotter(plan: Plan): Promise<CheckResult> {
   const want = plan.runtime.snapshotter?.name;
   if (!want) return result("skip", `${plan.runtime.name}: the storage driver is the runtime's own choice`);
-  const { criClient } = await import("./cri");
   const c = criClient(plan.runtime.criSocket, 5000);
   try {
     const { info } = await c.status(true);

@@ -2,10 +2,11 @@
 // installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
 // (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
 import type { Plan } from "../plan/plan";
-import { startOrder } from "./node";
-import { apiClient, parseNode, readKubeconfig, type NodeView } from "./readiness";
-import type { Receipt } from "./receipt";
-import { systemdUser, type SystemdUser, type UnitState } from "./systemd";
+import { startOrder } from "../apply/node";
+import { criClient } from "../apply/cri";
+import { apiClient, parseNode, readKubeconfig, type NodeView } from "../apply/readiness";
+import type { Receipt } from "../apply/receipt";
+import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd";
 
 export interface NodeStatus {
   schemaVersion: 1;
@@ -56,7 +57,6 @@ export async function nodeStatus(receipt: Receipt & { plan: Plan }, env: NodeJS.
 
   const cri = { answering: false, version: null as string | null, detail: null as string | null };
   if (plan.runtime.name !== "docker" || plan.runtime.criSocket) {
-    const { criClient } = await import("./cri");
     const c = criClient(plan.runtime.criSocket, 3000);
     try {
       const v = await c.version();

@@ -9,7 +9,8 @@ import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UsageError, UserError, messageOf } from "../errors";
-import type { HttpOptions, Response } from "../fetch/http";
+import { HttpStatusError, createHttpClient, downloadFailure, withRetries, type HttpOptions, type Response } from "../fetch/http";
+import { HashingFileSink } from "../fetch/sink";
 import { BIN_NAME, DEFAULT_DOWNLOAD_URL } from "../version";
 
 export type Arch = "amd64" | "arm64";
@@ -92,7 +93,6 @@ function statusError(url: string, status: number): UserError {
  * body, are retried with backoff. undici and the client load only here, when a request starts.
  */
 async function getRelease<T>(url: string, req: ReleaseRequest, read: (res: Response, signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
-  const { HttpStatusError, createHttpClient, downloadFailure, withRetries } = await import("../fetch/http");
   const { signal, deadlineMs, ...http } = req;
   const deadline = deadlineMs ? AbortSignal.timeout(deadlineMs) : undefined;
   const stop = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline);
@@ -149,7 +149,6 @@ export async function downloadFile(url: string, dest: string, req: ReleaseReques
   } catch (e) {
     throw fileError(url, dest, e as NodeJS.ErrnoException);
   }
-  const { HashingFileSink } = await import("../fetch/sink");
   return getRelease(url, req, async (res, signal) => {
     const hash = createHash("sha256");
     const sink = new HashingFileSink(dest, { append: false, mode: 0o700, hash });

@@ -3,11 +3,14 @@
 // <base>/latest.txt and records it; a newer release is announced in one line, at most once a day.
 // Off under CI, off the terminal, and with ROOTLESS_K8S_NO_UPDATE_CHECK=1.
 // State: $XDG_CACHE_HOME/rootless-k8s/update-check.json (default ~/.cache/...).
+import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { isSea } from "node:sea";
 import { isCI } from "../ui/output";
 import { BIN_NAME } from "../version";
 import { toolDir } from "../xdg";
+import { fetchText, normalizeVersion, releaseUrl, resolveBaseUrl } from "./releases";
 
 /** The hidden first argument that makes the binary run the check itself (the detached child). */
 export const UPDATE_CHECK_ARG = "__update-check";
@@ -86,7 +89,7 @@ export interface AfterCommand {
 export async function afterCommand(a: AfterCommand): Promise<void> {
   if (!updateCheckEnabled(a.env, a.onTerminal, a.command)) return;
   try {
-    const [{ resolveBaseUrl }, semver] = await Promise.all([import("./releases"), import("semver")]);
+    const semver = await import("semver");
     const base = resolveBaseUrl(undefined, a.env);
     const now = a.now ?? Date.now();
     const file = stateFile(a.env);
@@ -107,7 +110,6 @@ export async function afterCommand(a: AfterCommand): Promise<void> {
 }
 
 async function startDetachedCheck(): Promise<void> {
-  const [{ spawn }, { isSea }] = await Promise.all([import("node:child_process"), import("node:sea")]);
   const args = isSea() ? [UPDATE_CHECK_ARG] : [process.argv[1]!, UPDATE_CHECK_ARG];
   spawn(process.execPath, args, { detached: true, stdio: "ignore", env: process.env }).unref();
 }
@@ -115,7 +117,6 @@ async function startDetachedCheck(): Promise<void> {
 /** The detached child: fetch latest.txt and record it. Silent; exits 0 whatever happens. */
 export async function runUpdateCheck(env: NodeJS.ProcessEnv): Promise<number> {
   try {
-    const { fetchText, normalizeVersion, releaseUrl, resolveBaseUrl } = await import("./releases");
     const base = resolveBaseUrl(undefined, env);
     const latest = normalizeVersion(await fetchText(releaseUrl.latest(base), { env, deadlineMs: 15_000 }));
     if (!latest) return 0;

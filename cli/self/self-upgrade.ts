@@ -8,7 +8,7 @@ import { basename, dirname, join } from "node:path";
 import { execFile } from "node:child_process";
 import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
-import { tempPathBeside } from "./files";
+import { tempPathBeside } from "../apply/files";
 import { previousPathOf } from "./previous-binary";
 import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl } from "./releases";
 

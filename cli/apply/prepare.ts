@@ -1,0 +1,90 @@
+// The read-only front half of install and upgrade: facts (cli/host) → doctor (cli/doctor) → the
+// receipt of the node already there → plan (cli/plan), with the kubelet of the version set probed.
+// Nothing is changed. The caller builds the request: install from its flags, upgrade from the
+// installed node's receipt; the dry run reports what it returns, install and upgrade act on it.
+import * as path from "node:path";
+import { ExitCode, UserError, refuseRoot } from "../errors";
+import type { Facts } from "../host/facts";
+import { archOf, gatherFacts } from "../host/gather";
+import { localHost, type Host } from "../host/host";
+import { probeKubelet } from "../host/kubelet";
+import { parseContainerdVersion } from "../host/parse/versions";
+import { diagnose, type Diagnosis } from "../doctor/index";
+import { buildPlan, planPaths, validatePlan } from "../plan/index";
+import type { Plan, PlanOptions } from "../plan/plan";
+import { loadComponents, type ComponentSource, type Components } from "./components";
+import { readReceipt, type Receipt } from "./receipt";
+
+/** What the front half needs: no command-line flags, only the decisions they stand for. */
+export interface PrepareRequest {
+  /** The command on whose behalf this runs, for the refusal as root ("refusing to install as root"). */
+  command: "install" | "upgrade";
+  env: NodeJS.ProcessEnv;
+  /** The plan's choices: from the flags (install), or the installed node's own (upgrade). */
+  plan: PlanOptions;
+  /** Where the version set comes from (built-in manifest, --manifest, --bundle, --mirror). */
+  source: ComponentSource;
+  /** Failing doctor checks the user chose to go ahead despite (--ignore-check). */
+  ignoreChecks: string[];
+}
+
+export interface Prepared {
+  host: Host;
+  facts: Facts;
+  diagnosis: Diagnosis;
+  /** Failing doctor checks not named in --ignore-check: any of them stops the install. */
+  blocking: Diagnosis["outcomes"];
+  /** The manifest and version set the plan is built for, and that install fetches. */
+  components: Components;
+  plan: Plan;
+  /** The receipt at the plan's place (also one of an uninstalled node, whose data is kept), if any. */
+  receipt: Receipt | null;
+  /** The plan of the node already installed (from the receipt), if any. */
+  previous: Plan | null;
+}
+
+/** Lets the real install stop on failing checks and ask its questions before the plan is built. */
+export interface PrepareHooks {
+  /** Called with the facts, the doctor's verdict and the installed node's plan; returns the plan options to use. */
+  beforePlan?(facts: Facts, diagnosis: Diagnosis, previous: Plan | null): Promise<PlanOptions>;
+}
+
+/**
+ * Facts → doctor → plan, read-only. Throws UserError(3) for root, an unusable choice or a bad plan;
+ * returns failing checks for the caller to judge (the dry run reports them, install stops).
+ * `loaded`: the components when the caller has them already (upgrade); else they are loaded from
+ * the request's source, by the same rule install fetches with (cli/apply/components.ts).
+ */
+export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {}, loaded?: Components): Promise<Prepared> {
+  refuseRoot(req.command);
+  const host = localHost({ env: req.env });
+  const components = loaded ?? (await loadComponents(req.source, archOf(host.uname().machine)));
+  const versions = components.versions;
+  const apiPort = req.plan.apiPort ?? 6443;
+  // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
+  const prefix = req.plan.prefix;
+  const facts = await gatherFacts(host, {
+    ports: [apiPort],
+    ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
+  });
+  const diagnosis = diagnose(facts);
+  const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !req.ignoreChecks.includes(x.id));
+
+  // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
+  const receipt = await readReceipt(planPaths(facts, req.plan, versions).receipt);
+  const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
+  let options: PlanOptions = { ...req.plan };
+  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, previous);
+  if (options.runtimeBin) {
+    const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
+    if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
+    options.runtimeBinVersion = parseContainerdVersion(r.stdout + r.stderr).version;
+  }
+  // Probe the kubelet of this version set if it is installed already: a patched one may offer
+  // the "none" cgroup driver. Not installed yet: stock settings (they work with any kubelet).
+  let plan = buildPlan(facts, options, versions);
+  const kubelet = await probeKubelet(host, path.join(plan.paths.versionBinDir, "kubelet"));
+  if (kubelet) plan = buildPlan(facts, { ...options, kubelet }, versions);
+  validatePlan(plan, facts, { previous });
+  return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
+}
