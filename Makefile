@@ -28,7 +28,10 @@ run: build
 
 # Type check, unit and integration tests, then the built binary's smoke test and lint.
 # Under CI (CI set), a skipped test fails the run: skips would hide a missing install step.
+# The Debian packages the tests need (scripts/test-deps.sh, the one list) are installed first when
+# run as root; without root, a missing one stops here with the command to run.
 test: deps
+	@bash scripts/test-deps.sh
 	npm run typecheck
 	npm test -- --reporter=default --reporter=json --outputFile.json=dist/test-results.json
 	@if [ -n "$${CI:-}" ]; then node_modules/.bin/node test/helpers/no-skips.mjs dist/test-results.json; fi
