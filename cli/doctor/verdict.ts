@@ -2,6 +2,7 @@
 // `delegated` when cgroup v2 delegates cpu, memory and pids to the user, else `none`, which says
 // plainly what the node gives up.
 import type { CheckOutcome } from "./check";
+import { cgroupAllows } from "../host/cgroups";
 import type { Facts } from "../host/facts";
 
 export type Mode = "delegated" | "none" | "blocked";
@@ -18,16 +19,6 @@ export const NONE_GIVES_UP: readonly string[] = [
 export function decideMode(facts: Facts, outcomes: readonly CheckOutcome[]): { mode: Mode; reasons: string[]; givesUp: string[] } {
   const blockers = outcomes.filter((o) => o.blocks && o.status === "fail");
   if (blockers.length) return { mode: "blocked", reasons: blockers.map((o) => `${o.label}: ${o.summary}`), givesUp: [] };
-  const c = facts.cgroup;
-  const svc = `user@${facts.user.uid}.service`;
-  if (c.delegated) return { mode: "delegated", reasons: [`cgroup v2 with ${c.userControllers!.join(" ")} delegated to ${svc}`], givesUp: [] };
-  const why =
-    c.mode === "v1"
-      ? "cgroup v1: controllers cannot be delegated to a user"
-      : c.mode === "hybrid"
-        ? "cgroup v1 hybrid: every controller is bound to a v1 hierarchy, none can be delegated to a user"
-        : c.userControllers === null
-          ? `cgroup v2, but ${svc} was not found (no running user manager), so no delegation can be seen`
-          : `cgroup v2, but ${svc} has ${c.userControllers.join(" ") || "no controllers"}: cpu, memory and pids must all be delegated`;
-  return { mode: "none", reasons: [why], givesUp: [...NONE_GIVES_UP] };
+  const allowed = cgroupAllows(facts.cgroup, facts.user.uid);
+  return { mode: allowed.mode, reasons: [allowed.reason], givesUp: allowed.mode === "none" ? [...NONE_GIVES_UP] : [] };
 }

@@ -1,5 +1,6 @@
 // cgroups: v2 with cpu, memory and pids delegated to user@UID.service gives the `delegated` mode;
 // anything else gives `none`. systemd >= 244 is needed to delegate cpuset.
+import { delegatesCore, missingCore } from "../../host/cgroups";
 import { ok, skip, warn, type Check } from "../check";
 import { cgroupV2BootFix, delegateControllers, delegateFix } from "../fixes";
 
@@ -25,11 +26,11 @@ export const cgroupChecks: Check[] = [
       const fix = { root: delegateFix(f.systemd.version), user: ["# log out and back in (or reboot) so user@.service starts with the new delegation"] };
       if (c.userControllers === null) return warn(`${c.userServicePath}/cgroup.controllers is missing: is the user manager running?`, fix);
       const have = c.userControllers.join(" ") || "none";
-      if (c.delegated) {
+      if (delegatesCore(c.mode, c.userControllers)) {
         const extra = ["cpuset", "io"].filter((x) => !c.userControllers!.includes(x as never));
         return ok(`${have}${extra.length ? ` (not ${extra.join(", ")}: fine)` : ""}`);
       }
-      const missing = ["cpu", "memory", "pids"].filter((x) => !c.userControllers!.includes(x as never));
+      const missing = missingCore(c.userControllers);
       return warn(`user@${f.user.uid}.service has ${have}; missing ${missing.join(", ")}: the node runs in mode none`, fix, [`Delegate=${delegateControllers(f.systemd.version)} gives the delegated mode`]);
     },
   },

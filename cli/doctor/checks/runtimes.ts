@@ -4,15 +4,16 @@
 // Docker >= 20.10, CRI-O >= 1.22, containerd >= 1.4 with delegated cgroup v2), and iptables is
 // needed by kube-proxy inside the node's namespaces.
 import { ok, skip, warn, type Check, type CheckResult } from "../check";
+import { cgroupAllows } from "../../host/cgroups";
 import type { Facts, ToolFacts } from "../../host/facts";
 import { atLeast, isBadIptablesNft } from "../../host/parse/versions";
 import { installPackage } from "../fixes";
 
 type CgroupCapability = "delegated" | "none";
 
-/** What the host's cgroups allow, independent of any other check. */
+/** What the host's cgroups allow (cli/host/cgroups.ts), independent of any other check. */
 export function cgroupCapability(f: Facts): CgroupCapability {
-  return f.cgroup.delegated ? "delegated" : "none";
+  return cgroupAllows(f.cgroup, f.user.uid).mode;
 }
 
 export const FLOORS: Record<"docker" | "containerd" | "crio", Record<CgroupCapability, string>> = {

@@ -1,5 +1,6 @@
 // cgroup layout: v1, hybrid (v1 controllers plus an empty unified hierarchy) or v2, and which
 // controllers systemd delegates to user@UID.service (the condition for the `delegated` mode).
+import { delegatesCore } from "../cgroups";
 import type { CgroupFacts, CgroupMode } from "../facts";
 import { parseControllers, parseProcSelfCgroup } from "../parse/procfs";
 import type { ProbeContext } from "./context";
@@ -17,8 +18,6 @@ export function cgroupMode(procSelfCgroup: string | null, rootControllersFile: b
   return "v1";
 }
 
-export const DELEGATION_CORE = ["cpu", "memory", "pids"] as const;
-
 export async function cgroupFacts(ctx: ProbeContext): Promise<CgroupFacts> {
   const { host, user } = ctx;
   const [self, rootCtl, unifiedCtl] = await Promise.all([
@@ -35,7 +34,7 @@ export async function cgroupFacts(ctx: ProbeContext): Promise<CgroupFacts> {
     rootControllers: parseControllers(mode === "v2" ? rootCtl : unifiedCtl) ?? [],
     userServicePath,
     userControllers,
-    delegated: mode === "v2" && !!userControllers && DELEGATION_CORE.every((c) => userControllers.includes(c)),
+    delegated: delegatesCore(mode, userControllers),
     selfCgroup: parseProcSelfCgroup(self).unifiedPath,
     v2Mount,
   };

@@ -70,7 +70,7 @@ describe("the verdict says why", () => {
     const hybrid = await run("ubuntu-20.04");
     expect(hybrid.d.reasons[0]).toMatch(/hybrid/);
     const v2 = await run("rocky-9");
-    expect(v2.d.reasons[0]).toBe("cgroup v2, but user@1000.service has memory pids: cpu, memory and pids must all be delegated");
+    expect(v2.d.reasons[0]).toBe("cgroup v2, but user@1000.service has memory pids: cpu not delegated (cpu, memory and pids must all be)");
     expect(v2.d.givesUp).toEqual(NONE_GIVES_UP);
     const text = NONE_GIVES_UP.join(" ");
     for (const w of ["per-pod resource limits", "QoS", "kube-reserved", "system-reserved", "eviction", "metrics"]) expect(text).toContain(w);

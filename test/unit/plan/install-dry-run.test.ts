@@ -50,7 +50,7 @@ describe("install --dry-run on this machine", () => {
     expect(r.stderr).toBe("");
     expect(r.stdout).toMatch(/^Node plan for rk8s-dryrun \(dry run: nothing was changed\)/);
     expect(r.stdout).toMatch(/^Mode {8}none$/m);
-    expect(r.stdout).toMatch(/cgroup v1\/v2 hybrid|cgroup v1:/);
+    expect(r.stdout).toMatch(/cgroup v1 hybrid|cgroup v1:/);
     expect(r.stdout).toMatch(/no per-pod resource limits/);
     expect(r.stdout).toMatch(/failCgroupV1 false/);
     expect(r.stdout).toMatch(/^Files \(\d+: \d+ new, 0 changed, 0 unchanged\)$/m);

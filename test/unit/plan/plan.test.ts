@@ -39,7 +39,7 @@ describe("mode", () => {
     });
     const plan = buildPlan(f, {}, versions);
     expect(plan.mode.name).toBe("none");
-    expect(plan.mode.reasons[0]).toContain("memory not delegated to user@1000.service");
+    expect(plan.mode.reasons[0]).toBe("cgroup v2, but user@1000.service has cpu pids: memory not delegated (cpu, memory and pids must all be)");
     expect(plan.kubelet.failCgroupV1).toBeNull();
   });
 
