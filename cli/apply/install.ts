@@ -8,7 +8,6 @@ import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, InterruptedError, UserError, fileSystemError, messageOf, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
-import type { CheckOutcome } from "../doctor/index";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { describePlan } from "../plan/describe";
 import { adminKubeconfig } from "../render/kubeconfig";
@@ -23,7 +22,7 @@ import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./rea
 import { mergeFiles, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
 import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
-import { prepareNode, type PrepareRequest } from "./prepare";
+import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import { systemdUser, type SystemdUser } from "./systemd";
 import { describeUnitFailure, unitProbe } from "./watch";
@@ -46,10 +45,9 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
   // 1. doctor (a failing check stops here, before any question), 2. questions, 3. the plan.
   out.err(`${out.errStyle.cyan("==>")} Checking this host`);
   const prepared = await prepareNode(o, {
-    async beforePlan(facts, diagnosis, previous) {
+    async beforePlan(facts, diagnosis, blocking, previous) {
       reportVerdict(ctx, diagnosis);
-      const ignore = portsResolved(facts, o.plan, previous) ? [...o.ignoreChecks, "ports"] : o.ignoreChecks;
-      stopOnFailingChecks(ctx, diagnosis.outcomes, ignore);
+      refuseOnBlocking(out, blocking, "install");
       return askOptions(prompter, facts, o.plan, previous);
     },
   });
@@ -69,33 +67,6 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
   } finally {
     await lock.release();
   }
-}
-
-/**
- * The doctor's "ports" check fails when a port the node wants is taken. That is no reason to stop
- * when the taker is this very node (a re-install), or when it is the default API port and the
- * user did not insist on it: then install asks for another one (or, unattended, takes the next free).
- */
-function portsResolved(facts: Facts, chosen: PlanOptions, previous: Plan | null): boolean {
-  const ours = new Set(previous?.network.published.map((x) => x.hostPort) ?? []);
-  const busy = facts.network.busyPorts.filter((x) => !ours.has(x));
-  const api = previous?.ports.apiServer ?? 6443;
-  return busy.length === 0 || (chosen.apiPort === undefined && busy.every((x) => x === api));
-}
-
-function stopOnFailingChecks(ctx: Context, outcomes: CheckOutcome[], ignore: string[]): void {
-  const out = ctx.out;
-  const failing = outcomes.filter((x) => x.status === "fail" && !ignore.includes(x.id));
-  if (!failing.length) return;
-  for (const c of failing) {
-    out.err(`  ${out.errStyle.red("fail")} ${c.id}: ${c.summary}`);
-    for (const l of c.fix?.root ?? []) out.err(`       fix (as root): ${l}`);
-    for (const l of c.fix?.user ?? []) out.err(`       fix: ${l}`);
-  }
-  throw new UserError(`doctor found ${failing.length} problem${failing.length === 1 ? "" : "s"} that stop the install (${failing.map((x) => x.id).join(", ")})`, {
-    exitCode: ExitCode.Refused,
-    fix: "apply the fixes above (the root ones at once: rootless-k8s doctor --root-script | sudo sh), or go ahead anyway with --ignore-check ID",
-  });
 }
 
 function reportVerdict(ctx: Context, d: { mode: string; reasons: string[]; givesUp: string[] }): void {

@@ -9,7 +9,10 @@ import { archOf, gatherFacts } from "../host/gather";
 import { localHost, type Host } from "../host/host";
 import { probeKubelet } from "../host/kubelet";
 import { parseContainerdVersion } from "../host/parse/versions";
-import { diagnose, type Diagnosis } from "../doctor/index";
+import { diagnose, type CheckOutcome, type Diagnosis } from "../doctor/index";
+import { blockingFailures } from "../doctor/blocking";
+import { showOutcomes } from "../doctor/present";
+import type { Output } from "../ui/output";
 import { buildPlan, planPaths, validatePlan } from "../plan/index";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { loadComponents, type ComponentSource, type Components } from "./components";
@@ -32,8 +35,8 @@ export interface Prepared {
   host: Host;
   facts: Facts;
   diagnosis: Diagnosis;
-  /** Failing doctor checks not named in --ignore-check: any of them stops the install. */
-  blocking: Diagnosis["outcomes"];
+  /** The failing doctor checks that stop install and upgrade (doctor/blocking.ts): the dry run reports them. */
+  blocking: CheckOutcome[];
   /** The manifest and version set the plan is built for, and that install fetches. */
   components: Components;
   plan: Plan;
@@ -45,8 +48,8 @@ export interface Prepared {
 
 /** Lets the real install stop on failing checks and ask its questions before the plan is built. */
 export interface PrepareHooks {
-  /** Called with the facts, the doctor's verdict and the installed node's plan; returns the plan options to use. */
-  beforePlan?(facts: Facts, diagnosis: Diagnosis, previous: Plan | null): Promise<PlanOptions>;
+  /** Called with the facts, the doctor's verdict, the checks that stop it and the installed node's plan; returns the plan options to use. */
+  beforePlan?(facts: Facts, diagnosis: Diagnosis, blocking: CheckOutcome[], previous: Plan | null): Promise<PlanOptions>;
 }
 
 /**
@@ -68,13 +71,13 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
     ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
   });
   const diagnosis = diagnose(facts);
-  const blocking = diagnosis.outcomes.filter((x) => x.status === "fail" && !req.ignoreChecks.includes(x.id));
 
   // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
   const receipt = await readReceipt(planPaths(facts, req.plan, versions).receipt);
   const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
+  const blocking = blockingFailures(diagnosis.outcomes, req.ignoreChecks, ownPorts(previous, req.plan.apiPort), facts.network.busyPorts);
   let options: PlanOptions = { ...req.plan };
-  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, previous);
+  if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, blocking, previous);
   if (options.runtimeBin) {
     const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
     if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
@@ -87,4 +90,23 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   if (kubelet) plan = buildPlan(facts, { ...options, kubelet }, versions);
   validatePlan(plan, facts, { previous });
   return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
+}
+
+/**
+ * The ports that are no obstacle to this node: those the installed node publishes itself, and,
+ * without --api-port, the API port it would get (install asks for another one when it is taken).
+ */
+export function ownPorts(previous: Plan | null, apiPortFlag: number | undefined): number[] {
+  const own = previous?.network.published.map((x) => x.hostPort) ?? [];
+  return apiPortFlag === undefined ? [...own, previous?.ports.apiServer ?? 6443] : own;
+}
+
+/** Shows the checks that stop `command` (install, upgrade) with their fixes, and refuses (exit 3). */
+export function refuseOnBlocking(out: Output, blocking: readonly CheckOutcome[], command: "install" | "upgrade"): void {
+  if (!blocking.length) return;
+  for (const l of showOutcomes(blocking, out.errStyle, { name: "id" })) out.err(l);
+  throw new UserError(`doctor found ${blocking.length} problem${blocking.length === 1 ? "" : "s"} that stop${blocking.length === 1 ? "s" : ""} the ${command} (${blocking.map((x) => x.id).join(", ")})`, {
+    exitCode: ExitCode.Refused,
+    fix: "apply the fixes above (the root ones at once: rootless-k8s doctor --root-script | sudo sh), or go ahead anyway with --ignore-check ID",
+  });
 }

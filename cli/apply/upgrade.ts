@@ -15,7 +15,7 @@ import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
 import { loadComponents, type ComponentSource } from "./components";
 import { applyPlan } from "./install";
-import { prepareNode } from "./prepare";
+import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
@@ -80,15 +80,8 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   // The new plan: the same choices (mode, runtime, ports, paths, node) on the new versions.
   const options = optionsFromPlan(from, ctx.env);
   const prepared = await prepareNode({ command: "upgrade", env: ctx.env, plan: options, source: o.source, ignoreChecks: o.ignoreChecks }, {
-    async beforePlan(facts, diagnosis, previous) {
-      const ours = new Set(previous?.network.published.map((p) => p.hostPort) ?? []);
-      const blocking = diagnosis.outcomes.filter((c) => c.status === "fail" && !o.ignoreChecks.includes(c.id) && !(c.id === "ports" && facts.network.busyPorts.every((p) => ours.has(p))));
-      if (blocking.length) {
-        throw new UserError(`doctor found problems that stop the upgrade: ${blocking.map((c) => `${c.id} (${c.summary})`).join("; ")}`, {
-          exitCode: ExitCode.Refused,
-          fix: "run `rootless-k8s doctor` for the fixes, or skip a check with --ignore-check ID",
-        });
-      }
+    async beforePlan(_facts, _diagnosis, blocking) {
+      refuseOnBlocking(out, blocking, "upgrade");
       return options;
     },
   }, components);

@@ -8,7 +8,11 @@ import { gatherFacts, UnknownUserError } from "../host/gather";
 import * as doctor from "../doctor/index";
 import { doctorJson } from "../doctor/json";
 import { renderReport } from "../doctor/report";
-import { nodeDoctor } from "../inspect/node-checks";
+import { runChecks } from "../doctor/check";
+import { nodeChecks } from "../doctor/checks/node";
+import { showOutcomes } from "../doctor/present";
+import { requireReceipt } from "../apply/receipt";
+import { nodeFacts } from "../inspect/node-facts";
 import type { Context } from "../context";
 
 export const spec: CommandSpec = {
@@ -37,6 +41,22 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   if (opt.bool(parsed, "node")) return nodeDoctor(ctx, { json: opt.bool(parsed, "json"), prefix: opt.str(parsed, "prefix") });
   return hostDoctor(ctx, parsed);
+}
+
+/** `doctor --node`: exit 0 when nothing failed (warnings allowed), 1 otherwise. */
+async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }): Promise<number> {
+  const receipt = await requireReceipt(ctx.env, opts.prefix);
+  const checks = runChecks(nodeChecks, await nodeFacts(receipt, ctx.env));
+  const failed = doctor.anyFailed(checks);
+  if (opts.json) {
+    const shown = checks.map(({ id, label, status, summary, fix, details }) => ({ id, label, status, summary, fix, ...(details ? { details } : {}) }));
+    ctx.out.out(JSON.stringify({ schemaVersion: 1, node: receipt.plan.node.name, mode: receipt.plan.mode.name, healthy: !failed, checks: shown }, null, 2));
+  } else {
+    const s = ctx.out.style;
+    ctx.out.out(s.bold(`Node ${receipt.plan.node.name} (mode ${receipt.plan.mode.name})`));
+    for (const l of showOutcomes(checks, s)) ctx.out.out(l);
+  }
+  return failed ? ExitCode.Failure : ExitCode.Ok;
 }
 
 async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {

@@ -11,6 +11,7 @@ import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
 import { unknownCheckIds } from "../doctor/index";
+import { showOutcomes } from "../doctor/present";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { describePlan, tildify } from "../plan/describe";
 import { folders, generatePki, readPki, renderNode, type RenderedFile } from "../render/index";
@@ -190,10 +191,7 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
   ctx.out.out("");
   if (blocking.length) {
     ctx.out.out(s.bold(`Install would stop: ${blocking.length} doctor check${blocking.length > 1 ? "s" : ""} fail${blocking.length > 1 ? "" : "s"}`));
-    for (const c of blocking) {
-      ctx.out.out(`  ${s.red("fail")} ${c.id}: ${c.summary}`);
-      for (const fix of [...(c.fix?.root ?? []).map((l) => `(root) ${l}`), ...(c.fix?.user ?? [])]) ctx.out.out(`       fix: ${fix}`);
-    }
+    for (const l of showOutcomes(blocking, s, { name: "id" })) ctx.out.out(l);
     ctx.out.out(`Fix them (\`rootless-k8s doctor\` explains each), or name them with --ignore-check ID.`);
     return ExitCode.Refused;
   }

@@ -26,9 +26,10 @@ export interface CheckResult {
   rootFixInScript?: boolean;
 }
 
-export type Group = "host" | "user" | "userns" | "cgroup" | "systemd" | "runtimes" | "kernel" | "network";
+export type Group = "host" | "user" | "userns" | "cgroup" | "systemd" | "runtimes" | "kernel" | "network" | "node";
 
-export interface Check {
+/** F: the facts it judges: the host's (Facts), or the installed node's (doctor --node: NodeFacts). */
+export interface Check<F = Facts> {
   /** Stable id, used by --ignore-check and in --json: e.g. "subuid", "cgroup-delegation". */
   id: string;
   group: Group;
@@ -36,7 +37,7 @@ export interface Check {
   label: string;
   /** A failure means no rootless node can run here at all (the verdict is `blocked`). */
   blocks?: boolean;
-  run(facts: Facts): CheckResult;
+  run(facts: F): CheckResult;
 }
 
 export interface CheckOutcome extends CheckResult {
@@ -46,7 +47,7 @@ export interface CheckOutcome extends CheckResult {
   blocks: boolean;
 }
 
-export function runChecks(checks: readonly Check[], facts: Facts): CheckOutcome[] {
+export function runChecks<F>(checks: readonly Check<F>[], facts: F): CheckOutcome[] {
   return checks.map((c) => ({ id: c.id, group: c.group, label: c.label, blocks: c.blocks === true, ...c.run(facts) }));
 }
 

@@ -2,8 +2,9 @@
 // apart), then the verdict and what `none` gives up. Colour comes from the Style (TTY only).
 import type { Style } from "../ui/output";
 import type { Facts } from "../host/facts";
-import type { CheckOutcome, Group, Status } from "./check";
+import type { Group, Status } from "./check";
 import type { Diagnosis } from "./index";
+import { showOutcomes } from "./present";
 
 const GROUP_TITLES: Record<Group, string> = {
   host: "Host",
@@ -14,35 +15,8 @@ const GROUP_TITLES: Record<Group, string> = {
   kernel: "Kernel",
   network: "Ports and disk",
   runtimes: "Container tools",
+  node: "Node",
 };
-
-function badge(status: Status, s: Style): string {
-  switch (status) {
-    case "ok":
-      return s.green("  ok");
-    case "warn":
-      return s.yellow("warn");
-    case "fail":
-      return s.red("FAIL");
-    case "skip":
-      return s.dim("skip");
-  }
-}
-
-function fixLines(o: CheckOutcome, s: Style, indent: string): string[] {
-  if (!o.fix || o.status === "ok" || o.status === "skip") return [];
-  const out: string[] = [];
-  const block = (who: string, cmds: string[]) => {
-    cmds.forEach((c, i) => {
-      const [first, ...rest] = c.split("\n");
-      out.push(`${indent}${i === 0 ? s.bold(who) : " ".repeat(who.length)} ${first}`);
-      for (const r of rest) out.push(`${indent}${" ".repeat(who.length)} ${r}`);
-    });
-  };
-  block("fix (root):", o.fix.root);
-  block("fix (you): ", o.fix.user);
-  return out;
-}
 
 export function renderReport(facts: Facts, d: Diagnosis, s: Style): string {
   const lines: string[] = [];
@@ -53,12 +27,7 @@ export function renderReport(facts: Facts, d: Diagnosis, s: Style): string {
     const items = d.outcomes.filter((o) => o.group === group);
     if (!items.length) continue;
     lines.push("", s.bold(GROUP_TITLES[group]));
-    for (const o of items) {
-      lines.push(`  ${badge(o.status, s)}  ${o.label.padEnd(width)}  ${o.summary}`);
-      const indent = " ".repeat(10 + width);
-      for (const det of o.details ?? []) lines.push(`${indent}${s.dim(det)}`);
-      lines.push(...fixLines(o, s, indent));
-    }
+    lines.push(...showOutcomes(items, s, { width }));
   }
   if (facts.notes.length) {
     lines.push("", s.bold("Not determined"));
