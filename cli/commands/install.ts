@@ -10,6 +10,7 @@ import { checkOutputDir, openOutputDir } from "../apply/output-dir";
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
+import { mirrorFrom } from "../fetch/mirror";
 import { unknownCheckIds } from "../doctor/index";
 import { showOutcomes } from "../doctor/present";
 import type { Plan, PlanOptions } from "../plan/plan";
@@ -110,6 +111,8 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     env: ctx.env,
   };
   const ignoreChecks = opt.list(parsed, "ignore-check");
+  // A mirror that is no http(s) URL is bad usage (exit 2), refused before doctor runs.
+  mirrorFrom(opt.str(parsed, "mirror"), ctx.env);
   const unknown = unknownCheckIds(ignoreChecks);
   if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return {

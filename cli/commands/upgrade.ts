@@ -2,6 +2,7 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { UsageError } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
+import { mirrorFrom } from "../fetch/mirror";
 import { unknownCheckIds } from "../doctor/index";
 import { upgradeNode } from "../apply/upgrade";
 import type { Context } from "../context";
@@ -48,6 +49,8 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const to = opt.str(parsed, "to");
   if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to)) throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
   const ignoreChecks = opt.list(parsed, "ignore-check");
+  // A mirror that is no http(s) URL is bad usage (exit 2), refused before the receipt is read.
+  mirrorFrom(opt.str(parsed, "mirror"), ctx.env);
   const unknown = unknownCheckIds(ignoreChecks);
   if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return upgradeNode(ctx, {

@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../helpers/cli";
 import { testUser } from "../helpers/user";
+import { tempDir } from "../helpers/temp";
+import { readdirSync } from "node:fs";
 
 describe("rootless-k8s command line", () => {
   it("prints its version", async () => {
@@ -14,6 +16,22 @@ describe("rootless-k8s command line", () => {
     const r = await runCli(["--help"]);
     expect(r.code).toBe(0);
     for (const c of ["doctor", "install", "status", "upgrade", "uninstall", "self-upgrade"]) expect(r.stdout).toContain(c);
+  });
+
+  // A home with no receipt and no cache: were the URL let through, upgrade would stop at the
+  // missing receipt (exit 3) and install at the refusal of root or at doctor (exit 3), not exit 2.
+  it.each([
+    [["install", "--mirror", "ftp://mirror.example.com/k8s"], {}, "--mirror"],
+    [["install", "--dry-run", "--mirror", "not a url"], {}, "--mirror"],
+    [["upgrade", "--mirror", "file:///srv/k8s"], {}, "--mirror"],
+    [["install", "--dry-run"], { ROOTLESS_K8S_MIRROR: "ftp://x" }, "ROOTLESS_K8S_MIRROR"],
+  ] as const)("%j with a mirror that is no http(s) URL is bad usage, refused first (exit 2)", async (args, env, where) => {
+    const home = tempDir("rk8s-mirror-");
+    const r = await runCli([...args], { env: { HOME: home, XDG_CACHE_HOME: `${home}/.cache`, ...env } });
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toMatch(new RegExp(`^error: ${where} must be an http:// or https:// URL`));
+    expect(r.stderr).not.toMatch(/doctor|refusing/);
+    expect(readdirSync(home)).toEqual([]);
   });
 
   it("exits 2 with one line for an unknown command", async () => {
