@@ -8,10 +8,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
 import type { Pki } from "../../cli/render/pki";
 import { generatePki, renderNode, type RenderedFile } from "../../cli/render/index";
+import { isCI } from "../../cli/ui/output";
 import { COMBOS, comboFacts, planCombo } from "./combos";
 
 const GOLDEN_DIR = join(import.meta.dirname, "files");
 const UPDATE = process.env.RK8S_UPDATE_GOLDEN === "1";
+const CI = isCI(process.env);
 
 /** Kubeconfig structure without the generated certificate data. */
 function stableKubeconfig(text: string): string {
@@ -55,6 +57,9 @@ describe("golden: every mode × runtime × network combination from real fixture
         text = `${JSON.stringify(result.plan, null, 2)}\n\n${goldenText(files)}`;
       }
       const file = join(GOLDEN_DIR, `${combo.name}.golden`);
+      // A missing golden file is written for review (then committed); under CI it is a failure,
+      // since a test that writes its own expectation cannot fail.
+      if (!existsSync(file) && !UPDATE) expect(CI, `golden ${file} is missing: run the golden tests without CI, review it, commit it`).toBe(false);
       if (UPDATE || !existsSync(file)) writeFileSync(file, text);
       expect(text, `golden ${file} differs: review, then RK8S_UPDATE_GOLDEN=1`).toBe(readFileSync(file, "utf8"));
     }, 30_000);

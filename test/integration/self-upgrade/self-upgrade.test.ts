@@ -12,7 +12,7 @@ import { listen } from "../../helpers/net";
 import { tempDir } from "../../helpers/temp";
 import { makeTestCa } from "../../helpers/tls";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
-import { addRelease, BINARY_NAME, installUser, testBinary, writeRelease } from "../binary/release-fixture";
+import { addRelease, BINARY_NAME, installUser, testBinary, writeRelease } from "../../unit/binary/release-fixture";
 
 describe("self-upgrade under node (the bundle, not the binary)", () => {
   it("refuses plainly: there is no binary to replace", async () => {

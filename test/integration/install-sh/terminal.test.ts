@@ -10,7 +10,7 @@ import { freePort } from "../../helpers/net";
 import { hasCommand } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
-import { addRelease, BINARY_NAME, installUser, listFiles, testBinary } from "../binary/release-fixture";
+import { addRelease, BINARY_NAME, installUser, listFiles, testBinary } from "../../unit/binary/release-fixture";
 
 const hasTmux = hasCommand("tmux");
 

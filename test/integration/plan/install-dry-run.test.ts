@@ -34,11 +34,20 @@ function cli(args: string[]) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * What a dry run must answer on this machine, from doctor's own view as the same user: exit 3
+ * when a check fails (install would stop), else 0. One code, never "either".
+ */
+function expectedCode(): { code: 0 | 3; failing: string[] } {
+  const d = cli(["doctor", "--json"]);
+  const failing = (JSON.parse(d.stdout) as { checks: { id: string; status: string }[] }).checks.filter((c) => c.status === "fail").map((c) => c.id);
+  return { code: failing.length ? 3 : 0, failing };
+}
+
 const listing = (dir: string): string[] => (existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String).sort() : []);
 
 describe("install --dry-run on this machine", () => {
-  it("refuses to run as root", async () => {
-    if (process.getuid?.() !== 0) return; // only meaningful as root
+  it.skipIf(process.getuid?.() !== 0)("refuses to run as root", async () => {
     const r = await runCli(["install", "--dry-run"]);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/^error: refusing to install as root/m);
@@ -55,9 +64,12 @@ describe("install --dry-run on this machine", () => {
     expect(r.stdout).toMatch(/failCgroupV1 false/);
     expect(r.stdout).toMatch(/^Files \(\d+: \d+ new, 0 changed, 0 unchanged\)$/m);
     expect(r.stdout).toContain("~/.config/systemd/user/rootless-k8s.target");
-    const stops = /^Install would stop: \d+ doctor check/m.test(r.stdout);
-    expect(r.code).toBe(stops ? 3 : 0);
-    if (!stops) expect(r.stdout).toMatch(/Install would go ahead/);
+    const want = expectedCode();
+    expect(r.code).toBe(want.code);
+    if (want.code === 3) {
+      expect(r.stdout).toMatch(new RegExp(`^Install would stop: ${want.failing.length} doctor checks? fails?$`, "m"));
+      for (const id of want.failing) expect(r.stdout).toMatch(new RegExp(`^  FAIL  ${id} `, "m"));
+    } else expect(r.stdout).toMatch(/Install would go ahead/);
     expect(listing(home)).toEqual([]);
   });
 
@@ -78,14 +90,16 @@ describe("install --dry-run on this machine", () => {
     expect(out.files.find((f) => f.path.endsWith("/pki/ca.key"))).toMatchObject({ mode: "0600", kind: "pki", state: "new" });
     expect(out.files.every((f) => /^[0-9a-f]{64}$/.test(f.sha256))).toBe(true);
     expect(r.stdout).not.toMatch(/PRIVATE KEY|client-key-data/);
-    expect(r.code).toBe(out.wouldInstall ? 0 : 3);
-    expect(out.wouldInstall).toBe(out.blockingChecks.length === 0);
+    const want = expectedCode();
+    expect(r.code).toBe(want.code);
+    expect(out.wouldInstall).toBe(want.code === 0);
+    expect(out.blockingChecks.map((c) => c.id).sort()).toEqual([...want.failing].sort());
   });
 
   it("--output DIR writes every file at its mirrored path with its mode, and nothing else changes", () => {
     const out = join(work, "out");
     const r = cli(["install", "--dry-run", "--output", out, "--api-port", apiPort]);
-    expect([0, 3]).toContain(r.code);
+    expect(r.code).toBe(expectedCode().code);
     expect(r.stdout).toContain(`Wrote them below ${out}.`);
     const mirrored = join(out, home);
     const key = join(mirrored, ".config/rootless-k8s/pki/ca.key");

@@ -11,7 +11,7 @@ import { sha256File } from "../../helpers/hash";
 import { serveDir, type StaticServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
-import { addRelease, BINARY_NAME, installUser, listFiles, testBinary, writeRelease } from "../binary/release-fixture";
+import { addRelease, BINARY_NAME, installUser, listFiles, testBinary, writeRelease } from "../../unit/binary/release-fixture";
 
 const INSTALL_SH = join(REPO, "scripts", "install.sh");
 const VERSION = "1.0.0";
