@@ -14,7 +14,7 @@ import { generatePki, readPki, renderNode } from "../render/index";
 import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
 import { loadComponents, type ComponentSource } from "./components";
-import { applyPlan } from "./install";
+import { applyPlan } from "./apply-plan";
 import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";

@@ -1,0 +1,184 @@
+// The apply engine, shared by install, upgrade and the rollback: fetch → write → daemon-reload →
+// enable/start → ready. Every change is recorded in the receipt before it is made, so a failure or
+// Ctrl-C at any step leaves a node that a re-run completes, and uninstall can always clean up.
+// Re-running with the same plan writes nothing and restarts nothing; a changed plan rewrites and
+// restarts only what changed.
+import { promises as fsp } from "node:fs";
+import { InterruptedError, UserError, fileSystemError } from "../errors";
+import type { Plan } from "../plan/plan";
+import { folders, generatePki, readPki, renderNode, type Pki, type RenderedFile } from "../render/index";
+import type { Context } from "../context";
+import { type Progress } from "../ui/progress";
+import { ensureDir, hashFile, switchSymlink } from "./files";
+import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
+import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
+import { mergeFiles, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
+import { fetchSet, type ComponentSource, type Components } from "./components";
+import { reconcileNode } from "./node-object";
+import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
+import { systemdUser, type SystemdUser } from "./systemd";
+import { describeUnitFailure, unitProbe } from "./watch";
+import { VERSION } from "../version";
+import { freshReceipt } from "./fresh-receipt";
+import { mergeAdminContext } from "./kubeconfig-merge";
+
+export interface ApplyInput {
+  plan: Plan;
+  previous: Receipt | null;
+  /** Where a version set that is not installed yet comes from (a rollback needs none). */
+  components: Components | null;
+  progress: Progress;
+  merge: boolean;
+  timeoutMs: number;
+  source: ComponentSource;
+}
+
+export interface ApplyResult {
+  ready: ReadyResult;
+  written: number;
+  restarted: string[];
+  /** Nothing was written and nothing restarted. */
+  unchanged: boolean;
+  mergedContext: string | null;
+}
+
+/** fetch → write → daemon-reload → enable/start → ready, recording each change in the receipt first. */
+export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyResult> {
+  const { plan, previous, progress } = input;
+  const signal = ctx.signal;
+  const systemd = systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+  let receipt: Receipt = previous && previous.state !== "uninstalled" ? previous : freshReceipt(plan, previous);
+  const record = async (r: Receipt) => {
+    receipt = r;
+    await writeReceipt(plan.paths.receipt, r);
+  };
+  const fail = async (e: unknown): Promise<never> => {
+    const step = progress.current ?? "install";
+    await writeReceipt(plan.paths.receipt, { ...receipt, state: "failed", failedStep: step }).catch(() => {});
+    if (e instanceof InterruptedError || signal.aborted) {
+      throw new InterruptedError(`interrupted during step "${step}"; re-run \`rootless-k8s install\` to finish (or \`rootless-k8s uninstall\`)`);
+    }
+    const user = e instanceof UserError ? e : fileSystemError(e);
+    if (user) throw new UserError(`step "${step}" failed: ${user.message}`, { exitCode: user.exitCode, fix: user.fix, cause: e });
+    throw e;
+  };
+
+  // The set the node runs now (before this install), to restart only units whose binary changes.
+  const previousSet = receipt.current ? (receipt.sets[receipt.current] ?? null) : null;
+  try {
+    await systemd.ensureReachable();
+
+    // fetch: a version set already installed intact is not fetched again.
+    const set = await progress.step("fetch", `Fetching Kubernetes ${plan.versions.components.kubernetes} and its components`, async (h) => {
+      const have = receipt.sets[plan.versions.id];
+      if (have && (await setIntact(have))) {
+        h.update("already installed and intact");
+        return { set: have, changed: false };
+      }
+      if (!input.components) throw new UserError(`the binaries of version set ${plan.versions.id} are missing or damaged`, { fix: "re-run `rootless-k8s install` with the manifest of that set (--manifest FILE)" });
+      const installed = await fetchSet(ctx, plan, input.components, input.source, h);
+      return { set: installed, changed: true };
+    });
+    if (set.changed) await record({ ...receipt, sets: { ...receipt.sets, [set.set.id]: set.set }, state: "installing" });
+
+    // write: PKI reused where it still fits, every file compared with the disk.
+    const written = await progress.step("write", "Writing units, configuration and certificates", async (h) => {
+      const { files, pki } = await renderFiles(plan);
+      const changes = await diffFiles(files, receipt);
+      const linkChanged = (await fsp.readlink(plan.paths.currentLink).catch(() => null)) !== plan.versions.id;
+      const unchanged = changes.write.length === 0 && changes.stale.length === 0 && !linkChanged && !set.changed;
+      if (unchanged) {
+        h.update(`all ${files.length} files are up to date`);
+        return { changes, linkChanged, files, pki, unchanged };
+      }
+      // Record what is about to be written (old and new paths), then write.
+      await record({
+        ...receipt,
+        state: "installing",
+        plan,
+        mode: plan.mode.name,
+        runtime: plan.runtime.name,
+        files: mergeFiles(receipt.files, files.map(toReceiptFile)),
+        roots: rootsOf(plan),
+      });
+      // Folders get the modes the render layer names (secrets 0700); the data folders, which no file names, too.
+      const dirs = folders(plan);
+      const modes = new Map(dirs.map((f) => [f.path, f.mode]));
+      const created = await writeFiles(changes.write, (dir) => modes.get(dir) ?? 0o755, signal);
+      for (const f of dirs) await ensureDir(f.path, f.mode);
+      await removeStale(changes.stale);
+      if (linkChanged) await switchSymlink(plan.paths.currentLink, plan.versions.id);
+      await record({
+        ...receipt,
+        files: files.map(toReceiptFile).sort((a, b) => a.path.localeCompare(b.path)),
+        current: plan.versions.id,
+        previous: linkChanged && receipt.current && receipt.current !== plan.versions.id ? receipt.current : receipt.previous,
+        createdDirs: [...new Set([...receipt.createdDirs, ...created.filter((d) => sharedParents(plan).some((s) => d === s || s.startsWith(d + "/")))])],
+      });
+      h.update(`${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length ? `, ${changes.stale.length} removed` : ""}`);
+      return { changes, linkChanged, files, pki, unchanged };
+    });
+
+    const mergedContext = input.merge ? await mergeAdminContext(plan, written.pki, receipt, record) : null;
+
+    // start: daemon-reload only when a unit file changed; restart only what a change touches.
+    const restarted = await progress.step("start", "Starting the node (systemctl --user)", async (h) => {
+      const unitFilesChanged = written.changes.write.some((f) => f.kind === "unit") || written.changes.stale.some((f) => f.kind === "unit");
+      if (unitFilesChanged) await systemd.daemonReload();
+      for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
+      await systemd.enable([plan.units.target]);
+      const states = await Promise.all(startOrder(plan).map((u) => systemd.state(u)));
+      const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
+      const before = receipt.current ? previousSet : null;
+      const newBinaries = written.linkChanged || set.changed ? unitsWithNewBinaries(plan, before?.binaries ?? null, set.set.binaries, set.set.binDir, before?.binDir ?? null) : new Set<string>();
+      const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
+      await systemd.resetFailed(allUnits(plan));
+      if (restart.length) await systemd.restart(restart);
+      await systemd.start([plan.units.target]);
+      h.update(restart.length ? `restarted ${restart.join(", ")}` : running.size === startOrder(plan).length ? "already running" : "started");
+      return restart;
+    });
+
+    const ready = await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
+      const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+      const r = await waitForReady({
+        client,
+        nodeName: plan.node.name,
+        timeoutMs: input.timeoutMs,
+        signal,
+        probe: unitProbe(systemd, startOrder(plan)),
+        expectVersion: plan.versions.components.kubernetes,
+        onPhase: (phase) => h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`),
+      });
+      // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
+      const changed = await reconcileNode(client, plan, r.node);
+      if (changed) h.update(`node ${plan.node.name}: ${changed}`);
+      return r;
+    });
+
+    if (receipt.state !== "installed" || receipt.tool !== VERSION) await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });
+    return { ready, written: written.changes.write.length, restarted, unchanged: written.unchanged && restarted.length === 0, mergedContext };
+  } catch (e) {
+    if (!(e instanceof InterruptedError) && ["start", "ready"].includes(progress.current ?? "")) await showFailure(ctx, systemd, plan, e);
+    return fail(e);
+  }
+}
+
+/** The failing unit's last lines (journal or log file), and the step's name in the error. */
+async function showFailure(ctx: Context, systemd: SystemdUser, plan: Plan, e: unknown): Promise<void> {
+  const report = await describeUnitFailure(systemd, startOrder(plan), e);
+  for (const l of report) ctx.out.err(l);
+}
+
+async function setIntact(set: ReceiptSet): Promise<boolean> {
+  for (const b of set.binaries) if ((await hashFile(b.path)) !== b.sha256) return false;
+  return set.binaries.length > 0;
+}
+
+/** The node's files, with the PKI they hold (the existing keys and certificates where they still fit). */
+async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pki }> {
+  const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
+  const pki = await generatePki(plan, { existing });
+  return { files: renderNode(plan, pki), pki };
+}
+
