@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ARCH := $(shell uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
 BIN := dist/rootless-k8s-linux-$(ARCH)
 
-.PHONY: deps build release run test unit smoke lint e2e bench clean
+.PHONY: deps build release run test unit smoke lint format e2e bench clean
 
 deps: node_modules/.deps-stamp
 node_modules/.deps-stamp: package.json package-lock.json
@@ -39,10 +39,16 @@ test: deps
 	bash scripts/smoke.sh
 	$(MAKE) lint
 
-# Every shell script of the project; scripts/install.sh as POSIX sh (its #!/bin/sh).
-lint:
+# Every shell script of the project (scripts/install.sh as POSIX sh, its #!/bin/sh) with shellcheck;
+# the TypeScript and JavaScript with Biome (biome.json): formatting at 140 columns and its linter.
+lint: deps
 	@if command -v shellcheck >/dev/null; then find scripts test -name '*.sh' -not -path '*/node_modules/*' -print0 | sort -z | xargs -0 shellcheck; \
-	else echo "shellcheck is not installed (apt-get install shellcheck); CI installs it" >&2; exit 1; fi
+	else echo "shellcheck is not installed (as root: bash scripts/test-deps.sh)" >&2; exit 1; fi
+	node_modules/.bin/biome ci --reporter=summary .
+
+# Rewrite the sources in Biome's format (what make lint checks).
+format: deps
+	node_modules/.bin/biome format --write .
 
 # End-to-end under real systemd, RootlessKit and containerd (needs root to create the test user).
 e2e: build

@@ -8,7 +8,7 @@ import { InterruptedError, UserError, fileSystemError } from "../errors";
 import type { Plan } from "../plan/plan";
 import { folders, generatePki, readPki, renderNode, type Pki, type RenderedFile } from "../render/index";
 import type { Context } from "../context";
-import { type Progress } from "../ui/progress";
+import type { Progress } from "../ui/progress";
 import { ensureDir, hashFile, switchSymlink } from "./files";
 import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";

@@ -2,7 +2,7 @@
 // whose kept data, version sets and kubeconfig entry it carries over).
 import type { Plan } from "../plan/plan";
 import { allUnits, rootsOf } from "./node";
-import { type Receipt } from "./receipt";
+import type { Receipt } from "./receipt";
 import { VERSION } from "../version";
 
 export function freshReceipt(plan: Plan, previous: Receipt | null): Receipt {

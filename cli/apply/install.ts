@@ -10,7 +10,7 @@ import { acquireInstallLock } from "../fetch/index";
 import type { Context } from "../context";
 import { createProgress } from "../ui/progress";
 import { createPrompter, type Prompter } from "../ui/prompt";
-import { type Receipt } from "./receipt";
+import type { Receipt } from "./receipt";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { applyPlan, type ApplyResult } from "./apply-plan";
 

@@ -7,7 +7,7 @@ import type { Plan } from "../plan/plan";
 import { adminKubeconfig } from "../render/kubeconfig";
 import { mergeKubeconfig, type Pki } from "../render/index";
 import { ensureDir, writeFileAtomic } from "./files";
-import { type Receipt } from "./receipt";
+import type { Receipt } from "./receipt";
 
 export async function mergeAdminContext(plan: Plan, pki: Pki, receipt: Receipt, record: (r: Receipt) => Promise<void>): Promise<string | null> {
   const file = plan.paths.userKubeconfig;

@@ -22,7 +22,7 @@ describe("progress off a terminal", () => {
     expect(v).toBe(42);
     expect(out.lines[0]).toBe("err: ==> Writing files");
     expect(out.lines[1]).toBe("err:     3 written");
-    expect(out.lines[2]).toMatch(/^err: ok  Writing files \(\d+ ms\)$/);
+    expect(out.lines[2]).toMatch(/^err: ok {2}Writing files \(\d+ ms\)$/);
     expect(p.timings).toEqual([{ id: "write", label: "Writing files", ms: expect.any(Number), ok: true }]);
   });
   it("names the failed step and passes the error through", async () => {
@@ -30,7 +30,7 @@ describe("progress off a terminal", () => {
     const p = await createProgress(out);
     await expect(p.step("start", "Starting", async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
     expect(p.current).toBe("start");
-    expect(out.lines.at(-1)).toMatch(/^err: FAILED  Starting \(after \d+ ms\)$/);
+    expect(out.lines.at(-1)).toMatch(/^err: FAILED {2}Starting \(after \d+ ms\)$/);
     expect(p.timings[0]?.ok).toBe(false);
   });
 });

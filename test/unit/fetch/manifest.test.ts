@@ -7,7 +7,7 @@ import builtin from "../../../assets/components.json";
 import { loadManifest, parseManifest } from "../../../cli/fetch/manifest";
 import { applyMirror, mirrorFrom } from "../../../cli/fetch/mirror";
 import { selectArtifacts, versionSet, versionSetId } from "../../../cli/fetch/select";
-import { ARCHES, NETWORKS, RUNTIMES } from "../../../cli/fetch/types";
+import { ARCHES, type NETWORKS, type RUNTIMES } from "../../../cli/fetch/types";
 import { userErrorFrom } from "../../helpers/errors";
 import { tempDir } from "../../helpers/temp";
 
