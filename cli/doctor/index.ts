@@ -1,4 +1,4 @@
-// Every doctor check, in the order failures cascade (anchors §2), and the two entry points other
+// Every doctor check, in the order failures cascade, and the two entry points other
 // commands use: diagnose(facts) for the verdict and outcomes, rootScript(outcomes, facts) for the
 // single reviewed root script. `rootless-k8s install` stops on any failing check unless --ignore-check ID.
 import { runChecks, type Check, type CheckOutcome } from "./check";

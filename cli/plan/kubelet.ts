@@ -1,4 +1,4 @@
-// Kubelet settings per mode (anchors §3.2). `none` is built from stock kubelet settings because
+// Kubelet settings per mode (docs/design.md, "Mode none"). `none` is built from stock kubelet settings because
 // upstream never merged a "none" cgroup driver; a patched kubelet that accepts
 // `--cgroup-driver=none` is used as such, but only when probed, never assumed.
 import type { Facts } from "../host/facts";

@@ -8,7 +8,7 @@ import { layout } from "./layout";
 
 const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every install.\n";
 
-/** Settings of the CRI plugin that are the same in both config versions (anchors §3.2). */
+/** Settings of the CRI plugin that are the same in both config versions. */
 function rootlessCri(plan: Plan) {
   return {
     // No cgroup writes in mode none; cgroups of the delegated subtree otherwise.

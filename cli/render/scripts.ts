@@ -54,7 +54,7 @@ export function runtimeCommand(plan: Plan): string[] {
     case "containerd":
       return [plan.runtime.binary, "--config", l.containerdConfig];
     case "crio":
-      // _CRIO_ROOTLESS=1: CRI-O's rootless mode (anchors §3.2, Usernetes boot/crio.sh).
+      // _CRIO_ROOTLESS=1: CRI-O's rootless mode, as Usernetes starts CRI-O.
       return ["env", "_CRIO_ROOTLESS=1", plan.runtime.binary, "--config", l.crioConfig];
     case "docker":
       throw new Error("the docker runtime has no RootlessKit child of ours");

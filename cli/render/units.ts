@@ -1,4 +1,4 @@
-// The systemd user units of a node (anchors §4.2): rootless-k8s.target (WantedBy=default.target),
+// The systemd user units of a node: rootless-k8s.target (WantedBy=default.target),
 // the namespace owner (RootlessKit + runtime: Delegate=yes, KillMode=mixed, Type=notify,
 // NotifyAccess=all) and one unit per component that enters the owner's namespaces with nsenter,
 // BindsTo=/After= the owner, PartOf= the target, Restart=on-failure with bounded start limits.

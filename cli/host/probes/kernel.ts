@@ -25,7 +25,7 @@ export async function kernelFacts(ctx: ProbeContext): Promise<KernelFacts> {
   return { sysname: u.sysname, release, version: kernelVersion(release), wsl: wslVersion(procVersion, release), cmdline: cmdline?.trim() ?? null };
 }
 
-/** Modules the node's networking needs (anchors §2 row 23). Root must load them: a user cannot modprobe. */
+/** Modules the node's networking needs. Root must load them: a user cannot modprobe. */
 export const NEEDED_MODULES = [
   "overlay",
   "tun",
