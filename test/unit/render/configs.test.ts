@@ -1,6 +1,6 @@
 // The rendered configs against what upstream accepts:
 // - every KubeletConfiguration (v1beta1) and KubeProxyConfiguration (v1alpha1) key is a field of
-//   Kubernetes 1.36 and every feature gate a real gate (test/doubles/data/k8s-config-fields.json, a copy of ../shared/upstream/k8s-config-fields.json,
+//   Kubernetes 1.36 and every feature gate a real gate (test/doubles/data/k8s-config-fields.json,
 //   read from upstream's Go types at kubernetes-1.36.3, with its sources noted in the file), checked
 //   with the same strict decoder the kubelet and kube-proxy doubles use (test/doubles/lib/config-fields.mjs);
 // - every containerd key is one containerd's docs list for that config version
