@@ -24,6 +24,8 @@ import { mergeAdminContext } from "./kubeconfig-merge";
 
 export interface ApplyInput {
   plan: Plan;
+  /** The user manager to drive; default: `systemctl --user` (tests give a fake one). */
+  systemd?: SystemdUser;
   previous: Receipt | null;
   /** Where a version set that is not installed yet comes from (a rollback needs none). */
   components: Components | null;
@@ -46,7 +48,7 @@ export interface ApplyResult {
 export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyResult> {
   const { plan, previous, progress } = input;
   const signal = ctx.signal;
-  const systemd = systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+  const systemd = input.systemd ?? systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
   let receipt: Receipt = previous && previous.state !== "uninstalled" ? previous : freshReceipt(plan, previous);
   const record = async (r: Receipt) => {
     receipt = r;

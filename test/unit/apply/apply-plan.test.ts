@@ -1,0 +1,194 @@
+// The apply engine (applyPlan) end to end on real files in a temporary home: a fake user manager
+// that records what it is told (and, when the node is started, brings up a loopback HTTPS "API
+// server" serving the certificate the write step just rendered), the real readiness wait through
+// the rendered admin kubeconfig (mutual TLS), and the real receipt.
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import * as https from "node:https";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { applyPlan } from "../../../cli/apply/apply-plan";
+import { sha256 } from "../../../cli/apply/files";
+import { readReceipt, type Receipt } from "../../../cli/apply/receipt";
+import type { SystemdUser, UnitState } from "../../../cli/apply/systemd";
+import type { Context } from "../../../cli/context";
+import { buildPlan } from "../../../cli/plan/index";
+import type { Plan, PlanOptions } from "../../../cli/plan/plan";
+import { createProgress } from "../../../cli/ui/progress";
+import { makeStyle, type Output } from "../../../cli/ui/output";
+import { freePort } from "../../helpers/net";
+import { tempDir } from "../../helpers/temp";
+import { baseFacts, upstreamVersions } from "../plan/facts-builder";
+
+function capture(): Output & { lines: string[] } {
+  const lines: string[] = [];
+  const style = makeStyle(false);
+  return { style, errStyle: style, interactive: false, ci: true, lines, out: (l = "") => void lines.push(l), err: (l = "") => void lines.push(l) };
+}
+
+/** A user manager that records its calls; starting the target starts the loopback API server. */
+class FakeManager implements SystemdUser {
+  calls: string[] = [];
+  active = new Set<string>();
+  server: https.Server | null = null;
+  requests: string[] = [];
+  constructor(
+    private plan: Plan,
+    private readyz = 200,
+  ) {}
+  async run(): Promise<never> {
+    throw new Error("not used by applyPlan");
+  }
+  async ensureReachable() {
+    this.calls.push("ensure-reachable");
+  }
+  async daemonReload() {
+    this.calls.push("daemon-reload");
+  }
+  async enable(units: string[]) {
+    this.calls.push(`enable ${units.join(" ")}`);
+  }
+  async disable(units: string[]) {
+    this.calls.push(`disable ${units.join(" ")}`);
+  }
+  async start(units: string[]) {
+    this.calls.push(`start ${units.join(" ")}`);
+    for (const u of [...units, ...Object.values(this.plan.units)]) this.active.add(u);
+    await this.listen();
+  }
+  async restart(units: string[]) {
+    this.calls.push(`restart ${units.join(" ")}`);
+  }
+  async stop(units: string[]) {
+    this.calls.push(`stop ${units.join(" ")}`);
+  }
+  async resetFailed() {}
+  async state(unit: string): Promise<UnitState> {
+    const on = this.active.has(unit);
+    return { unit, activeState: on ? "active" : "inactive", subState: on ? "running" : "dead", result: "success", loadState: "loaded", mainPid: 0, nRestarts: 0, needDaemonReload: false };
+  }
+  async unitLogs() {
+    return { source: "journal", lines: [] } as never;
+  }
+  async hasJournal() {
+    return true;
+  }
+
+  /** The API server as the node would serve it: its rendered certificate, client certificates required. */
+  private async listen(): Promise<void> {
+    if (this.server) return;
+    const pki = this.plan.paths.pkiDir;
+    const k8s = this.plan.versions.components.kubernetes;
+    const node = { metadata: { name: this.plan.node.name, labels: {} as Record<string, string> }, spec: {}, status: { conditions: [{ type: "Ready", status: "True" }], nodeInfo: { kubeletVersion: `v${k8s}` } } };
+    this.server = https.createServer(
+      { cert: readFileSync(join(pki, "apiserver.crt")), key: readFileSync(join(pki, "apiserver.key")), ca: readFileSync(join(pki, "ca.crt")), requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        this.requests.push(`${req.method} ${req.url}`);
+        let body = "";
+        req.on("data", (c) => (body += c));
+        req.on("end", () => {
+          if (req.url === "/readyz") return res.writeHead(this.readyz).end(this.readyz === 200 ? "ok" : "etcd failed");
+          if (req.url === "/version") return res.writeHead(200).end(JSON.stringify({ gitVersion: `v${k8s}` }));
+          if (req.method === "PATCH") Object.assign(node.metadata.labels, (JSON.parse(body) as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {});
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node));
+        });
+      },
+    );
+    await new Promise<void>((ok) => this.server!.listen(this.plan.ports.apiServer, "127.0.0.1", ok));
+  }
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    if (!s) return;
+    const closed = new Promise((ok) => s.close(ok));
+    s.closeAllConnections();
+    await closed;
+  }
+}
+
+const managers: FakeManager[] = [];
+afterEach(async () => {
+  for (const m of managers.splice(0)) await m.close();
+});
+
+async function setUp(options: Partial<PlanOptions> = {}) {
+  const home = tempDir("rk8s-apply-");
+  const facts = baseFacts();
+  facts.user.home = home;
+  facts.user.runtimeDir = { ...facts.user.runtimeDir, path: join(home, "run") };
+  const apiPort = await freePort("127.0.0.1");
+  const plan = (o: Partial<PlanOptions> = {}) => buildPlan(facts, { apiPort, env: {}, ...options, ...o }, upstreamVersions());
+  const first = plan();
+  // The version set is installed already and intact, so fetch has nothing to download.
+  mkdirSync(first.paths.versionBinDir, { recursive: true });
+  const bin = join(first.paths.versionBinDir, "kubelet");
+  writeFileSync(bin, "#!/bin/sh\n", { mode: 0o755 });
+  const set = { id: first.versions.id, binDir: first.paths.versionBinDir, versions: { ...first.versions.components }, binaries: [{ path: bin, sha256: sha256("#!/bin/sh\n"), mode: 0o755, kind: "binary" as const }] };
+  const previous = { sets: { [set.id]: set }, files: [], createdDirs: [], kubeconfigMerge: null, state: "uninstalled" } as unknown as Receipt;
+  return { home, plan, first, previous };
+}
+
+async function apply(plan: Plan, previous: Receipt | null, opts: { readyz?: number; merge?: boolean; timeoutMs?: number } = {}) {
+  const out = capture();
+  const systemd = new FakeManager(plan, opts.readyz);
+  managers.push(systemd);
+  const ctx: Context = { out, env: {}, cwd: "/", stdinIsTTY: false, signal: new AbortController().signal };
+  const run = applyPlan(ctx, { plan, previous, components: null, progress: await createProgress(out), merge: opts.merge ?? false, timeoutMs: opts.timeoutMs ?? 20_000, source: {}, systemd });
+  return { run, systemd, out };
+}
+
+describe("applyPlan", () => {
+  it("writes the node, records it in the receipt, starts it and waits for Ready through the rendered kubeconfig", async () => {
+    const { first, previous, home } = await setUp();
+    const { run, systemd } = await apply(first, previous, { merge: true });
+    const r = await run;
+    expect(r.written).toBeGreaterThan(20);
+    expect(r.unchanged).toBe(false);
+    expect(r.restarted).toEqual([]);
+    expect(r.ready.node.name).toBe(first.node.name);
+    expect(r.mergedContext).toBe("rootless-k8s");
+    expect(systemd.calls).toEqual(["ensure-reachable", "daemon-reload", `enable ${first.units.target}`, `start ${first.units.target}`]);
+    expect(systemd.requests).toContain("GET /readyz");
+    expect(systemd.requests).toContain(`GET /api/v1/nodes/${first.node.name}`);
+    // the kubelet registers without our labels here: the engine puts them on the Node object
+    expect(systemd.requests).toContain(`PATCH /api/v1/nodes/${first.node.name}`);
+    const receipt = (await readReceipt(first.paths.receipt))!;
+    expect(receipt).toMatchObject({ state: "installed", current: first.versions.id, mode: first.mode.name });
+    expect(receipt.files.length).toBe(r.written);
+    expect(statSync(join(first.paths.pkiDir, "ca.key")).mode & 0o777).toBe(0o600);
+    expect(statSync(first.paths.pkiDir).mode & 0o777).toBe(0o700);
+    expect(readFileSync(join(home, ".kube", "config"), "utf8")).toContain("name: rootless-k8s");
+  });
+
+  it("a second run of the same plan writes nothing, reloads nothing and restarts nothing", async () => {
+    const { first, previous } = await setUp();
+    const one = await apply(first, previous);
+    await one.run;
+    await one.systemd.close(); // the next run's manager serves the port
+    const again = await apply(first, await readReceipt(first.paths.receipt));
+    const r = await again.run;
+    expect(r).toMatchObject({ written: 0, restarted: [], unchanged: true });
+    expect(again.systemd.calls).toEqual(["ensure-reachable", `enable ${first.units.target}`, `start ${first.units.target}`]);
+  });
+
+  it("a changed plan rewrites what differs and restarts only the running units it touches", async () => {
+    const { first, previous, plan } = await setUp();
+    const one = await apply(first, previous);
+    await one.run;
+    await one.systemd.close();
+    const tainted = plan({ taintNone: true });
+    const two = await apply(tainted, await readReceipt(first.paths.receipt));
+    two.systemd.active = new Set(one.systemd.active); // the node runs
+    const r = await two.run;
+    expect(r.written).toBeGreaterThan(0);
+    expect(r.restarted).toEqual([tainted.units.kubelet]);
+    expect(two.systemd.calls).toContain(`restart ${tainted.units.kubelet}`);
+  });
+
+  it("a node that never gets ready fails the step, and the receipt says which step failed", async () => {
+    const { first, previous } = await setUp();
+    const { run } = await apply(first, previous, { readyz: 500, timeoutMs: 1500 });
+    await expect(run).rejects.toThrow(/^step "ready" failed: the API server did not answer \/readyz within 2 s \(last: HTTP 500 etcd failed\)/);
+    expect(await readReceipt(first.paths.receipt)).toMatchObject({ state: "failed", failedStep: "ready" });
+  });
+});
