@@ -96,15 +96,16 @@ describe("--output DIR writes below DIR only (issue 16, defect 4)", () => {
 describe("no path or name can inject lines into what install renders (issue 16, defect 5)", () => {
   const injected = join(work, "INJECTED");
   it.each([
-    ["--prefix with a newline", ["--prefix", `/p\nExecStartPre=/bin/touch ${injected}\n#`], {}],
-    ["--node-name with a newline", ["--node-name", `n\nExecStartPre=/bin/touch ${injected}`], {}],
-    ["XDG_CONFIG_HOME with a newline", [], { XDG_CONFIG_HOME: `/x\nExecStartPre=/bin/touch ${injected}\n#` }],
-    ["HOME with a newline", [], { HOME: `${home}\nExecStartPre=/bin/touch ${injected}` }],
-    ["XDG_RUNTIME_DIR with an escape sequence", [], { XDG_RUNTIME_DIR: `${runtimeDir}\u001b]0;x\u0007` }],
-  ])("%s is refused with exit 2 or 3 before anything is written", (_what, args, env) => {
+    ["--prefix with a newline", ["--prefix", `/p\nExecStartPre=/bin/touch ${injected}\n#`], {}, 2],
+    ["--node-name with a newline", ["--node-name", `n\nExecStartPre=/bin/touch ${injected}`], {}, 2],
+    ["XDG_CONFIG_HOME with a newline", [], { XDG_CONFIG_HOME: `/x\nExecStartPre=/bin/touch ${injected}\n#` }, 3],
+    ["HOME with a newline", [], { HOME: `${home}\nExecStartPre=/bin/touch ${injected}` }, 3],
+    ["XDG_RUNTIME_DIR with an escape sequence", [], { XDG_RUNTIME_DIR: `${runtimeDir}\u001b]0;x\u0007` }, 3],
+    // a flag is bad usage (2); the environment is a refused precondition (3)
+  ])("%s is refused before anything is written", (_what, args, env, code) => {
     const out = join(work, `out-inject-${Math.random().toString(36).slice(2)}`);
     const r = cli([...(args as string[]), "--output", out], env as Record<string, string>);
-    expect([2, 3]).toContain(r.code);
+    expect(r.code).toBe(code);
     expect(r.stderr.split("\n")[0]).toMatch(/control character/);
     expect(r.stderr).not.toMatch(/This is a bug/);
     expect(existsSync(out)).toBe(false);
