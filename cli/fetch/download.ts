@@ -1,15 +1,17 @@
 // One verified download into the cache: stream to <blob>.part while hashing in the same pass,
 // rename into place only when the digest matches the pin. An interrupted or failed transfer keeps
 // the part file and resumes it with Range / If-Range, in the next attempt or the next run.
+// Bounded: never more bytes than the pinned size (or the announced Content-Length) are written,
+// and each file has a deadline (a grace period plus its size at a minimum rate; see http.ts).
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError } from "../errors";
 import { hashInto } from "./digest";
-import { HashingFileSink } from "./sink";
+import { BodyTooLongError, HashingFileSink } from "./sink";
 import { formatBytes } from "./format";
-import { HttpStatusError, downloadFailure, withRetries, type HttpClient } from "./http";
+import { GRACE_ENV, HttpStatusError, MIN_RATE_ENV, downloadFailure, withRetries, type HttpClient } from "./http";
 import type { PinnedChecksum } from "./types";
 
 export interface DownloadJob {
@@ -39,13 +41,25 @@ interface PartMeta {
   lastModified?: string;
 }
 
-/** Downloads and verifies `job`, retrying network errors and 5xx with backoff. */
+/** With neither a pinned size nor a Content-Length, a download stops at this many bytes. */
+export const MAX_UNSIZED_DOWNLOAD = 1 << 30;
+
+/** Downloads and verifies `job`, retrying network errors and 5xx with backoff, within its deadline. */
 export async function download(client: HttpClient, job: DownloadJob, signal?: AbortSignal): Promise<DownloadResult> {
   await fsp.mkdir(dirname(job.part), { recursive: true });
   await fsp.mkdir(dirname(job.dest), { recursive: true });
   let attempts = 0;
   let resumedFrom = 0;
   let restartedAfterMismatch = false;
+  const deadline = startDeadline(client.settings, job);
+  const inner = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+  const counted: DownloadJob = {
+    ...job,
+    onBytes: (n) => {
+      deadline.received += n;
+      job.onBytes?.(n);
+    },
+  };
   try {
     const size = await withRetries(
       client.settings,
@@ -54,15 +68,20 @@ export async function download(client: HttpClient, job: DownloadJob, signal?: Ab
         for (;;) {
           const state: AttemptState = { resumedFrom: 0, diskError: null };
           try {
-            const size = await attempt(client, job, state, signal);
+            const size = await attempt(client, counted, state, inner);
             resumedFrom = state.resumedFrom;
             return size;
           } catch (e) {
-            if (signal?.aborted) throw e;
+            if (inner.aborted) throw e;
             const fileError = state.diskError ?? (isFileSystemError(e) ? e : null);
             if (fileError) {
               await removePart(job);
               throw diskError(job, fileError);
+            }
+            if (e instanceof SizeRefused) {
+              // What was written is not the pinned file: keep nothing of it.
+              await removePart(job);
+              throw e.toUserError();
             }
             if (!(e instanceof ChecksumMismatch)) throw e;
             await removePart(job);
@@ -72,11 +91,12 @@ export async function download(client: HttpClient, job: DownloadJob, signal?: Ab
           }
         }
       },
-      signal,
+      inner,
     );
     return { size, resumedFrom, attempts };
   } catch (e) {
     if (signal?.aborted) throw await interrupted(job);
+    if (deadline.signal.aborted) throw await deadline.error();
     throw downloadFailure(e, {
       label: job.label,
       url: job.url,
@@ -84,7 +104,53 @@ export async function download(client: HttpClient, job: DownloadJob, signal?: Ab
       attempts,
       fix: "check the network and proxy (HTTPS_PROXY, NO_PROXY) and re-run: finished files are kept and a partial download resumes; or install offline with --bundle FILE",
     });
+  } finally {
+    deadline.stop();
   }
+}
+
+interface Deadline {
+  readonly signal: AbortSignal;
+  /** Body bytes received so far, over all attempts. */
+  received: number;
+  stop(): void;
+  error(): Promise<UserError>;
+}
+
+/**
+ * The file's deadline: after the grace period, the bytes received must keep up with the minimum
+ * rate (elapsed ≤ grace + received / rate). Checked a few times a second; so a trickling server is
+ * cut off soon after the grace, and no file takes longer than grace + size / rate.
+ */
+function startDeadline(s: HttpClient["settings"], job: DownloadJob): Deadline {
+  const ctl = new AbortController();
+  const started = Date.now();
+  const d: Deadline = {
+    signal: ctl.signal,
+    received: 0,
+    stop: () => clearInterval(timer),
+    async error() {
+      const secs = Math.round((Date.now() - started) / 100) / 10;
+      const kept = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
+      return new UserError(
+        `download of ${job.label} too slow: ${formatBytes(d.received)} in ${secs} s from ${job.url}, below ${formatBytes(s.minRateBytesPerSec)}/s after a ${s.deadlineGraceMs / 1000} s grace${kept ? ` (${formatBytes(kept)} kept; re-running resumes it)` : ""}`,
+        {
+          exitCode: ExitCode.Network,
+          fix: `check the network, proxy or mirror and re-run; on a slow link lower ${MIN_RATE_ENV} (bytes per second, e.g. 8K) or raise ${GRACE_ENV} (seconds)`,
+        },
+      );
+    },
+  };
+  const tick = Math.min(1000, Math.max(20, Math.floor(s.deadlineGraceMs / 4)));
+  const timer = setInterval(() => {
+    const allowed = s.deadlineGraceMs + (d.received / s.minRateBytesPerSec) * 1000;
+    if (Date.now() - started > allowed) {
+      clearInterval(timer);
+      ctl.abort(new Error("download deadline passed"));
+    }
+  }, tick);
+  timer.unref();
+  return d;
 }
 
 interface AttemptState {
@@ -94,7 +160,13 @@ interface AttemptState {
 
 async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState, signal?: AbortSignal): Promise<number> {
   const meta = await readMeta(job.meta);
+  const pinned = job.checksum.size;
   let offset = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
+  if (pinned !== undefined && offset > pinned) {
+    // A part longer than the pinned file cannot become it.
+    await removePart(job);
+    offset = 0;
+  }
   // The hash of what is already there: needed to resume, and enough when the part is complete
   // (a run stopped between the last byte and the rename).
   let hash = createHash(job.checksum.algorithm);
@@ -144,14 +216,24 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   if (lastModified) newMeta.lastModified = lastModified;
   await fsp.writeFile(job.meta, JSON.stringify(newMeta));
 
-  const length = Number(header(res.headers, "content-length"));
+  const lengthHeader = header(res.headers, "content-length");
+  const length = lengthHeader === undefined ? Number.NaN : Number(lengthHeader);
   const total = range?.total ?? (Number.isFinite(length) && length >= 0 ? offset + length : undefined);
+  // Never more than the pinned size, else the announced one, else MAX_UNSIZED_DOWNLOAD.
+  if ((pinned !== undefined && total !== undefined && total !== pinned) || (pinned === undefined && total !== undefined && total > MAX_UNSIZED_DOWNLOAD)) {
+    res.body.destroy();
+    throw new SizeRefused(job, `the server announces ${total} bytes, ${pinned !== undefined ? `the manifest pins ${pinned}` : `more than the ${formatBytes(MAX_UNSIZED_DOWNLOAD)} allowed without a pinned size`}`);
+  }
+  const maxBytes = (pinned ?? total ?? MAX_UNSIZED_DOWNLOAD) - offset;
   job.onStart?.(total, offset);
-  const sink = new HashingFileSink(job.part, { append: offset > 0, mode: 0o644, hash, onBytes: job.onBytes });
+  const sink = new HashingFileSink(job.part, { append: offset > 0, mode: 0o644, hash, onBytes: job.onBytes, maxBytes });
   try {
     await pipeline(res.body, sink, { signal });
   } catch (e) {
     state.diskError = sink.fileError;
+    if (e instanceof BodyTooLongError) {
+      throw new SizeRefused(job, `the server sent more than ${pinned !== undefined ? `the pinned ${pinned}` : total !== undefined ? `the announced ${total}` : formatBytes(MAX_UNSIZED_DOWNLOAD)} bytes; the transfer was cut there`);
+    }
     throw e;
   }
   const received = sink.bytesWritten;
@@ -187,6 +269,22 @@ export class ChecksumMismatch extends Error {
     return new UserError(`checksum mismatch for ${label}: expected ${checksum.algorithm} ${checksum.value}, got ${this.actual} (from ${url})`, {
       exitCode: ExitCode.Verification,
       fix: "nothing was installed and the bad download was deleted; re-run to fetch it again. If it happens again, the server or mirror serves a different file than the pinned one",
+    });
+  }
+}
+
+/** A body larger than the pin (or than announced): refused at once, never retried (exit 4). */
+class SizeRefused extends Error {
+  constructor(
+    readonly job: Pick<DownloadJob, "label" | "url">,
+    readonly why: string,
+  ) {
+    super(why);
+  }
+  toUserError(): UserError {
+    return new UserError(`refused the download of ${this.job.label} from ${this.job.url}: ${this.why}`, {
+      exitCode: ExitCode.Verification,
+      fix: "nothing was installed and the partial file was deleted. The server or mirror serves a different file than the pinned one: check --mirror, or report it",
     });
   }
 }

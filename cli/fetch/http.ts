@@ -2,10 +2,10 @@
 // (EnvHttpProxyAgent) and a custom CA (--ca-file, on top of the system roots and NODE_EXTRA_CA_CERTS),
 // timeouts for connect, headers and body inactivity, redirects followed by hand so that an
 // https → http downgrade is refused, and the classification of failures into user errors.
-import { readFileSync } from "node:fs";
 import * as tls from "node:tls";
 import type { Dispatcher } from "undici";
 import { ExitCode, UserError, messageOf } from "../errors";
+import { FileTooLargeError, readSmallFileSync } from "../small-file";
 import { sleep } from "../wait";
 
 export interface HttpOptions {
@@ -23,6 +23,14 @@ export interface HttpOptions {
   retryBaseMs?: number;
   retryMaxMs?: number;
   maxRedirects?: number;
+  /**
+   * The deadline of one file: it must arrive within `deadlineGraceMs` plus its size at
+   * `minRateBytesPerSec`, checked all along (a server trickling bytes is cut off soon after the
+   * grace, whatever size it announces). Defaults from ROOTLESS_K8S_DOWNLOAD_GRACE (seconds) and
+   * ROOTLESS_K8S_DOWNLOAD_MIN_RATE (bytes per second, K or M suffix), else DOWNLOAD_DEADLINE_DEFAULTS.
+   */
+  deadlineGraceMs?: number;
+  minRateBytesPerSec?: number;
 }
 
 export const HTTP_DEFAULTS = {
@@ -34,6 +42,10 @@ export const HTTP_DEFAULTS = {
   retryMaxMs: 8_000,
   maxRedirects: 10,
 } as const;
+
+export const GRACE_ENV = "ROOTLESS_K8S_DOWNLOAD_GRACE";
+export const MIN_RATE_ENV = "ROOTLESS_K8S_DOWNLOAD_MIN_RATE";
+export const DOWNLOAD_DEADLINE_DEFAULTS = { deadlineGraceMs: 60_000, minRateBytesPerSec: 32 * 1024 } as const;
 
 export type HttpSettings = Omit<Required<HttpOptions>, "caFile" | "env">;
 
@@ -62,6 +74,7 @@ export async function createHttpClient(opts: HttpOptions = {}): Promise<HttpClie
     retryBaseMs: opts.retryBaseMs ?? HTTP_DEFAULTS.retryBaseMs,
     retryMaxMs: opts.retryMaxMs ?? HTTP_DEFAULTS.retryMaxMs,
     maxRedirects: opts.maxRedirects ?? HTTP_DEFAULTS.maxRedirects,
+    ...deadlineSettings(opts, opts.env ?? process.env),
   };
   const env = opts.env ?? process.env;
   const ca = opts.caFile ? trustedCas(opts.caFile) : undefined;
@@ -107,12 +120,43 @@ export async function createHttpClient(opts: HttpOptions = {}): Promise<HttpClie
   return { settings, get, close: () => dispatcher.close() };
 }
 
+const CA_FILE_MAX_BYTES = 16 << 20;
+
+/** The per-file deadline: from `opts`, else the environment, else the defaults. Bad values: exit 2. */
+export function deadlineSettings(opts: Pick<HttpOptions, "deadlineGraceMs" | "minRateBytesPerSec">, env: NodeJS.ProcessEnv): Pick<HttpSettings, "deadlineGraceMs" | "minRateBytesPerSec"> {
+  const fromEnv = (name: string, parse: (v: string) => number | null, what: string): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return undefined;
+    const n = parse(raw.trim());
+    if (n === null || !Number.isFinite(n) || n <= 0) {
+      throw new UserError(`${name}=${raw} is not ${what}`, { exitCode: ExitCode.Usage, fix: `set ${name} to ${what}, or unset it for the default` });
+    }
+    return n;
+  };
+  const seconds = (v: string) => (/^\d+(\.\d+)?$/.test(v) ? Math.round(Number(v) * 1000) : null);
+  const rate = (v: string) => {
+    const m = /^(\d+)([KkMm]?)$/.exec(v);
+    return m ? Number(m[1]) * (m[2] === "" ? 1 : /k/i.test(m[2] as string) ? 1024 : 1 << 20) : null;
+  };
+  return {
+    deadlineGraceMs: opts.deadlineGraceMs ?? fromEnv(GRACE_ENV, seconds, "a number of seconds, e.g. 60") ?? DOWNLOAD_DEADLINE_DEFAULTS.deadlineGraceMs,
+    minRateBytesPerSec:
+      opts.minRateBytesPerSec ?? fromEnv(MIN_RATE_ENV, rate, "bytes per second, e.g. 32K or 1M") ?? DOWNLOAD_DEADLINE_DEFAULTS.minRateBytesPerSec,
+  };
+}
+
 /** The system roots (with NODE_EXTRA_CA_CERTS) plus every certificate in `file`. */
 function trustedCas(file: string): string[] {
   let pem: string;
   try {
-    pem = readFileSync(file, "utf8");
+    pem = readSmallFileSync(file, CA_FILE_MAX_BYTES);
   } catch (e) {
+    if (e instanceof FileTooLargeError) {
+      throw new UserError(`--ca-file ${file} is larger than ${CA_FILE_MAX_BYTES >> 20} MiB, so it is not a CA bundle`, {
+        exitCode: ExitCode.Usage,
+        fix: "pass a PEM file with the CA certificate(s) to trust",
+      });
+    }
     throw new UserError(`--ca-file ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? messageOf(e)})`, {
       exitCode: ExitCode.Usage,
       fix: "pass a readable PEM file with the CA certificate(s) to trust",

@@ -1,9 +1,9 @@
 // The components manifest: the built-in assets/components.json (bundled into the binary) or a
 // --manifest FILE of the same schema (docs/manifest.md). Loading validates everything, checksums
 // first: a manifest that names an artifact without a pinned checksum for each arch is refused.
-import { readFileSync } from "node:fs";
 import builtin from "../../assets/components.json";
 import { ExitCode, UserError, messageOf } from "../errors";
+import { FileTooLargeError, readSmallFileSync } from "../small-file";
 import {
   ARCHES,
   HASH_ALGORITHMS,
@@ -28,14 +28,19 @@ const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]*$/;
 const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+_~-]*$/;
 const PLACEHOLDER = /\{([^}]*)\}/g;
+/** A manifest is a few kilobytes; anything past this is not one (`--manifest /dev/zero`). */
+export const MANIFEST_MAX_BYTES = 4 << 20;
 
 /** Loads and validates the built-in manifest, or `file` when given (--manifest FILE). */
 export function loadManifest(opts: { file?: string } = {}): Manifest {
   if (!opts.file) return parseManifest(builtin, "built-in");
   let text: string;
   try {
-    text = readFileSync(opts.file, "utf8");
+    text = readSmallFileSync(opts.file, MANIFEST_MAX_BYTES);
   } catch (e) {
+    if (e instanceof FileTooLargeError) {
+      throw manifestError(opts.file, `is larger than ${MANIFEST_MAX_BYTES >> 20} MiB, so it is not a manifest`, "pass the path of a components manifest (a JSON file of a few kilobytes; docs/manifest.md)");
+    }
     const code = (e as NodeJS.ErrnoException).code;
     throw manifestError(
       opts.file,

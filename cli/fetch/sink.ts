@@ -6,6 +6,13 @@ import type { Hash } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import { Writable } from "node:stream";
 
+/** The body went past the most bytes the sink may write; nothing past the cap was written. */
+export class BodyTooLongError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`the body is longer than ${maxBytes} bytes`);
+  }
+}
+
 export class HashingFileSink extends Writable {
   bytesWritten = 0;
   /** The error of an open, write or close of the file (ENOSPC, EACCES, ...), if one happened. */
@@ -14,7 +21,7 @@ export class HashingFileSink extends Writable {
 
   constructor(
     private readonly path: string,
-    private readonly opts: { append: boolean; mode: number; hash: Hash; onBytes?: ((n: number) => void) | undefined },
+    private readonly opts: { append: boolean; mode: number; hash: Hash; onBytes?: ((n: number) => void) | undefined; maxBytes?: number },
   ) {
     super({ highWaterMark: 4 << 20 });
   }
@@ -36,10 +43,10 @@ export class HashingFileSink extends Writable {
   override _writev(chunks: { chunk: Buffer }[], cb: (e?: Error | null) => void): void {
     const buffers = chunks.map((c) => c.chunk);
     let n = 0;
-    for (const b of buffers) {
-      this.opts.hash.update(b);
-      n += b.length;
-    }
+    for (const b of buffers) n += b.length;
+    // Stop at the cap: a batch that would pass it is neither hashed nor written.
+    if (this.opts.maxBytes !== undefined && this.bytesWritten + n > this.opts.maxBytes) return cb(new BodyTooLongError(this.opts.maxBytes));
+    for (const b of buffers) this.opts.hash.update(b);
     this.opts.onBytes?.(n);
     this.writeAll(this.handle as fsp.FileHandle, buffers).then(
       () => cb(),
