@@ -105,6 +105,7 @@ export async function createHttpClient(opts: HttpOptions = {}): Promise<HttpClie
       if (res.statusCode >= 300 && res.statusCode < 400 && res.statusCode !== 304 && typeof location === "string") {
         await res.body.dump().catch(() => undefined);
         const next = new URL(location, current);
+        if (next.protocol !== "https:" && next.protocol !== "http:") throw new RedirectSchemeError(current, next);
         if (new URL(current).protocol === "https:" && next.protocol !== "https:") throw new DowngradeError(current, next.href);
         current = next.href;
         continue;
@@ -177,6 +178,16 @@ export class DowngradeError extends UserError {
     super(`refused a redirect from https to http: ${from} → ${to}`, {
       exitCode: ExitCode.Verification,
       fix: "use an https mirror, or fix the server's redirect (rootless-k8s never follows https → http)",
+    });
+  }
+}
+
+/** A redirect to anything but http(s) (file:, data:, ...): refused at once, never retried. */
+export class RedirectSchemeError extends UserError {
+  constructor(from: string, to: URL) {
+    super(`refused a redirect to a ${to.protocol} URL from ${from}`, {
+      exitCode: ExitCode.Verification,
+      fix: "fix the server's or mirror's redirect: rootless-k8s follows redirects to https (or http from http) only",
     });
   }
 }

@@ -4,6 +4,8 @@
 import builtin from "../../assets/components.json";
 import { ExitCode, UserError, messageOf } from "../errors";
 import { FileTooLargeError, readSmallFileSync } from "../small-file";
+import { CONTROL, printable } from "../text";
+import { normalizeMemberPath } from "./tar";
 import {
   ARCHES,
   HASH_ALGORITHMS,
@@ -62,8 +64,8 @@ export function parseManifest(data: unknown, origin: string): Manifest {
   const v = new Validator(origin);
   const root = v.object(data, "");
   v.equal(root.schema, 1, "schema");
-  const name = v.string(root.name, "name");
-  const description = root.description === undefined ? undefined : v.string(root.description, "description");
+  const name = v.text(root.name, "name");
+  const description = root.description === undefined ? undefined : v.text(root.description, "description");
   const list = v.array(root.artifacts, "artifacts");
   if (list.length === 0) v.fail("artifacts", "is empty; a manifest lists at least one artifact");
   const artifacts = list.map((a, i) => parseArtifact(v, a, `artifacts[${i}]`));
@@ -89,6 +91,7 @@ function parseArtifact(v: Validator, data: unknown, at: string): ManifestArtifac
   const binaries = v.array(o.binaries, `${at} binaries`).map((b, i) => parseBinary(v, b, `${at} binaries[${i}]`, format));
   if (binaries.length === 0) v.fail(`${at} binaries`, "is empty; name the binaries to install");
   if (format === "binary" && binaries.length !== 1) v.fail(`${at} binaries`, 'must name exactly one binary for format "binary"');
+  if (format !== "binary") checkMembers(v, binaries, version, arch, at);
   const sums = o.checksums === undefined ? {} : v.object(o.checksums, `${at} checksums`);
   const checksums: Partial<Record<Arch, PinnedChecksum>> = {};
   for (const a of ARCHES) {
@@ -105,7 +108,7 @@ function parseArtifact(v: Validator, data: unknown, at: string): ManifestArtifac
   const sideFiles =
     o.sideFiles === undefined ? undefined : v.array(o.sideFiles, `${at} sideFiles`).map((s, i) => parseSideFile(v, s, `${at} sideFiles[${i}]`));
   const when = o.when === undefined ? undefined : parseWhen(v, o.when, `${at} when`);
-  const text = (k: "license" | "homepage" | "notes") => (o[k] === undefined ? {} : { [k]: v.string(o[k], `${at} ${k}`) });
+  const text = (k: "license" | "homepage" | "notes") => (o[k] === undefined ? {} : { [k]: v.text(o[k], `${at} ${k}`) });
   return {
     id,
     component,
@@ -131,6 +134,8 @@ function parseBinary(v: Validator, data: unknown, at: string, format: ArtifactFo
     if (o.path !== undefined) v.fail(`${at} path`, 'is not used for format "binary" (the download is the binary)');
   } else {
     const path = v.string(o.path, `${at} path`);
+    if (CONTROL.test(path)) v.fail(`${at} path`, "holds a control character");
+    if (normalizeMemberPath(path) === "" || normalizeMemberPath(path) === ".") v.fail(`${at} path`, "is empty; name the file inside the archive, e.g. bin/etcd");
     if (path.startsWith("/") || path.split("/").includes("..")) v.fail(`${at} path`, "must be a relative path inside the archive, without '..'");
     checkPlaceholders(v, path, `${at} path`);
     b.path = path;
@@ -144,7 +149,7 @@ function parseChecksum(v: Validator, data: unknown, at: string): PinnedChecksum 
   const algorithm = v.oneOf(o.algorithm, `${at} algorithm`, HASH_ALGORITHMS);
   const len = DIGEST_HEX_LENGTH[algorithm];
   const value = v.match(o.value, `${at} value`, new RegExp(`^[0-9a-f]{${len}}$`), `${len} lower-case hex digits for ${algorithm}`);
-  const source = v.string(o.source, `${at} source`);
+  const source = v.text(o.source, `${at} source`);
   if (source.trim() === "") v.fail(`${at} source`, "is empty; say where the checksum comes from");
   const c: PinnedChecksum = { algorithm, value, source };
   if (o.size !== undefined) {
@@ -170,6 +175,7 @@ function parseWhen(v: Validator, data: unknown, at: string): When {
 
 function parseUrlTemplate(v: Validator, data: unknown, at: string): string {
   const url = v.string(data, at);
+  if (CONTROL.test(url)) v.fail(at, "holds a control character");
   checkPlaceholders(v, url, at);
   let parsed: URL;
   try {
@@ -179,6 +185,21 @@ function parseUrlTemplate(v: Validator, data: unknown, at: string): string {
   }
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") v.fail(at, `must be an https:// or http:// URL ("${url}")`);
   return url;
+}
+
+/** Each binary of an archive is its own member, for every arch: two names on one member are refused. */
+function checkMembers(v: Validator, binaries: BinarySpec[], version: string, arch: Partial<Record<Arch, string>>, at: string): void {
+  for (const token of Object.values(arch)) {
+    const seen = new Map<string, number>();
+    binaries.forEach((b, i) => {
+      const member = normalizeMemberPath((b.path ?? "").replaceAll("{version}", version).replaceAll("{arch}", token));
+      const first = seen.get(member);
+      if (first !== undefined) {
+        v.fail(`${at} binaries[${i}] path`, `names the archive member "${member}" that binaries[${first}] already installs; each binary needs its own member`);
+      }
+      seen.set(member, i);
+    });
+  }
 }
 
 function checkPlaceholders(v: Validator, s: string, at: string): void {
@@ -250,6 +271,10 @@ class Validator {
   string(x: unknown, at: string): string {
     if (typeof x !== "string") this.fail(at, x === undefined ? "is missing" : "must be a string");
     return x as string;
+  }
+  /** Free text that may be printed (names, notes, checksum sources): control characters made visible escapes. */
+  text(x: unknown, at: string): string {
+    return printable(this.string(x, at));
   }
   match(x: unknown, at: string, re: RegExp, what: string): string {
     const s = this.string(x, at);

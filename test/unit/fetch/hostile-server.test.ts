@@ -207,3 +207,20 @@ describe("a manifest that never ends", () => {
     expect(r.stderr).not.toMatch(NO_TRACE);
   });
 });
+
+describe("redirects away from http(s)", () => {
+  for (const to of ["file:///etc/passwd", "data:application/octet-stream;base64,AAAA"]) {
+    it(`refuses a redirect to ${to.split(":")[0]}: at once, without a retry (exit 4)`, async () => {
+      const body = randomBody(100, 9);
+      const art = testArtifact({ id: "tool", path: PATH, body });
+      const s = await hostile((res) => {
+        res.writeHead(302, { location: to }).end();
+      });
+      const e = await userErrorOf(fetchArtifacts([resolved(art)], { cacheDir: tempDir(), mirror: s.url, http: FAST, env: {} }));
+      await s.close();
+      expect(e.exitCode).toBe(4);
+      expect(e.message).toBe(`refused a redirect to a ${to.split(":")[0]}: URL from ${s.url}${PATH}`);
+      expect(s.requests()).toBe(1);
+    });
+  }
+});

@@ -148,3 +148,41 @@ describe("mirrors", () => {
     expect(userErrorFrom(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain("ROOTLESS_K8S_MIRROR must be");
   });
 });
+
+describe("hostile manifests (issue 16, defect 8)", () => {
+  const k8s = (m: ReturnType<typeof clone>) => m.artifacts[0] as { binaries: { name: string; path: string }[]; checksums: Record<string, Record<string, string>>; notes?: string; url: string };
+
+  it("refuses two binaries on one archive member, also when spelled differently", () => {
+    const m = clone();
+    k8s(m).binaries[1]!.path = "./kubernetes//server/bin/kubelet";
+    const e = userErrorFrom(() => parseManifest(m, "x.json"));
+    expect(e.exitCode).toBe(2);
+    expect(e.message).toBe(
+      'manifest x.json: artifact "kubernetes-server" binaries[1] path names the archive member "kubernetes/server/bin/kubelet" that binaries[0] already installs; each binary needs its own member',
+    );
+  });
+
+  it("refuses an empty member path", () => {
+    for (const path of ["", "./", "."]) {
+      const m = clone();
+      k8s(m).binaries[0]!.path = path;
+      const e = userErrorFrom(() => parseManifest(m, "x.json"));
+      expect(e.message).toBe('manifest x.json: artifact "kubernetes-server" binaries[0] path is empty; name the file inside the archive, e.g. bin/etcd');
+    }
+  });
+
+  it("escapes terminal control characters in free text, and refuses them in URLs and paths", () => {
+    const m = clone();
+    k8s(m).notes = "ok\u001b]0;owned\u0007\u001b[2J";
+    k8s(m).checksums.amd64!.source = "src\r\u001b[1Afake";
+    const parsed = parseManifest(m, "x.json");
+    expect(parsed.artifacts[0]?.notes).toBe("ok\\x1b]0;owned\\x07\\x1b[2J");
+    expect(parsed.artifacts[0]?.checksums.amd64?.source).toBe("src\\r\\x1b[1Afake");
+    const u = clone();
+    k8s(u).url = "https://dl.k8s.io/\u001b[2J/x";
+    expect(userErrorFrom(() => parseManifest(u, "x.json")).message).toBe('manifest x.json: artifact "kubernetes-server" url holds a control character');
+    const p = clone();
+    k8s(p).binaries[0]!.path = "kubernetes/server/bin/kubelet\n";
+    expect(userErrorFrom(() => parseManifest(p, "x.json")).message).toBe('manifest x.json: artifact "kubernetes-server" binaries[0] path holds a control character');
+  });
+});
