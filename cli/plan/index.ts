@@ -13,7 +13,7 @@ import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidr
 import { decideNode } from "./node";
 import { planPaths } from "./paths";
 import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
-import { CONTAINERD_CRI_V1, RUNTIME_FLOORS, atLeast } from "./rules";
+import { CONTAINERD_2_FOR_KUBERNETES, CONTAINERD_CRI_V1, RUNTIME_FLOORS, atLeast } from "./rules";
 import { decideRuntime } from "./runtime";
 import { requireVersion } from "./versions";
 
@@ -136,6 +136,7 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
     }
   }
   const rt = plan.runtime;
+  const k8s = plan.versions.components.kubernetes ?? "0";
   const floor = RUNTIME_FLOORS[rt.name][plan.mode.name];
   if (!atLeast(rt.version, floor.version)) {
     problems.push({
@@ -149,12 +150,21 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
       message: `containerd ${rt.version} is below ${CONTAINERD_CRI_V1.version}: ${CONTAINERD_CRI_V1.why}`,
       fix: "upgrade containerd to 1.6 or later, or drop --runtime-bin to use the bundled containerd",
     });
+  } else if (rt.name === "containerd" && atLeast(k8s, CONTAINERD_2_FOR_KUBERNETES.since) && !atLeast(rt.version, CONTAINERD_2_FOR_KUBERNETES.version)) {
+    problems.push({
+      id: "runtime-too-old",
+      message: `containerd ${rt.version} cannot run Kubernetes ${k8s}: ${CONTAINERD_2_FOR_KUBERNETES.why}`,
+      fix: `drop --runtime-bin to use the bundled containerd ${plan.versions.components.containerd ?? "2.x"}, or point --runtime-bin at a containerd 2.x`,
+    });
   }
-  if (rt.name === "crio" && !plan.kubelet.cgroupsPerQOS && plan.mode.cgroup === "v2") {
+  if (rt.name === "crio" && !plan.kubelet.cgroupsPerQOS) {
     problems.push({
       id: "crio-cgroups-per-qos",
-      message: "CRI-O with cgroupsPerQOS: false on cgroup v2 fails rootless: it tries to create /sys/fs/cgroup/crio-<id> (cri-o/cri-o#9980)",
-      fix: "use --runtime containerd, or delegate cgroup v2 controllers (see `rootless-k8s doctor`) for mode delegated",
+      message: `CRI-O in mode none fails rootless on cgroup ${plan.mode.cgroup}: with cgroupsPerQOS: false it creates a cgroup for every pod sandbox at the root, /sys/fs/cgroup/…/crio-<id> (cri-o/cri-o#9980)`,
+      fix:
+        plan.mode.cgroup === "v2"
+          ? "use --runtime containerd, or delegate cgroup v2 controllers (see `rootless-k8s doctor`) for mode delegated"
+          : "use --runtime containerd; CRI-O needs mode delegated, which needs cgroup v2 (see `rootless-k8s doctor`)",
     });
   }
   return problems;

@@ -1,9 +1,10 @@
 // Kubelet settings per mode (docs/design.md, "Mode none"). `none` is built from stock kubelet settings because
 // upstream never merged a "none" cgroup driver; a patched kubelet that accepts
-// `--cgroup-driver=none` is used as such, but only when probed, never assumed.
+// `--cgroup-driver=none` is used as such, but only when probed, never assumed, and only before
+// 1.34: from then on the kubelet takes its cgroup driver from the runtime.
 import type { Facts } from "../host/facts";
 import type { KubeletPlan, Mode, PlanOptions, VersionSet } from "./plan";
-import { FAIL_CGROUP_V1_SINCE, atLeast } from "./rules";
+import { FAIL_CGROUP_V1_SINCE, KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast } from "./rules";
 
 export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, versions: VersionSet): KubeletPlan {
   const featureGates: Record<string, boolean> = { KubeletInUserNamespace: true };
@@ -23,8 +24,14 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
     reasons.push("cgroupfs driver on the delegated subtree, inside RootlessKit's cgroup namespace", "cgroupsPerQOS: true: pods get QoS and per-pod cgroups");
     return { cgroupDriver: "cgroupfs", cgroupsPerQOS: true, enforceNodeAllocatable: [], failCgroupV1, featureGates, probe, reasons };
   }
-  const patched = options.kubelet?.cgroupDriverNone === true;
-  if (patched) {
+  const kubeletVersion = options.kubelet?.version ?? k8s;
+  const driverFromCri = atLeast(kubeletVersion, KUBELET_CGROUP_DRIVER_FROM_CRI);
+  const patched = options.kubelet?.cgroupDriverNone === true && !driverFromCri;
+  if (options.kubelet?.cgroupDriverNone && driverFromCri) {
+    reasons.push(
+      `the kubelet at ${options.kubelet.path} accepts --cgroup-driver=none (a patched kubelet), but kubelet ${kubeletVersion} takes its cgroup driver from the runtime (KubeletCgroupDriverFromCRI, GA in 1.34), so "none" cannot take effect: stock settings (cgroupsPerQOS: false, enforceNodeAllocatable: [])`,
+    );
+  } else if (patched) {
     reasons.push(`the kubelet at ${options.kubelet?.path} accepts --cgroup-driver=none (a patched kubelet): using it`);
     if (options.kubelet?.supportNoneCgroupDriverGate) featureGates.SupportNoneCgroupDriver = true;
   } else {

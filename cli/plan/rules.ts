@@ -41,12 +41,32 @@ export const CONTAINERD_CRI_V1: Floor = {
   why: "the kubelet (>= 1.26) speaks only CRI v1, which containerd serves from 1.6",
 };
 
+/**
+ * SIG Node made Kubernetes 1.35 the last release that supports containerd 1.x (KEP-4033; the
+ * kubelet learns its cgroup driver from the runtime's RuntimeConfig, which containerd serves from
+ * 2.0, and the fallback to its own setting is on its way out: kubernetes#136846). containerd's
+ * RELEASES.md lists only 2.x for Kubernetes 1.36. See docs/upstream-notes.md.
+ */
+export const CONTAINERD_2_FOR_KUBERNETES = {
+  since: "1.36.0",
+  version: "2.0.0",
+  why: "Kubernetes 1.35 was the last release to support containerd 1.x (SIG Node, KEP-4033)",
+} as const;
+
 /** RootlessKit versions that have each network driver. */
 export const ROOTLESSKIT_NETWORK_FLOORS: Record<NetworkDriver, Floor> = {
   slirp4netns: { version: "0.1.0", why: "slirp4netns is RootlessKit's original driver" },
   pasta: { version: "2.0.0", why: "RootlessKit's pasta driver arrived in 2.0" },
   builtin: { version: "3.0.0", why: "RootlessKit 3 has gvisor-tap-vsock built in" },
 };
+
+/**
+ * Since 1.34 (KubeletCgroupDriverFromCRI GA, KEP-4033) the kubelet asks the runtime for its cgroup
+ * driver (RuntimeConfig) and overwrites its own setting with the answer, which is only ever
+ * "systemd" or "cgroupfs"; any other answer, or an error, stops the kubelet
+ * (cmd/kubelet/app/server.go getCgroupDriverFromCRI). See docs/upstream-notes.md.
+ */
+export const KUBELET_CGROUP_DRIVER_FROM_CRI = "1.34.0";
 
 /** Kubelet >= 1.35 refuses cgroup v1 unless failCgroupV1 is false (kubernetes/kubernetes#134298). */
 export const FAIL_CGROUP_V1_SINCE = "1.35.0";

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
-import { majorOf } from "./rules";
+import { KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast, majorOf } from "./rules";
 import { requireVersion } from "./versions";
 
 export function decideRuntime(facts: Facts, options: PlanOptions, versions: VersionSet, mode: Mode, paths: Paths): RuntimePlan {
@@ -21,7 +21,7 @@ export function decideRuntime(facts: Facts, options: PlanOptions, versions: Vers
     case "crio":
       return crio(facts, versions, mode, paths);
     case "docker":
-      return docker(facts, mode, paths);
+      return docker(facts, versions, mode, paths);
   }
 }
 
@@ -82,7 +82,7 @@ function crio(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): Run
   };
 }
 
-function docker(facts: Facts, mode: Mode, paths: Paths): RuntimePlan {
+function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): RuntimePlan {
   const d = facts.runtimes.docker;
   const refuse = (what: string, fix: string): never => {
     throw new UserError(`--runtime docker: ${what}`, { exitCode: ExitCode.Refused, fix });
@@ -99,10 +99,22 @@ function docker(facts: Facts, mode: Mode, paths: Paths): RuntimePlan {
       "point DOCKER_HOST at your rootless dockerd (unix://$XDG_RUNTIME_DIR/docker.sock), or use --runtime containerd",
     );
   }
+  // Since 1.34 the kubelet takes its cgroup driver from the runtime; cri-dockerd passes on dockerd's,
+  // and answers an error for anything but cgroupfs and systemd (docs/upstream-notes.md, item 3).
+  const k8s = versions.components.kubernetes ?? "0";
+  const driverFromCri = atLeast(k8s, KUBELET_CGROUP_DRIVER_FROM_CRI);
   if (mode === "delegated" && d.cgroupDriver === "systemd") {
     return refuse(
       "dockerd uses the systemd cgroup driver, which the kubelet cannot share from inside dockerd's namespace",
-      'add "exec-opts": ["native.cgroupdriver=cgroupfs"] to ~/.config/docker/daemon.json and restart docker, or use --runtime containerd',
+      driverFromCri
+        ? `use --runtime containerd (rootless dockerd's only other driver is reported as "none", which kubelet ${k8s} cannot use)`
+        : 'add "exec-opts": ["native.cgroupdriver=cgroupfs"] to ~/.config/docker/daemon.json and restart docker, or use --runtime containerd',
+    );
+  }
+  if (d.cgroupDriver === "none" && driverFromCri) {
+    return refuse(
+      `dockerd reports cgroup driver "none" (rootless dockerd does on cgroup v1 and hybrid, and whenever it does not use systemd); cri-dockerd answers kubelet ${k8s}'s RuntimeConfig request with an error for it, and a kubelet >= 1.34 then stops`,
+      "use --runtime containerd (the bundled containerd runs without cgroups in mode none)",
     );
   }
   const runtimeBase = path.dirname(paths.runtimeDir);

@@ -16,6 +16,8 @@ export interface Combo {
   name: string;
   host: string;
   options: PlanOptions;
+  /** Plan for this Kubernetes version instead of the built-in set's (the rest of the set unchanged). */
+  kubernetes?: string;
   /** Lay the recorded rootless Docker 24.0.6 (test/golden/data/docker-rootless-debian12) over the host. */
   rootlessDocker?: boolean;
   /** What the combination is expected to give: a plan, or a refusal (buildPlan or validatePlan). */
@@ -42,21 +44,35 @@ export const COMBOS: Combo[] = [
     name: "delegated-containerd1.6-slirp4netns",
     host: "debian-12",
     options: { runtimeBin: "/usr/bin/containerd" },
+    expect: "refused",
+    why: "the host's containerd 1.6.20 (--runtime-bin): Kubernetes 1.35 was the last release to support containerd 1.x",
+  },
+  {
+    name: "delegated-containerd1.6-slirp4netns-k8s1.35",
+    host: "debian-12",
+    options: { runtimeBin: "/usr/bin/containerd" },
+    kubernetes: "1.35.4",
     expect: "plan",
-    why: "the host's containerd 1.6.20 (--runtime-bin): config version 2",
+    why: "the same with a Kubernetes 1.35 version set (--manifest): config version 2",
   },
   { name: "none-containerd-slirp4netns", host: "ubuntu-20.04", options: { network: "slirp4netns", taintNone: true }, expect: "plan", why: "Ubuntu 20.04 hybrid: the bundled slirp4netns, tainted" },
   { name: "none-containerd-pasta", host: "debian-12", options: { mode: "none", network: "pasta" }, expect: "plan", why: "Debian 12 asked for mode none (v2, so no failCgroupV1)" },
   { name: "none-containerd-builtin", host: "rocky-9", options: {}, expect: "plan", why: "Rocky 9: cgroup v2 without delegation, no slirp4netns or pasta" },
-  { name: "none-crio-slirp4netns", host: "rocky-8", options: { runtime: "crio", network: "slirp4netns" }, expect: "plan", why: "Rocky 8: cgroup v1, CRI-O without cgroups" },
+  {
+    name: "none-crio-slirp4netns",
+    host: "rocky-8",
+    options: { runtime: "crio", network: "slirp4netns" },
+    expect: "refused",
+    why: "Rocky 8: cgroup v1; CRI-O creates a cgroup for each pod sandbox with cgroupsPerQOS: false on v1 too (cri-o#9980)",
+  },
   {
     name: "none-crio-pasta",
     host: "fedora-40",
     options: { mode: "none", runtime: "crio", network: "pasta" },
     expect: "refused",
-    why: "CRI-O with cgroupsPerQOS: false on cgroup v2 (cri-o#9980); no fixture host has cgroup v1 and pasta",
+    why: "CRI-O with cgroupsPerQOS: false (cri-o#9980), here on cgroup v2",
   },
-  { name: "none-crio-builtin", host: "opensuse-leap-15.6", options: { runtime: "crio" }, expect: "plan", why: "openSUSE Leap 15.6: hybrid, built-in driver" },
+  { name: "none-crio-builtin", host: "opensuse-leap-15.6", options: { runtime: "crio" }, expect: "refused", why: "openSUSE Leap 15.6: hybrid; CRI-O in mode none (cri-o#9980)" },
   { name: "none-docker", host: "debian-12", options: { mode: "none", runtime: "docker" }, rootlessDocker: true, expect: "plan", why: "rootless Docker 24.0.6 through cri-dockerd, no cgroup writes" },
 ];
 
@@ -84,7 +100,8 @@ export function pinnedVersions(): VersionSet {
 export type ComboResult = { plan: Plan; refusal: null } | { plan: null; refusal: { message: string; fix: string | undefined; exitCode: number } };
 
 /** The plan of a combination (validated as install would), or the refusal. */
-export function planCombo(combo: Combo, facts: Facts, versions = pinnedVersions()): ComboResult {
+export function planCombo(combo: Combo, facts: Facts, pinned = pinnedVersions()): ComboResult {
+  const versions = combo.kubernetes ? { ...pinned, components: { ...pinned.components, kubernetes: combo.kubernetes } } : pinned;
   try {
     const plan = buildPlan(facts, combo.options, versions);
     validatePlan(plan, facts);

@@ -44,10 +44,29 @@ export const runtimeChecks: Check[] = [
       const daemon = !d.serverReachable
         ? "; daemon not reachable"
         : `; ${d.rootless ? "rootless" : "rootful"} daemon${d.cgroupDriver ? `, cgroup driver ${d.cgroupDriver}` : ""}`;
-      return judged("Docker", "docker", d, f, daemon);
+      const judgedDocker = judged("Docker", "docker", d, f, daemon);
+      // Kubelet >= 1.34 takes its cgroup driver from the runtime; cri-dockerd answers an error for "none".
+      if (judgedDocker.status === "ok" && d.serverReachable && d.rootless && d.cgroupDriver === "none") {
+        return warn(
+          `${judgedDocker.summary}: --runtime docker cannot serve Kubernetes 1.34+ with it (cri-dockerd passes "none" on, the kubelet stops); the node uses its own containerd`,
+          { user: ["# install without --runtime docker: the bundled containerd needs no cgroup driver from dockerd"] },
+        );
+      }
+      return judgedDocker;
     },
   },
-  { id: "containerd", group: "runtimes", label: "containerd", run: (f) => judged("containerd", "containerd", f.runtimes.containerd, f) },
+  {
+    id: "containerd",
+    group: "runtimes",
+    label: "containerd",
+    run: (f) => {
+      const r = judged("containerd", "containerd", f.runtimes.containerd, f);
+      const t = f.runtimes.containerd;
+      // Kubernetes 1.35 was the last release to support containerd 1.x (cli/plan/rules.ts).
+      if (r.status === "ok" && t?.version && !atLeast(t.version, "2.0.0")) return ok(`${r.summary} (1.x: not for --runtime-bin with Kubernetes 1.36+; the node uses its own 2.x)`);
+      return r;
+    },
+  },
   { id: "crio", group: "runtimes", label: "CRI-O", run: (f) => judged("CRI-O", "crio", f.runtimes.crio, f) },
   {
     id: "oci-runtime",

@@ -67,6 +67,17 @@ describe("mode", () => {
     expect(stock.kubelet.cgroupDriver).toBe("cgroupfs");
     expect(buildPlan(baseFacts(), {}, versions).kubelet.probe).toBe("not-installed");
   });
+
+  it("never uses --cgroup-driver=none on a kubelet >= 1.34: it takes its cgroup driver from the runtime (KubeletCgroupDriverFromCRI)", () => {
+    const patched134 = { path: "/k/kubelet", version: "1.34.2", cgroupDriverNone: true, supportNoneCgroupDriverGate: true };
+    const plan = buildPlan(baseFacts(), { kubelet: patched134 }, versions);
+    expect(plan.kubelet).toMatchObject({ cgroupDriver: "cgroupfs", cgroupsPerQOS: false, enforceNodeAllocatable: [] });
+    expect(plan.kubelet.featureGates).toEqual({ KubeletInUserNamespace: true });
+    expect(plan.kubelet.reasons.join("\n")).toMatch(/kubelet 1\.34\.2 takes its cgroup driver from the runtime .*cannot take effect/);
+    // The probe's version decides; without one, the version set's.
+    const unknown = buildPlan(baseFacts(), { kubelet: { ...patched134, version: null } }, versions);
+    expect(unknown.kubelet.cgroupDriver).toBe("cgroupfs");
+  });
 });
 
 describe("runtime", () => {
@@ -108,13 +119,42 @@ describe("runtime", () => {
     };
     const rootful = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
     expect(userErrorFrom(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
-    const rootless = withFacts(baseFacts(), (x) => (x.runtimes.docker = { ...docker, rootless: true, cgroupDriver: "none", socket: "unix:///run/user/1000/docker.sock" }));
+    const rootless = withFacts(baseFacts(), (x) => {
+      x.cgroup.mode = "v2";
+      x.runtimes.docker = { ...docker, rootless: true, cgroupDriver: "systemd", cgroupVersion: "2", socket: "unix:///run/user/1000/docker.sock" };
+    });
     const plan = buildPlan(rootless, { runtime: "docker" }, versions);
     expect(plan.runtime.docker).toEqual({ socket: "/run/user/1000/docker.sock", pidFile: "/run/user/1000/docker.pid", unit: "docker.service" });
     expect(plan.network).toMatchObject({ driver: "docker", namespaceIP: "10.0.2.100" });
     expect(userErrorFrom(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(/does not apply to --runtime docker/);
     expect(plan.units.owner).toBe("docker.service");
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
+  });
+
+  it("refuses rootless Docker reporting cgroup driver none for a kubelet >= 1.34: cri-dockerd answers its RuntimeConfig with an error", () => {
+    const docker = {
+      version: "24.0.7",
+      raw: "",
+      path: "/usr/bin/docker",
+      clientVersion: "24.0.7",
+      serverVersion: "24.0.7",
+      serverReachable: true,
+      rootless: true,
+      cgroupDriver: "none",
+      cgroupVersion: "1" as const,
+      socket: "unix:///run/user/1000/docker.sock",
+    };
+    const hybrid = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
+    const e = userErrorFrom(() => buildPlan(hybrid, { runtime: "docker" }, versions));
+    expect(e.exitCode).toBe(ExitCode.Refused);
+    expect(e.message).toMatch(/dockerd reports cgroup driver "none" .*cri-dockerd .*kubelet 1\.3\d\.\d+'s RuntimeConfig/);
+    expect(e.fix).toMatch(/--runtime containerd/);
+    // Delegated: dockerd's cgroupfs exec-opt gives "none" too when rootless, so the fix no longer suggests it.
+    const delegated = withFacts(delegatedFacts(), (x) => (x.runtimes.docker = { ...docker, cgroupDriver: "systemd", cgroupVersion: "2" }));
+    expect(userErrorFrom(() => buildPlan(delegated, { runtime: "docker" }, versions)).fix).not.toMatch(/native\.cgroupdriver=cgroupfs/);
+    // An older kubelet falls back to its own setting.
+    const old = { ...versions, components: { ...versions.components, kubernetes: "1.33.5" } };
+    expect(buildPlan(hybrid, { runtime: "docker" }, old).runtime.name).toBe("docker");
   });
 
   it("picks overlayfs, fuse-overlayfs (CRI-O) or native as the host allows", () => {
@@ -239,15 +279,28 @@ describe("validatePlan refuses bad plans before anything is written", () => {
     expect(planProblems(buildPlan(f2, { runtime: "docker" }, versions), f2)).toEqual([]);
   });
 
-  it("CRI-O with cgroupsPerQOS: false on cgroup v2 (cri-o#9980), but not on v1", () => {
+  it("CRI-O in mode none on cgroup v2, v1 and hybrid alike (cri-o#9980: the dropped infra container's cgroup), but not in mode delegated", () => {
     const v2none = withFacts(delegatedFacts(), (x) => {
       x.cgroup.delegated = false;
       x.cgroup.userControllers = [];
     });
     const plan = buildPlan(v2none, { runtime: "crio" }, versions);
     expect(() => validatePlan(plan, v2none)).toThrow(/cri-o#9980/);
-    const v1 = baseFacts();
-    expect(planProblems(buildPlan(v1, { runtime: "crio" }, versions), v1)).toEqual([]);
+    const hybrid = expectRefusal({ runtime: "crio" }, () => {}, /CRI-O in mode none fails rootless on cgroup hybrid: .*cri-o\/cri-o#9980/);
+    expect(hybrid.fix).toMatch(/--runtime containerd/);
+    expectRefusal({ runtime: "crio" }, (f) => (f.cgroup.mode = "v1"), /on cgroup v1: /);
+    const delegated = delegatedFacts();
+    expect(planProblems(buildPlan(delegated, { runtime: "crio" }, versions), delegated)).toEqual([]);
+  });
+
+  it("containerd 1.x for Kubernetes 1.36 and later (1.35 was the last release to support it)", () => {
+    expect(versions.components.kubernetes).toMatch(/^1\.3[6-9]\./);
+    const e = expectRefusal({ runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.7.24" }, () => {}, /containerd 1\.7\.24 cannot run Kubernetes 1\.3\d\.\d+: Kubernetes 1\.35 was the last/);
+    expect(e.fix).toMatch(/drop --runtime-bin to use the bundled containerd 2\./);
+    const old = { ...versions, components: { ...versions.components, kubernetes: "1.35.2" } };
+    const f = baseFacts();
+    expect(planProblems(buildPlan(f, { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.7.24" }, old), f)).toEqual([]);
+    expect(planProblems(buildPlan(f, { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "2.0.5" }, versions), f)).toEqual([]);
   });
 
   it("names how many more problems there are", () => {
