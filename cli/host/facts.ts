@@ -180,6 +180,8 @@ export interface RuntimeFacts {
   pasta: ToolFacts | null;
   fuseOverlayfs: ToolFacts | null;
   iptables: IptablesFacts | null;
+  /** The nft command: kube-proxy's nftables mode runs it (knftables, nft >= 1.0.1). */
+  nft: ToolFacts | null;
   nsenter: ToolFacts | null;
 }
 

@@ -4,8 +4,10 @@
 //                                                      anything is written (port in use, CIDR
 //                                                      overlapping a route, runtime too old, ...)
 // The plan is then rendered by cli/render and written by cli/apply.
+import { installPackage } from "../doctor/fixes";
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
+import { NFTABLES_PROXY, nftablesProxyBlocker } from "../host/kube-proxy";
 import { overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
 import { decideMode } from "./mode";
@@ -47,10 +49,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   const { cidrs, namespaceCidr } = chooseCidrs(facts);
   const runtime = decideRuntime(facts, options, versions, mode.name, paths);
   const network = runtime.name === "docker" ? dockerNetwork(options, ports) : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
-  const iptables = facts.runtimes.iptables;
-  const proxy = iptables?.path
-    ? { mode: "iptables" as const, reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")] }
-    : { mode: "nftables" as const, reasons: ["iptables is not installed: kube-proxy uses nftables"] };
+  const proxy = decideProxy(facts);
   const hostAddresses = facts.network.addresses.filter((a) => !a.startsWith("127."));
   const plan: Omit<Plan, "units"> = {
     schemaVersion: PLAN_SCHEMA_VERSION,
@@ -83,8 +82,21 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   return { ...plan, units: unitNames(plan) };
 }
 
+/** kube-proxy's mode: iptables when the host has it, else nftables (refused by planProblems where kube-proxy would refuse it). */
+function decideProxy(facts: Facts): Plan["proxy"] {
+  const iptables = facts.runtimes.iptables;
+  if (iptables?.path) return { mode: "iptables", reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")] };
+  const nft = facts.runtimes.nft;
+  return {
+    mode: "nftables",
+    reasons: [
+      `iptables is not installed: kube-proxy uses nftables (${nft ? `nft ${nft.version ?? "(version unknown)"}` : "nft not found"}, kernel ${facts.kernel.release}; it needs kernel ${NFTABLES_PROXY.kernel}+ and nft ${NFTABLES_PROXY.nft}+)`,
+    ],
+  };
+}
+
 export interface Problem {
-  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "crio-cgroups-per-qos";
+  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "crio-cgroups-per-qos" | "kube-proxy-backend";
   message: string;
   fix: string;
 }
@@ -166,6 +178,16 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
           ? "use --runtime containerd, or delegate cgroup v2 controllers (see `rootless-k8s doctor`) for mode delegated"
           : "use --runtime containerd; CRI-O needs mode delegated, which needs cgroup v2 (see `rootless-k8s doctor`)",
     });
+  }
+  if (plan.proxy.mode === "nftables") {
+    const blocker = nftablesProxyBlocker(facts);
+    if (blocker) {
+      problems.push({
+        id: "kube-proxy-backend",
+        message: `kube-proxy has no backend: iptables is not installed, and ${blocker}`,
+        fix: `install iptables, as root: ${installPackage(facts, "iptables")}`,
+      });
+    }
   }
   return problems;
 }

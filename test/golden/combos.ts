@@ -18,6 +18,11 @@ export interface Combo {
   options: PlanOptions;
   /** Plan for this Kubernetes version instead of the built-in set's (the rest of the set unchanged). */
   kubernetes?: string;
+  /**
+   * Lay Debian 12's recorded `nft --version` or `iptables --version` (test/golden/data/netfilter-debian12)
+   * and the executable over a host that records neither: kube-proxy needs one of them.
+   */
+  netfilter?: "nft" | "iptables";
   /** Lay the recorded rootless Docker 24.0.6 (test/golden/data/docker-rootless-debian12) over the host. */
   rootlessDocker?: boolean;
   /** What the combination is expected to give: a plan, or a refusal (buildPlan or validatePlan). */
@@ -26,12 +31,12 @@ export interface Combo {
 }
 
 export const COMBOS: Combo[] = [
-  { name: "delegated-containerd-slirp4netns", host: "fedora-40", options: {}, expect: "plan", why: "Fedora 40: cgroup v2 delegated, slirp4netns installed" },
-  { name: "delegated-containerd-pasta", host: "fedora-40", options: { network: "pasta" }, expect: "plan", why: "Fedora 40 has pasta" },
-  { name: "delegated-containerd-builtin", host: "arch", options: {}, expect: "plan", why: "Arch: delegated, neither slirp4netns nor pasta: RootlessKit 3's built-in driver" },
+  { name: "delegated-containerd-slirp4netns", host: "fedora-40", options: {}, netfilter: "nft", expect: "plan", why: "Fedora 40: cgroup v2 delegated, slirp4netns installed; nft, no iptables" },
+  { name: "delegated-containerd-pasta", host: "fedora-40", options: { network: "pasta" }, netfilter: "nft", expect: "plan", why: "Fedora 40 has pasta" },
+  { name: "delegated-containerd-builtin", host: "arch", options: {}, netfilter: "nft", expect: "plan", why: "Arch: delegated, neither slirp4netns nor pasta: RootlessKit 3's built-in driver" },
   { name: "delegated-crio-slirp4netns", host: "debian-12", options: { runtime: "crio" }, expect: "plan", why: "Debian 12 with the delegation drop-in and slirp4netns" },
   { name: "delegated-crio-pasta", host: "debian-12", options: { runtime: "crio", network: "pasta" }, expect: "plan", why: "Debian 12 has pasta" },
-  { name: "delegated-crio-builtin", host: "arch", options: { runtime: "crio" }, expect: "plan", why: "Arch: built-in driver" },
+  { name: "delegated-crio-builtin", host: "arch", options: { runtime: "crio" }, netfilter: "nft", expect: "plan", why: "Arch: built-in driver" },
   {
     name: "delegated-docker",
     host: "debian-12",
@@ -55,9 +60,23 @@ export const COMBOS: Combo[] = [
     expect: "plan",
     why: "the same with a Kubernetes 1.35 version set (--manifest): config version 2",
   },
-  { name: "none-containerd-slirp4netns", host: "ubuntu-20.04", options: { network: "slirp4netns", taintNone: true }, expect: "plan", why: "Ubuntu 20.04 hybrid: the bundled slirp4netns, tainted" },
+  {
+    name: "none-containerd-slirp4netns",
+    host: "ubuntu-20.04",
+    options: { network: "slirp4netns", taintNone: true },
+    netfilter: "iptables",
+    expect: "plan",
+    why: "Ubuntu 20.04 hybrid: the bundled slirp4netns, tainted",
+  },
+  {
+    name: "none-containerd-slirp4netns-no-iptables",
+    host: "ubuntu-20.04",
+    options: { network: "slirp4netns" },
+    expect: "refused",
+    why: "Ubuntu 20.04's kernel 5.11 without iptables: kube-proxy refuses nftables mode below 5.13",
+  },
   { name: "none-containerd-pasta", host: "debian-12", options: { mode: "none", network: "pasta" }, expect: "plan", why: "Debian 12 asked for mode none (v2, so no failCgroupV1)" },
-  { name: "none-containerd-builtin", host: "rocky-9", options: {}, expect: "plan", why: "Rocky 9: cgroup v2 without delegation, no slirp4netns or pasta" },
+  { name: "none-containerd-builtin", host: "rocky-9", options: {}, netfilter: "nft", expect: "plan", why: "Rocky 9: cgroup v2 without delegation, no slirp4netns or pasta" },
   {
     name: "none-crio-slirp4netns",
     host: "rocky-8",
@@ -77,20 +96,26 @@ export const COMBOS: Combo[] = [
 ];
 
 const DOCKER_DATA = join(import.meta.dirname, "data", "docker-rootless-debian12");
+const NETFILTER_DATA = join(import.meta.dirname, "data", "netfilter-debian12");
 
-/** The recorded outputs of the fixture, with the rootless Docker ones laid over when asked. */
-function commandsFor(combo: Combo): HostJson["commands"] {
+/** The recorded outputs and stat answers of the fixture, with the rootless Docker and netfilter ones laid over when asked. */
+function overlayFor(combo: Combo): Pick<HostJson, "commands" | "stat"> {
   const json = JSON.parse(readFileSync(join(FIXTURE_HOSTS, combo.host, "host.json"), "utf8")) as HostJson;
-  if (!combo.rootlessDocker) return json.commands;
-  return {
-    ...json.commands,
-    "docker version": { stdout: readFileSync(join(DOCKER_DATA, "docker-version.txt"), "utf8"), code: 0 },
-    "docker info": { stdout: readFileSync(join(DOCKER_DATA, "docker-info.txt"), "utf8"), code: 0 },
-  };
+  const commands = { ...json.commands };
+  const stat = { ...json.stat };
+  if (combo.rootlessDocker) {
+    commands["docker version"] = { stdout: readFileSync(join(DOCKER_DATA, "docker-version.txt"), "utf8"), code: 0 };
+    commands["docker info"] = { stdout: readFileSync(join(DOCKER_DATA, "docker-info.txt"), "utf8"), code: 0 };
+  }
+  if (combo.netfilter) {
+    commands[`${combo.netfilter} --version`] = { stdout: readFileSync(join(NETFILTER_DATA, `${combo.netfilter}-version.txt`), "utf8"), code: 0 };
+    stat[`/usr/sbin/${combo.netfilter}`] = { type: "file", mode: "0755" };
+  }
+  return { commands, stat };
 }
 
 export async function comboFacts(combo: Combo): Promise<Facts> {
-  return gatherFacts(fixtureHost(combo.host, { commands: commandsFor(combo) }));
+  return gatherFacts(fixtureHost(combo.host, overlayFor(combo)));
 }
 
 export function pinnedVersions(): VersionSet {

@@ -1,11 +1,12 @@
 // Container tools already on the host. The node brings its own containerd, runc, RootlessKit and
 // slirp4netns, so none of these is required; each is judged against what a node would need from
 // it in this host's mode (Docker >= 19.03, CRI-O >= 1.12, containerd >= 1.3 without cgroups;
-// Docker >= 20.10, CRI-O >= 1.22, containerd >= 1.4 with delegated cgroup v2), and iptables is
-// needed by kube-proxy inside the node's namespaces.
+// Docker >= 20.10, CRI-O >= 1.22, containerd >= 1.4 with delegated cgroup v2), and kube-proxy
+// needs iptables inside the node's namespaces, or else nftables (kernel 5.13+, nft 1.0.1+).
 import { ok, skip, warn, type Check, type CheckResult } from "../check";
 import { cgroupAllows } from "../../host/cgroups";
 import type { Facts, ToolFacts } from "../../host/facts";
+import { nftablesProxyBlocker } from "../../host/kube-proxy";
 import { atLeast, isBadIptablesNft } from "../../host/parse/versions";
 import { installPackage } from "../fixes";
 
@@ -102,7 +103,13 @@ export const runtimeChecks: Check[] = [
     label: "iptables",
     run: (f) => {
       const t = f.runtimes.iptables;
-      if (!t) return warn("iptables not found: kube-proxy and the CNI port mappings need it inside the node", { root: [installPackage(f, "iptables")] });
+      if (!t) {
+        const blocker = nftablesProxyBlocker(f);
+        const fix = { root: [installPackage(f, "iptables")] };
+        if (blocker) return warn(`iptables not found, and ${blocker}: kube-proxy has no backend, so install refuses`, fix);
+        // CNI plugins 1.9: bridge (ipMasq) and portmap fall back to nftables too when iptables is absent.
+        return ok(`not installed: kube-proxy and the CNI plugins use nftables (nft ${f.runtimes.nft?.version ?? "(version unknown)"}, kernel ${f.kernel.release})`);
+      }
       const v = `iptables ${t.version ?? "(version unknown)"}${t.backend ? ` (${t.backend})` : ""}`;
       if (isBadIptablesNft({ version: t.version, raw: t.raw, backend: t.backend })) {
         const fix = f.distro.family === "debian" ? ["update-alternatives --set iptables /usr/sbin/iptables-legacy", "update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy"] : [];

@@ -116,6 +116,11 @@ export function parseUtilLinuxVersion(text: string): ParsedVersion {
   return firstMatch(text, /util-linux (v?\d\S*)/);
 }
 
+/** `nft --version`: "nftables v1.0.6 (Lester Gooch #5)". */
+export function parseNftVersion(text: string): ParsedVersion {
+  return firstMatch(text, /^\s*nftables (v?\d\S*)/m);
+}
+
 export interface IptablesVersion extends ParsedVersion {
   backend: "legacy" | "nf_tables" | null;
 }

@@ -54,7 +54,7 @@ async function iptables(ctx: ProbeContext): Promise<IptablesFacts | null> {
 }
 
 export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
-  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptablesF, nsenter] = await Promise.all([
+  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptablesF, nft, nsenter] = await Promise.all([
     docker(ctx),
     tool(ctx, "containerd", ["--version"], v.parseContainerdVersion, /containerd/),
     tool(ctx, "crio", ["--version"], v.parseCrioVersion, /^Version:|crio version \d/),
@@ -65,7 +65,8 @@ export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
     tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
     tool(ctx, "fuse-overlayfs", ["--version"], v.parseFuseOverlayfsVersion, /fuse-overlayfs: version/),
     iptables(ctx),
+    tool(ctx, "nft", ["--version"], v.parseNftVersion, /^nftables/),
     tool(ctx, "nsenter", ["--version"], v.parseUtilLinuxVersion, /util-linux/),
   ]);
-  return { docker: dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptables: iptablesF, nsenter };
+  return { docker: dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptables: iptablesF, nft, nsenter };
 }

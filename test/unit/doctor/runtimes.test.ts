@@ -45,3 +45,30 @@ describe("containerd", () => {
     expect(two.summary).toBe("containerd 2.1.4");
   });
 });
+
+describe("iptables, and kube-proxy's nftables mode without it", () => {
+  const noIptables = (change: (f: Facts) => void = () => {}) =>
+    withFacts(baseFacts(), (f) => {
+      f.runtimes.iptables = null;
+      change(f);
+    });
+  const nft = { version: "1.0.6", raw: "nftables v1.0.6 (Lester Gooch #5)", path: "/usr/sbin/nft" };
+
+  it("says kube-proxy has no backend below kernel 5.13, with the fix to install iptables", () => {
+    const r = check("iptables", noIptables((f) => {
+      f.kernel = { ...f.kernel, release: "5.11.0-37-generic", version: [5, 11, 0] };
+      f.runtimes.nft = nft;
+    }));
+    expect(r.status).toBe("warn");
+    expect(r.summary).toBe("iptables not found, and kube-proxy refuses nftables mode below kernel 5.13 (this kernel is 5.11.0-37-generic): kube-proxy has no backend, so install refuses");
+    expect(r.fix?.root).toEqual(["apt-get install -y iptables"]);
+  });
+  it("says so when the nft command is missing or older than 1.0.1", () => {
+    expect(check("iptables", noIptables()).summary).toMatch(/runs the nft command \(1\.0\.1 or later\), which is not installed: kube-proxy has no backend/);
+    expect(check("iptables", noIptables((f) => (f.runtimes.nft = { ...nft, version: "0.9.8" }))).summary).toMatch(/needs nft 1\.0\.1 or later \(found 0\.9\.8\)/);
+  });
+  it("is fine with nft 1.0.1+ on kernel 5.13+", () => {
+    const r = check("iptables", noIptables((f) => (f.runtimes.nft = nft)));
+    expect(r).toMatchObject({ status: "ok", summary: "not installed: kube-proxy and the CNI plugins use nftables (nft 1.0.6, kernel 6.1.0-18-amd64)", fix: null });
+  });
+});

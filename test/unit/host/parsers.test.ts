@@ -2,7 +2,7 @@
 // from the issue, AppArmor attachment globs, subordinate id ranges, and small /proc formats.
 import { describe, expect, it } from "vitest";
 import { attachRegExp, profileCovers, usernsProfilesIn } from "../../../cli/host/parse/apparmor";
-import { atLeast, upstreamVersion } from "../../../cli/host/parse/versions";
+import { atLeast, parseNftVersion, upstreamVersion } from "../../../cli/host/parse/versions";
 import { parseListeningPorts, parseModulesBuiltin, parseRoutes } from "../../../cli/host/parse/procfs";
 import { inRanges, parseGetsubids, rangesOverlap } from "../../../cli/host/parse/subid";
 import { nextFreeStart } from "../../../cli/host/probes/user";
@@ -29,6 +29,14 @@ describe("upstreamVersion", () => {
     expect(atLeast("18.09.9", "19.03")).toBe(false);
     expect(atLeast("1.4.0-rc.1", "1.4")).toBe(true);
     expect(atLeast(null, "1.0")).toBe(false);
+  });
+});
+
+describe("nft --version", () => {
+  it("reads the version of `nftables vX.Y.Z (release name)`", () => {
+    // Recorded on the development VM (Debian 12); test/golden/data/netfilter-debian12.
+    expect(parseNftVersion("nftables v1.0.6 (Lester Gooch #5)\n").version).toBe("1.0.6");
+    expect(parseNftVersion("nft: command not found").version).toBeNull();
   });
 });
 

@@ -52,6 +52,7 @@ export function baseFacts(): Facts {
       pasta: null,
       fuseOverlayfs: null,
       iptables: { ...tool("1.8.9", "/usr/sbin/iptables"), backend: "nf_tables" },
+      nft: null,
       nsenter: tool("2.38.1", "/usr/bin/nsenter"),
     },
     features: {

@@ -303,6 +303,30 @@ describe("validatePlan refuses bad plans before anything is written", () => {
     expect(planProblems(buildPlan(f, { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "2.0.5" }, versions), f)).toEqual([]);
   });
 
+  it("kube-proxy without iptables where its nftables mode cannot run (kernel < 5.13, no nft)", () => {
+    const nft = { version: "1.0.6", raw: "nftables v1.0.6 (Lester Gooch #5)", path: "/usr/sbin/nft" };
+    const e = expectRefusal(
+      {},
+      (f) => {
+        f.runtimes.iptables = null;
+        f.runtimes.nft = nft;
+        f.kernel = { ...f.kernel, release: "5.10.0-28-cloud-amd64", version: [5, 10, 0] };
+      },
+      /kube-proxy has no backend: iptables is not installed, and kube-proxy refuses nftables mode below kernel 5\.13 \(this kernel is 5\.10\.0-28-cloud-amd64\)/,
+    );
+    expect(e.fix).toBe("install iptables, as root: apt-get install -y iptables");
+    expectRefusal({}, (f) => (f.runtimes.iptables = null), /runs the nft command \(1\.0\.1 or later\), which is not installed/);
+    const ok = withFacts(baseFacts(), (f) => {
+      f.runtimes.iptables = null;
+      f.runtimes.nft = nft;
+    });
+    const plan = buildPlan(ok, {}, versions);
+    expect(plan.proxy.mode).toBe("nftables");
+    expect(plan.proxy.reasons[0]).toMatch(/kube-proxy uses nftables \(nft 1\.0\.6, kernel 6\.1\.0-18-amd64; it needs kernel 5\.13\+ and nft 1\.0\.1\+\)/);
+    expect(planProblems(plan, ok)).toEqual([]);
+    expect(buildPlan(baseFacts(), {}, versions).proxy.mode).toBe("iptables");
+  });
+
   it("names how many more problems there are", () => {
     const facts = withFacts(baseFacts(), (f) => f.network.listeningTcpPorts.push(7443));
     const plan = buildPlan(facts, { apiPort: 7443, runtimeBin: "/c", runtimeBinVersion: "1.0.0" }, versions);
