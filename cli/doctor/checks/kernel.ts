@@ -55,7 +55,13 @@ export const kernelChecks: Check[] = [
       const mods = Object.entries(f.features.modules);
       const missing = mods.filter(([, s]) => s === "missing").map(([m]) => m);
       const unknown = mods.filter(([, s]) => s === "unknown").map(([m]) => m);
-      if (missing.length) return warn(`not loaded: ${missing.join(" ")}; a user cannot load modules`, { root: modulesFix(missing) });
+      if (missing.length) {
+        // kube-proxy only logs this when the sysctl exists, so without the module it says nothing (docs/upstream-notes.md, item 7).
+        const bridge = missing.includes("br_netfilter")
+          ? "; without br_netfilter, traffic between two pods on the node's bridge skips iptables, so a pod's connection to a Service whose endpoint is another pod of this node gets replies that bypass the Service NAT and fails"
+          : "";
+        return warn(`not loaded: ${missing.join(" ")}; a user cannot load modules${bridge}`, { root: modulesFix(missing) });
+      }
       if (unknown.length === mods.length) return warn("cannot tell which modules are present (no /proc/modules or modules.builtin)");
       if (unknown.length) return ok(`${mods.length - unknown.length} present; unknown (no /proc/modules): ${unknown.join(" ")}`);
       return ok(`all ${mods.length} present`);
@@ -74,7 +80,10 @@ export const kernelChecks: Check[] = [
       if (i < MIN_INSTANCES) raise["fs.inotify.max_user_instances"] = MIN_INSTANCES;
       const text = `max_user_watches ${w}, max_user_instances ${i}`;
       if (!Object.keys(raise).length) return ok(text);
-      return warn(`${text}: low for a node (pods and the kubelet watch many files)`, { root: sysctlFix("60-rootless-k8s-inotify", raise) });
+      return warn(
+        `${text}: low for a node: the kubelet's cAdvisor watches every directory of the host's cgroup tree (each v1 hierarchy apart), charged to ${f.user.name}, and the kubelet exits when it runs out ("Failed to start cAdvisor")`,
+        { root: sysctlFix("60-rootless-k8s-inotify", raise) },
+      );
     },
   },
   {

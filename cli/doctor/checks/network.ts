@@ -29,6 +29,18 @@ export const networkChecks: Check[] = [
           user: ["# choose a data folder on a local disk; check it with: rootless-k8s doctor --data-dir DIR"],
         });
       }
+      // cAdvisor keeps statistics only for ext*, xfs, btrfs, zfs, overlay, tmpfs and nfs (fs/fs.go processMounts): elsewhere the
+      // kubelet's /stats/summary fails ("failed to get rootFs stats"), and with it evictions and `kubectl top` (docs/upstream-notes.md, item 7).
+      if (d.fsType === "fuse") {
+        return warn(`${d.dataDir} is on fuse: the kubelet (cAdvisor) keeps no statistics for it, so /stats/summary fails, and with it evictions and \`kubectl top\``, {
+          user: ["# choose a data folder on ext4, xfs or btrfs; check it with: rootless-k8s doctor --data-dir DIR"],
+        });
+      }
+      if (d.fsType === "tmpfs") {
+        return warn(`${d.dataDir} is on tmpfs: the node's data (etcd, images, volumes) lives in memory and is gone after a reboot`, {
+          user: ["# choose a data folder on a disk; check it with: rootless-k8s doctor --data-dir DIR"],
+        });
+      }
       if (d.freeBytes === null) return skip(`${d.dataDir}: free space unknown`);
       const free = `${(d.freeBytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
       if (d.freeBytes < 2 * GiB) return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
