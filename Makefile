@@ -17,7 +17,11 @@ build: deps
 
 # dist/release/: this build in the download layout of README "Release layout" (latest.txt,
 # install.sh, <version>/...), made afresh; publishing copies it onto the base URL.
-release: build
+# Signed with the ed25519 key in the file ROOTLESS_K8S_SIGNING_KEY names (kept outside the repository;
+# README, "Signed releases"): the build compiles its public key in, release.sh signs SHA256SUMS.
+release:
+	@[ -n "$${ROOTLESS_K8S_SIGNING_KEY:-}" ] || { echo "error: ROOTLESS_K8S_SIGNING_KEY is not set: a release must be signed" >&2; echo "fix: set ROOTLESS_K8S_SIGNING_KEY to the ed25519 release key's PEM file, kept outside the repository" >&2; exit 3; }
+	$(MAKE) build
 	rm -rf dist/release
 	bash scripts/release.sh dist/release
 
@@ -35,8 +39,8 @@ test: deps
 	npm run typecheck
 	npm test -- --reporter=default --reporter=json --outputFile.json=dist/test-results.json
 	@if [ -n "$${CI:-}" ]; then node_modules/.bin/node test/helpers/no-skips.mjs dist/test-results.json; fi
-	$(MAKE) build
-	bash scripts/smoke.sh
+	@# The smoke test needs a signed release: build and sign with a throwaway key, removed afterwards.
+	key=$$(bash scripts/throwaway-key.sh) && { ROOTLESS_K8S_SIGNING_KEY=$$key $(MAKE) build && ROOTLESS_K8S_SIGNING_KEY=$$key bash scripts/smoke.sh; rc=$$?; rm -rf "$$(dirname "$$key")"; exit $$rc; }
 	$(MAKE) lint
 
 # Every shell script of the project (scripts/install.sh as POSIX sh, its #!/bin/sh) with shellcheck;

@@ -1,6 +1,8 @@
 #!/bin/sh
-# rootless-k8s installer: downloads the binary, verifies its SHA-256, installs it in a folder of
-# yours, then hands over to `rootless-k8s install`.
+# rootless-k8s installer: downloads the release's SHA256SUMS and checks its ed25519 signature with
+# the release key written into this script (with openssl 3; without it, says so and checks the
+# SHA-256 only), downloads the binary, verifies its SHA-256, installs it in a folder of yours, then
+# hands over to `rootless-k8s install`.
 #
 #   curl -fsSL https://dl.rootless-k8s.dev/install.sh | sh
 #   curl -fsSL https://dl.rootless-k8s.dev/install.sh | sh -s -- --version 0.2.0 --no-start
@@ -10,6 +12,7 @@
 #   --no-start      only install the binary; do not run `rootless-k8s install`
 #   -y, --yes       passed to `rootless-k8s install`: accept the defaults, ask nothing
 #   --modify-path   add the install folder to PATH in your shell's rc file (backed up first)
+#   --insecure-http accept a plain http:// download URL (refused otherwise)
 #   -h, --help      show this help
 #   -- ARGS...      pass the rest to `rootless-k8s install` (e.g. -- --runtime crio)
 # Environment:
@@ -26,6 +29,9 @@
 set -eu
 
 ROOTLESS_K8S_DEFAULT_URL=https://dl.rootless-k8s.dev
+# The ed25519 public key that signs releases (base64 of its SPKI DER form), written in by
+# scripts/release.sh; empty in the repository's copy, which therefore installs nothing.
+ROOTLESS_K8S_RELEASE_KEY=
 
 say() { printf '%s\n' "$*"; }
 
@@ -47,6 +53,7 @@ Options:
   --no-start      only install the binary; do not run `rootless-k8s install`
   -y, --yes       passed to `rootless-k8s install`: accept the defaults, ask nothing
   --modify-path   add the install folder to PATH in your shell's rc file (backed up first)
+  --insecure-http accept a plain http:// download URL (refused otherwise)
   -h, --help      show this help
   -- ARGS...      pass the rest to `rootless-k8s install` (e.g. -- --runtime crio)
 
@@ -70,6 +77,7 @@ parse_args() {
       -y | --yes) opt_yes=1; shift ;;
       --no-start) opt_no_start=1; shift ;;
       --modify-path) opt_modify_path=1; shift ;;
+      --insecure-http) opt_insecure_http=1; shift ;;
       -h | --help) usage; exit 0 ;;
       --) shift; install_args_count=$#; break ;;
       *) die "unknown option \"$1\"" "see the options: sh install.sh --help" 2 ;;
@@ -128,24 +136,75 @@ sha256_of() {
   "$@" | cut -d ' ' -f 1
 }
 
-# download URL FILE: fails with the network exit code and the URL.
-download() {
+# fetch_to URL FILE: downloads URL into FILE; fails (status 1) without a message of its own.
+fetch_to() {
   dl_url=$1
   dl_file=$2
   case $downloader in
     curl)
-      # Over https, a redirect may not downgrade to http. A progress bar only on a terminal.
+      # Over https, neither the request nor a redirect may use anything else. A progress bar only on a terminal.
       set -- --fail --location --retry 3 --connect-timeout 20 --show-error --output "$dl_file" "$dl_url"
-      case $dl_url in https://*) set -- --proto-redir '=https' "$@" ;; esac
+      case $dl_url in https://*) set -- --proto '=https' --proto-redir '=https' "$@" ;; esac
       if [ -t 2 ]; then set -- --progress-bar "$@"; else set -- --silent "$@"; fi
-      curl "$@" || die "could not download $dl_url" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+      curl "$@"
       ;;
     wget)
       set -- --quiet --tries=3 --timeout=20 --output-document="$dl_file" "$dl_url"
       if [ -t 2 ]; then set -- --show-progress "$@"; fi
-      wget "$@" || die "could not download $dl_url" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+      wget "$@"
       ;;
   esac
+}
+
+# download URL FILE: fails with the network exit code and the URL.
+download() {
+  fetch_to "$1" "$2" || die "could not download $1" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+}
+
+# Refuses a download URL that is not https, unless --insecure-http.
+check_base() {
+  case $base in
+    https://*) ;;
+    http://*)
+      [ "$opt_insecure_http" = 1 ] ||
+        die "refused the plain-http download URL $base: anyone on the path could swap what is downloaded" \
+          "use an https URL, or pass --insecure-http to accept it (sh -s -- --insecure-http)" 2
+      ;;
+    *) die "the download URL must be an https:// URL, not \"$base\"" "set ROOTLESS_K8S_DOWNLOAD_URL to the https base of the releases" 2 ;;
+  esac
+}
+
+# Refuses, before any download, a copy of this script without the release key (the repository's).
+require_release_key() {
+  [ -n "$ROOTLESS_K8S_RELEASE_KEY" ] ||
+    die "this install.sh carries no release key (it was not made by scripts/release.sh), so the release cannot be verified" \
+      "use the install.sh of the release base: curl -fsSL $base/install.sh | sh" 4
+}
+
+# Whether `openssl` is OpenSSL 3 or newer (its pkeyutl verifies ed25519 with -rawin).
+have_openssl3() {
+  command -v openssl >/dev/null 2>&1 || return 1
+  case $(openssl version 2>/dev/null) in
+    "OpenSSL "[3-9].* | "OpenSSL "[1-9][0-9]*) return 0 ;;
+  esac
+  return 1
+}
+
+# Checks SHA256SUMS.sig against the release key of this script, with openssl 3; without it, says
+# plainly that only the SHA-256 is checked. Sets $signature_checked.
+verify_signature() {
+  fetch_to "$base/$version/SHA256SUMS.sig" "$workdir/SHA256SUMS.sig" ||
+    die "release $version at $base is not signed: $base/$version/SHA256SUMS.sig could not be downloaded; nothing was installed" \
+      "use the official download URL, or a mirror that copies SHA256SUMS.sig too" 4
+  if have_openssl3; then
+    printf -- '-----BEGIN PUBLIC KEY-----\n%s\n-----END PUBLIC KEY-----\n' "$ROOTLESS_K8S_RELEASE_KEY" >"$workdir/release-key.pem"
+    openssl pkeyutl -verify -pubin -inkey "$workdir/release-key.pem" -rawin -in "$workdir/SHA256SUMS" -sigfile "$workdir/SHA256SUMS.sig" >/dev/null 2>&1 ||
+      die "the signature of $base/$version/SHA256SUMS does not verify with the release key in this install.sh; nothing was installed" \
+        "the download URL ($base) serves checksums the release key did not sign: use the official one, or report it" 4
+    say "verified the ed25519 signature of SHA256SUMS"
+  else
+    printf 'warning: %s\n' "openssl 3 is not installed, so the release signature cannot be checked here: only the SHA-256 of the binary is checked, against a SHA256SUMS only as trustworthy as $base; install openssl 3 to have the signature checked" >&2
+  fi
 }
 
 valid_version() {
@@ -291,7 +350,7 @@ hand_over() {
 }
 
 main() {
-  opt_version="" opt_yes=0 opt_no_start=0 opt_modify_path=0
+  opt_version="" opt_yes=0 opt_no_start=0 opt_modify_path=0 opt_insecure_http=0
   workdir="" tmpbin="" install_args_count=0
   parse_args "$@"
   # Keep only the arguments after `--`: they go to `rootless-k8s install`.
@@ -306,6 +365,8 @@ main() {
   pick_hasher
   base=${ROOTLESS_K8S_DOWNLOAD_URL:-$ROOTLESS_K8S_DEFAULT_URL}
   base=${base%/}
+  check_base
+  require_release_key
   binary_name=rootless-k8s-linux-$arch
   resolve_install_dir
   workdir=$(mktemp -d)
@@ -313,6 +374,7 @@ main() {
   resolve_version
   say "rootless-k8s $version ($version_source) for linux-$arch, from $base"
   read_expected_sum
+  verify_signature
   if [ -f "$dir/rootless-k8s" ] && [ "$(sha256_of "$dir/rootless-k8s")" = "$expected" ]; then
     say "$dir/rootless-k8s is already this version (same SHA-256)"
   else

@@ -2,7 +2,7 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError, UserError } from "../errors";
 import { caFileFrom, caFileOption, networkEnvironment } from "../fetch/cli";
-import { BIN_NAME, DEFAULT_DOWNLOAD_URL, VERSION } from "../version";
+import { BIN_NAME, DEFAULT_DOWNLOAD_URL, RELEASE_PUBLIC_KEY, VERSION } from "../version";
 import { isSea } from "node:sea";
 import { realpathSync } from "node:fs";
 import { selfUpgrade } from "../self/self-upgrade";
@@ -13,13 +13,16 @@ export const spec: CommandSpec = {
   name: "self-upgrade",
   summary: "Replace this binary with a newer verified release",
   usage: "rootless-k8s self-upgrade [--to VERSION] [--dry-run] [options]",
-  description: `Downloads the release's binary and SHA256SUMS, checks the SHA-256, runs the new binary's
---version, then renames it over this one in the same folder. The old binary stays beside it as
+  description: `Downloads the release's SHA256SUMS and checks its ed25519 signature with the release key
+built into this binary, downloads the binary and checks its SHA-256, runs the new binary's
+--version, then renames it over this one in the same folder. A plain-http base is refused
+unless --insecure-http. The old binary stays beside it as
 <binary>.previous until the new one has run once. Nothing changes when any step fails.
 This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
   options: {
     to: { type: "string", valueName: "VERSION", description: "Install this version (also older ones) instead of the latest" },
-    "dry-run": { type: "boolean", description: "Download, verify and test the new binary, but keep this one" },
+    "dry-run": { type: "boolean", description: "Download and verify the new binary (signature, SHA-256), but neither run it nor replace this one" },
+    "insecure-http": { type: "boolean", description: "Accept a plain http:// release base (the signature is still checked)" },
     force: { type: "boolean", description: "Reinstall even when this version is already running" },
     "base-url": { type: "string", valueName: "URL", description: `Release base to download from (default ${DEFAULT_DOWNLOAD_URL})` },
     "ca-file": caFileOption,
@@ -32,7 +35,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   const toFlag = opt.str(args, "to");
   const to = toFlag === undefined ? undefined : normalizeVersion(toFlag);
   if (toFlag !== undefined && !to) throw new UsageError(`--to must be a release version like 0.2.0 (got "${toFlag}")`, spec.name);
-  const base = resolveBaseUrl(opt.str(args, "base-url"), ctx.env);
+  const base = resolveBaseUrl(opt.str(args, "base-url"), ctx.env, { insecureHttp: opt.bool(args, "insecure-http") });
   const caFile = caFileFrom(args, spec.name);
   if (!isSea()) {
     throw new UserError(`self-upgrade replaces the ${BIN_NAME} binary, but this is the JavaScript bundle running under node`, {
@@ -48,6 +51,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
     base,
     ...(caFile ? { caFile } : {}),
     arch: hostArch(),
+    publicKey: RELEASE_PUBLIC_KEY,
     dryRun,
     force: opt.bool(args, "force"),
     signal: ctx.signal,
@@ -59,7 +63,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
       ctx.out.out(`${BIN_NAME} ${outcome.version} is up to date (latest release: ${outcome.latest})`);
       break;
     case "checked":
-      ctx.out.out(`dry run: ${outcome.from} → ${outcome.to} would work (downloaded, verified, tested); nothing was replaced`);
+      ctx.out.out(`dry run: ${outcome.from} → ${outcome.to} verified (signature and SHA-256); nothing was run or replaced`);
       break;
     case "upgraded":
       ctx.out.out(`${s.green("upgraded")} ${BIN_NAME} ${outcome.from} → ${outcome.to}`);

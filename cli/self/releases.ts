@@ -2,10 +2,11 @@
 //   <base>/latest.txt                            the newest version, one line
 //   <base>/<version>/rootless-k8s-linux-<arch>   amd64, arm64
 //   <base>/<version>/SHA256SUMS                  sha256sum format
+//   <base>/<version>/SHA256SUMS.sig              ed25519 signature of SHA256SUMS (64 bytes, raw)
 //   <base>/install.sh
 // and how it is read: through cli/fetch's HTTP client (timeouts, retries with backoff, redirects
 // without https → http, proxies, --ca-file, one-line errors), loaded only when a request starts.
-import { createHash } from "node:crypto";
+import { createHash, createPublicKey, verify } from "node:crypto";
 import { open } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UsageError, UserError, messageOf } from "../errors";
@@ -29,8 +30,11 @@ export function binaryName(arch: Arch): string {
   return `${BIN_NAME}-linux-${arch}`;
 }
 
-/** The base URL: --base-url, else ROOTLESS_K8S_DOWNLOAD_URL, else the default; http(s) only. */
-export function resolveBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+/**
+ * The base URL: --base-url, else ROOTLESS_K8S_DOWNLOAD_URL, else the default; https only, or
+ * plain http when `insecureHttp` (--insecure-http) says so.
+ */
+export function resolveBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv, opts: { insecureHttp?: boolean } = {}): string {
   const raw = flag ?? (env.ROOTLESS_K8S_DOWNLOAD_URL || DEFAULT_DOWNLOAD_URL);
   let url: URL;
   try {
@@ -41,12 +45,18 @@ export function resolveBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv)
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     throw new UsageError(`the release base must be an http(s) URL, not ${url.protocol}`);
   }
+  if (url.protocol === "http:" && !opts.insecureHttp) {
+    throw new UsageError(
+      `refused the plain-http release base ${url.origin}: anyone on the path could swap what is downloaded (only the signature would still stand in the way); use https, or pass --insecure-http to accept it`,
+    );
+  }
   return raw.replace(/\/+$/, "");
 }
 
 export const releaseUrl = {
   latest: (base: string) => `${base}/latest.txt`,
   sums: (base: string, version: string) => `${base}/${version}/SHA256SUMS`,
+  signature: (base: string, version: string) => `${base}/${version}/SHA256SUMS.sig`,
   binary: (base: string, version: string, arch: Arch) => `${base}/${version}/${binaryName(arch)}`,
 };
 
@@ -127,16 +137,38 @@ async function getRelease<T>(url: string, req: ReleaseRequest, read: (res: Respo
 
 /** A small text file (latest.txt, SHA256SUMS), at most 64 KiB. */
 export async function fetchText(url: string, req: ReleaseRequest = {}): Promise<string> {
+  return (await fetchBytes(url, req)).toString("utf8");
+}
+
+/** A small file (SHA256SUMS, SHA256SUMS.sig) as bytes, at most 64 KiB. */
+export async function fetchBytes(url: string, req: ReleaseRequest = {}): Promise<Buffer> {
   return getRelease(url, req, async (res) => {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of res.body) {
       size += (chunk as Buffer).length;
-      if (size > 64 * 1024) throw new UserError(`${url} is larger than 64 KiB; it is not a release file`, { exitCode: ExitCode.Verification });
+      if (size > 64 * 1024) {
+        res.body.destroy();
+        throw new UserError(`${url} is larger than 64 KiB; it is not a release file`, { exitCode: ExitCode.Verification });
+      }
       chunks.push(chunk as Buffer);
     }
-    return Buffer.concat(chunks).toString("utf8");
+    return Buffer.concat(chunks);
   });
+}
+
+/**
+ * Whether `signature` is the ed25519 signature of `sums` by the release key `publicKey` (base64
+ * SPKI DER, as compiled in). A key that does not parse counts as a failure, never as a pass.
+ */
+export function verifySums(sums: Buffer, signature: Buffer, publicKey: string): boolean {
+  if (!publicKey || signature.length !== 64) return false;
+  try {
+    const key = createPublicKey({ key: Buffer.from(publicKey, "base64"), format: "der", type: "spki" });
+    return key.asymmetricKeyType === "ed25519" && verify(null, sums, key, signature);
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -1,7 +1,9 @@
 // `rootless-k8s self-upgrade`: replace the running binary with a verified release.
-// Order: can we replace it at all? → which version → SHA256SUMS → download beside the binary →
-// checksum → `--version` smoke test → hard-link the old one to `.previous` → one rename.
-// Any failure before the rename leaves the binary as it was and removes the download.
+// Order: can we replace it at all? → which version → SHA256SUMS and its ed25519 signature, checked
+// with the release key compiled into this binary → download beside the binary → checksum →
+// `--version` smoke test (never in a dry run) → hard-link the old one to `.previous` → one rename.
+// Nothing downloaded runs before the signature and the checksum are checked. Any failure before the
+// rename leaves the binary as it was and removes the download.
 import { constants } from "node:fs";
 import { access, chmod, copyFile, link, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -10,7 +12,7 @@ import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
 import { tempPathBeside } from "../apply/files";
 import { previousPathOf } from "./previous-binary";
-import { type Arch, binaryName, checksumFor, downloadFile, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl } from "./releases";
+import { type Arch, binaryName, checksumFor, downloadFile, fetchBytes, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl, verifySums } from "./releases";
 
 export interface SelfUpgradeRequest {
   /** The real path of the running binary (symlinks resolved). */
@@ -23,7 +25,9 @@ export interface SelfUpgradeRequest {
   /** Extra trusted CA certificates, PEM (--ca-file). */
   caFile?: string;
   arch: Arch;
-  /** Download, verify and smoke-test, but do not replace. */
+  /** The release public key (base64 SPKI DER) SHA256SUMS.sig must verify with; "" refuses. */
+  publicKey: string;
+  /** Download and verify, but neither run nor replace. */
   dryRun: boolean;
   /** Reinstall even when the version is the same. */
   force: boolean;
@@ -40,6 +44,12 @@ export type SelfUpgradeOutcome =
   | { kind: "upgraded"; from: string; to: string; sha256: string; previous: string };
 
 export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeOutcome> {
+  if (!req.publicKey) {
+    throw new UserError(`this ${BIN_NAME} was built without a release signing key, so it cannot verify a release`, {
+      exitCode: ExitCode.Refused,
+      fix: `install a released binary (curl -fsSL <base>/install.sh | sh), or in a source checkout update with git pull && make build`,
+    });
+  }
   await assertReplaceable(req.binary);
   const http = { signal: req.signal, ...(req.caFile ? { caFile: req.caFile } : {}) };
   const target = req.to ?? (await latestVersion(req.base, http));
@@ -47,7 +57,25 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
     return { kind: "current", version: req.current, latest: target };
   }
   const name = binaryName(req.arch);
-  const sums = await fetchText(releaseUrl.sums(req.base, target), http);
+  const sumsUrl = releaseUrl.sums(req.base, target);
+  const sumsBytes = await fetchBytes(sumsUrl, http);
+  const signature = await fetchBytes(releaseUrl.signature(req.base, target), http).catch((e: unknown) => {
+    if (e instanceof UserError && /HTTP 404/.test(e.message)) {
+      throw new UserError(`release ${target} at ${req.base} is not signed: ${releaseUrl.signature(req.base, target)} is missing`, {
+        exitCode: ExitCode.Verification,
+        fix: "nothing was downloaded or run. Use the official release base, or a mirror that copies SHA256SUMS.sig too",
+      });
+    }
+    throw e;
+  });
+  if (!verifySums(sumsBytes, signature, req.publicKey)) {
+    throw new UserError(`the signature of ${sumsUrl} does not verify with the release key built into ${BIN_NAME}; ${req.binary} is unchanged`, {
+      exitCode: ExitCode.Verification,
+      fix: "nothing was downloaded or run. The release base serves checksums that the release key did not sign: use the official release base, or report it",
+    });
+  }
+  req.progress(`verified the ed25519 signature of SHA256SUMS ${target}`);
+  const sums = sumsBytes.toString("utf8");
   const expected = checksumFor(sums, name);
   if (!expected) {
     throw new UserError(`${releaseUrl.sums(req.base, target)} has no checksum for ${name}`, {
@@ -68,10 +96,11 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
       });
     }
     req.progress(`verified SHA-256 ${sha256}`);
+    // A dry run never executes what it downloaded.
+    if (req.dryRun) return { kind: "checked", from: req.current, to: target, sha256 };
     await chmod(tmp, (await stat(req.binary)).mode & 0o755);
     await smokeTest(tmp, target, req.binary, req.signal);
     req.progress(`the new binary runs and reports ${BIN_NAME} ${target}`);
-    if (req.dryRun) return { kind: "checked", from: req.current, to: target, sha256 };
     const previous = await replace(req.binary, tmp);
     return { kind: "upgraded", from: req.current, to: target, sha256, previous };
   } finally {

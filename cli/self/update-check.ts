@@ -90,7 +90,8 @@ export async function afterCommand(a: AfterCommand): Promise<void> {
   if (!updateCheckEnabled(a.env, a.onTerminal, a.command)) return;
   try {
     const semver = await import("semver");
-    const base = resolveBaseUrl(undefined, a.env);
+    // Only latest.txt is read, for a notice; nothing is installed from it, so an http base is accepted.
+    const base = resolveBaseUrl(undefined, a.env, { insecureHttp: true });
     const now = a.now ?? Date.now();
     const file = stateFile(a.env);
     const state = readState(file);
@@ -117,7 +118,7 @@ async function startDetachedCheck(): Promise<void> {
 /** The detached child: fetch latest.txt and record it. Silent; exits 0 whatever happens. */
 export async function runUpdateCheck(env: NodeJS.ProcessEnv): Promise<number> {
   try {
-    const base = resolveBaseUrl(undefined, env);
+    const base = resolveBaseUrl(undefined, env, { insecureHttp: true });
     const latest = normalizeVersion(await fetchText(releaseUrl.latest(base), { env, deadlineMs: 15_000 }));
     if (!latest) return 0;
     const file = stateFile(env);

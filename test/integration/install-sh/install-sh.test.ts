@@ -1,8 +1,8 @@
 // scripts/install.sh for real: `curl … | sh` and `wget … | sh` as a non-root user with a temporary
-// HOME, against a release folder (laid out by scripts/release.sh from a freshly built binary)
-// served on 127.0.0.1.
+// HOME, against a release folder (laid out and signed by scripts/release.sh, with a throwaway test
+// key, from a freshly built binary) served on 127.0.0.1 over plain http, hence --insecure-http.
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,9 +11,11 @@ import { sha256File } from "../../helpers/hash";
 import { serveDir, type StaticServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
-import { addRelease, BINARY_NAME, installUser, listFiles, testBinary, writeRelease } from "../../unit/binary/release-fixture";
+import { addRelease, BINARY_NAME, installUser, listFiles, newSigningKey, testBinary, writeRelease } from "../../unit/binary/release-fixture";
 
+/** The repository's copy: no release key written in yet. */
 const INSTALL_SH = join(REPO, "scripts", "install.sh");
+const INSECURE = "--insecure-http";
 const VERSION = "1.0.0";
 
 describe("install.sh, statically", () => {
@@ -53,6 +55,8 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   let server: StaticServer;
   let user: TestUser;
   let binSum: string;
+  /** The install.sh scripts/release.sh published (with the release key), where the user can read it. */
+  let released: string;
 
   /** A fresh empty folder owned by the user. */
   const userDir = (prefix: string) => user.newDir(`rk8s-${prefix}-`);
@@ -67,7 +71,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   });
   /** `<fetcher> <base>/install.sh | sh -s -- <args>` as the user. */
   const pipe = (fetch: string, env: Record<string, string>, args: string) =>
-    runAs(user, "sh", ["-c", `${fetch} "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- ${args}`], env);
+    runAs(user, "sh", ["-c", `${fetch} "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- ${INSECURE} ${args}`], env);
   /** A PATH folder with every command of /usr/bin except `without`. */
   const binWithout = (...without: string[]) => {
     const d = tempDir("rk8s-bin-");
@@ -84,6 +88,11 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     server = await serveDir(base);
     user = installUser();
     binSum = sha256File(join(build, BINARY_NAME));
+    const shDir = tempDir("rk8s-released-sh-");
+    chmodSync(shDir, 0o755);
+    released = join(shDir, "install.sh");
+    copyFileSync(join(base, "install.sh"), released);
+    chmodSync(released, 0o644);
   });
 
   afterAll(async () => {
@@ -107,7 +116,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     expect(r.stdout).toContain(`installed rootless-k8s ${VERSION} to ${bin}`);
     expect(r.stdout).toContain(`is not on your PATH. For bash, add this line to ${home}/.bashrc:`);
     expect(r.stdout).toContain(`  export PATH="${home}/.local/bin:$PATH"`);
-    expect(newRequests(from)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/${BINARY_NAME}`]);
+    expect(newRequests(from)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/SHA256SUMS.sig`, `/${VERSION}/${BINARY_NAME}`]);
     expect(listFiles(home)).toEqual([".local/bin/rootless-k8s"]);
     expect(listFiles(tmp)).toEqual([]);
   });
@@ -150,7 +159,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     expect((await runAs(user, bin, ["--version"], env)).stdout.trim()).toBe(`rootless-k8s ${VERSION}`);
     expect(r.stdout).toContain(`  export PATH="${home}/.local/bin:$PATH"`);
     const reqs = server.requests.slice(from);
-    expect(reqs.map((q) => q.path)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/${BINARY_NAME}`]);
+    expect(reqs.map((q) => q.path)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/SHA256SUMS.sig`, `/${VERSION}/${BINARY_NAME}`]);
     for (const q of reqs) expect(q.agent).toMatch(/^Wget\//);
   });
 
@@ -165,12 +174,12 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
 
   it("verifies with `shasum -a 256` where sha256sum is missing, and refuses when neither is there", async () => {
     const home = newHome();
-    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("sha256sum") }));
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("sha256sum") }));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`verified SHA-256 ${binSum}`);
     expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
     const none = newHome();
-    const refused = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(none, userDir("tmp"), { PATH: binWithout("sha256sum", "shasum") }));
+    const refused = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(none, userDir("tmp"), { PATH: binWithout("sha256sum", "shasum") }));
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("error: neither sha256sum nor shasum is installed, so the download cannot be verified");
     expect(listFiles(none)).toEqual([]);
@@ -178,7 +187,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
 
   it("says which downloader is missing when neither curl nor wget is installed", async () => {
     const home = newHome();
-    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("curl", "wget") }));
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("curl", "wget") }));
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("error: curl is not installed, and neither is wget");
     expect(r.stderr).toContain("fix: install curl");
@@ -192,16 +201,16 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     ] as const) {
       const home = newHome();
       const from = server.requests.length;
-      const r = await runAs(user, "sh", ["-c", `sh "${INSTALL_SH}" ${args}`], envFor(home, userDir("tmp"), extra));
+      const r = await runAs(user, "sh", ["-c", `sh "${released}" ${INSECURE} ${args}`], envFor(home, userDir("tmp"), extra));
       expect(r.code).toBe(0);
       expect(r.stdout).toContain(`rootless-k8s ${VERSION} (pinned) for linux-`);
-      expect(newRequests(from)).toEqual([`/${VERSION}/SHA256SUMS`, `/${VERSION}/${BINARY_NAME}`]);
+      expect(newRequests(from)).toEqual([`/${VERSION}/SHA256SUMS`, `/${VERSION}/SHA256SUMS.sig`, `/${VERSION}/${BINARY_NAME}`]);
     }
   });
 
   it("fails with the download exit code, naming the URL, when the version does not exist", async () => {
     const home = newHome();
-    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start", "--version", "9.9.9"], envFor(home, userDir("tmp")));
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start", "--version", "9.9.9"], envFor(home, userDir("tmp")));
     expect(r.code).toBe(5);
     expect(r.stderr).toContain(`error: could not download ${server.url}/9.9.9/SHA256SUMS`);
     expect(listFiles(home)).toEqual([]);
@@ -210,18 +219,18 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   it("does not download the binary again when the installed one already matches", async () => {
     const home = newHome();
     const env = envFor(home, userDir("tmp"));
-    expect((await runAs(user, "sh", [INSTALL_SH, "--no-start"], env)).code).toBe(0);
+    expect((await runAs(user, "sh", [released, INSECURE, "--no-start"], env)).code).toBe(0);
     const from = server.requests.length;
-    const again = await runAs(user, "sh", [INSTALL_SH, "--no-start"], env);
+    const again = await runAs(user, "sh", [released, INSECURE, "--no-start"], env);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain("is already this version (same SHA-256)");
-    expect(newRequests(from)).toEqual(["/latest.txt", `/${VERSION}/SHA256SUMS`]);
+    expect(newRequests(from)).toEqual(["/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/SHA256SUMS.sig`]);
   });
 
   it("prints no PATH line when the folder is already on PATH, and honours ROOTLESS_K8S_INSTALL_DIR", async () => {
     const home = newHome();
     const dir = join(home, "tools");
-    const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { ROOTLESS_K8S_INSTALL_DIR: dir, PATH: `${dir}:/usr/bin:/bin` }));
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { ROOTLESS_K8S_INSTALL_DIR: dir, PATH: `${dir}:/usr/bin:/bin` }));
     expect(r.code).toBe(0);
     expect(sha256File(join(dir, "rootless-k8s"))).toBe(binSum);
     expect(r.stdout).not.toContain("not on your PATH");
@@ -242,7 +251,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
         writeFileSync(rc, c.before);
         chownSync(rc, user.uid, user.gid);
       }
-      const r = await runAs(user, "sh", [INSTALL_SH, "--no-start", "--modify-path"], env);
+      const r = await runAs(user, "sh", [released, INSECURE, "--no-start", "--modify-path"], env);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain(`added ${home}/.local/bin to PATH in ${rc}`);
       const text = readFileSync(rc, "utf8");
@@ -256,7 +265,7 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
       }
       const check = await runAs(user, c.check[0]!, c.check.slice(1), env);
       expect(check.stdout.trim(), `${c.shell}: ${check.stderr}`).toBe(`rootless-k8s ${VERSION}`);
-      const again = await runAs(user, "sh", [INSTALL_SH, "--no-start", "--modify-path"], env);
+      const again = await runAs(user, "sh", [released, INSECURE, "--no-start", "--modify-path"], env);
       expect(again.code).toBe(0);
       expect(again.stdout).toContain("already puts");
       expect(readFileSync(rc, "utf8")).toBe(text);
@@ -268,13 +277,13 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     const home = tempDir("rk8s-roothome-");
     const env = { ...envFor(home, home), TMPDIR: tmpdir() };
     const from = server.requests.length;
-    const refused = await runAs(null, "sh", [INSTALL_SH, "--no-start"], env);
+    const refused = await runAs(null, "sh", [released, INSECURE, "--no-start"], env);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain("error: refusing to run as root");
     expect(refused.stderr).toContain("ROOTLESS_K8S_FORCE_ROOT=1");
     expect(newRequests(from)).toEqual([]);
     expect(listFiles(home)).toEqual([]);
-    const forced = await runAs(null, "sh", [INSTALL_SH, "--no-start"], { ...env, ROOTLESS_K8S_FORCE_ROOT: "1" });
+    const forced = await runAs(null, "sh", [released, INSECURE, "--no-start"], { ...env, ROOTLESS_K8S_FORCE_ROOT: "1" });
     expect(forced.code).toBe(0);
     expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
   });
@@ -288,11 +297,63 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
       chmodSync(fake, 0o755);
       writeFileSync(join(fake, "uname"), `#!/bin/sh\necho "${uname}"\n`, { mode: 0o755 });
       const home = newHome();
-      const r = await runAs(user, "sh", [INSTALL_SH, "--no-start"], envFor(home, userDir("tmp"), { PATH: `${fake}:/usr/bin:/bin` }));
+      const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: `${fake}:/usr/bin:/bin` }));
       expect(r.code).toBe(3);
       expect(r.stderr.split("\n")[0]).toContain(message);
       expect(listFiles(home)).toEqual([]);
     }
+  });
+
+  it("refuses a plain-http download URL without --insecure-http, before any request (exit 2)", async () => {
+    const home = newHome();
+    const from = server.requests.length;
+    const r = await runAs(user, "sh", [released, "--no-start"], envFor(home, userDir("tmp")));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`error: refused the plain-http download URL ${server.url}`);
+    expect(r.stderr).toContain("pass --insecure-http to accept it");
+    expect(newRequests(from)).toEqual([]);
+    expect(listFiles(home)).toEqual([]);
+  });
+
+  it("refuses SHA256SUMS signed by another key, or not signed, before downloading the binary (exit 4)", async () => {
+    const swapped = Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.0.0"\n');
+    for (const [signedBy, message] of [
+      [newSigningKey(tempDir()), "does not verify with the release key in this install.sh; nothing was installed"],
+      [null, "is not signed"],
+    ] as const) {
+      const bad = tempDir("rk8s-swapped-");
+      writeRelease(bad, VERSION, { [BINARY_NAME]: swapped }, { signedBy });
+      const badServer = await serveDir(bad);
+      try {
+        const home = newHome();
+        const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { ROOTLESS_K8S_DOWNLOAD_URL: badServer.url }));
+        expect(r.code).toBe(4);
+        expect(r.stderr).toContain(message);
+        expect(badServer.paths()).not.toContain(`/${VERSION}/${BINARY_NAME}`);
+        expect(listFiles(home)).toEqual([]);
+      } finally {
+        await badServer.close();
+      }
+    }
+  });
+
+  it("says plainly that only the SHA-256 is checked where openssl 3 is missing", async () => {
+    const home = newHome();
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("openssl") }));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("warning: openssl 3 is not installed, so the release signature cannot be checked here: only the SHA-256 of the binary is checked");
+    expect(r.stdout).not.toContain("verified the ed25519 signature");
+    expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
+    const withSsl = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(newHome(), userDir("tmp")));
+    expect(withSsl.stdout).toContain("verified the ed25519 signature of SHA256SUMS");
+  });
+
+  it("refuses to install from the repository's copy, which carries no release key (exit 4)", async () => {
+    const home = newHome();
+    const r = await runAs(user, "sh", [INSTALL_SH, INSECURE, "--no-start"], envFor(home, userDir("tmp")));
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("error: this install.sh carries no release key (it was not made by scripts/release.sh)");
+    expect(listFiles(home)).toEqual([]);
   });
 
   it("runs nothing when the script is cut short anywhere", async () => {

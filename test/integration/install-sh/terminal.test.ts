@@ -48,7 +48,7 @@ describe.skipIf(!isRoot || !hasTmux)("interactive install through `curl | sh` in
       for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (re.test(screen())) return;
       throw new Error(`the terminal never showed ${re}:\n${screen()}`);
     };
-    const pipeline = `curl -fsSL "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- -- ${installArgs}; echo "EXIT=$?"; sleep 600`;
+    const pipeline = `curl -fsSL "$ROOTLESS_K8S_DOWNLOAD_URL/install.sh" | sh -s -- --insecure-http -- ${installArgs}; echo "EXIT=$?"; sleep 600`;
     tmux("new-session", "-d", "-s", "install", "-x", "200", "-y", "50", "sh", "-c", pipeline);
     try {
       await waitFor(/Running: rootless-k8s install --ignore-check/);

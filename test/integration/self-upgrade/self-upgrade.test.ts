@@ -1,5 +1,7 @@
-// `rootless-k8s self-upgrade` for real: two binaries built from this checkout (1.0.0 and 1.1.0),
-// a release base on 127.0.0.1, and a non-root user whose ~/.local/bin holds the running binary.
+// `rootless-k8s self-upgrade` for real: two binaries built from this checkout (1.0.0 and 1.1.0)
+// carrying the public half of a throwaway test key, a release base on 127.0.0.1 signed with it
+// (plain http, so every run passes --insecure-http), and a non-root user whose ~/.local/bin holds
+// the running binary.
 import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -12,11 +14,11 @@ import { listen } from "../../helpers/net";
 import { tempDir } from "../../helpers/temp";
 import { makeTestCa } from "../../helpers/tls";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
-import { addRelease, BINARY_NAME, installUser, testBinary, writeRelease } from "../../unit/binary/release-fixture";
+import { addRelease, BINARY_NAME, installUser, newSigningKey, testBinary, writeRelease } from "../../unit/binary/release-fixture";
 
 describe("self-upgrade under node (the bundle, not the binary)", () => {
   it("refuses plainly: there is no binary to replace", async () => {
-    const r = await runCli(["self-upgrade", "--base-url", "http://127.0.0.1:9"]);
+    const r = await runCli(["self-upgrade", "--insecure-http", "--base-url", "http://127.0.0.1:9"]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain("error: self-upgrade replaces the rootless-k8s binary, but this is the JavaScript bundle running under node");
     expect(r.stderr).toMatch(/^fix: /m);
@@ -29,6 +31,17 @@ describe("self-upgrade under node (the bundle, not the binary)", () => {
     const ftp = await runCli(["self-upgrade", "--base-url", "ftp://example.org"]);
     expect(ftp.code).toBe(2);
     expect(ftp.stderr).toContain("the release base must be an http(s) URL, not ftp:");
+  });
+
+  it("refuses a plain-http base without --insecure-http (exit 2)", async () => {
+    for (const r of [
+      await runCli(["self-upgrade", "--base-url", "http://127.0.0.1:9"]),
+      await runCli(["self-upgrade"], { env: { ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9" } }),
+    ]) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain("error: refused the plain-http release base http://127.0.0.1:9");
+      expect(r.stderr).toContain("pass --insecure-http to accept it");
+    }
   });
 
   it("rejects an empty --ca-file", async () => {
@@ -77,6 +90,12 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     writeRelease(base, "1.4.0", { [BINARY_NAME]: tampered }, { latest: false, sumsOf: { [BINARY_NAME]: sum2() } });
     // 1.5.0 a program that hangs when asked its version (the smoke test waits on it).
     writeRelease(base, "1.5.0", { [BINARY_NAME]: Buffer.from("#!/bin/sh\nexec sleep 60\n") }, { latest: false });
+    // 1.6.0 a program that leaves a mark when run (a dry run must never run it);
+    // 1.7.0 a swapped binary with matching sums, signed by another key; 1.8.0 not signed at all.
+    writeRelease(base, "1.6.0", { [BINARY_NAME]: Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.6.0"\n') }, { latest: false });
+    const swapped = Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.7.0"\n');
+    writeRelease(base, "1.7.0", { [BINARY_NAME]: swapped }, { latest: false, signedBy: newSigningKey(tempDir()) });
+    writeRelease(base, "1.8.0", { [BINARY_NAME]: swapped }, { latest: false, signedBy: null });
     server = await serveDir(base);
     user = installUser();
   });
@@ -87,9 +106,10 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("upgrades 1.0.0 to the latest 1.1.0, keeps .previous until the new binary has run once", async () => {
     const { dir, bin, env } = installed();
-    const r = await runAs(user, bin, ["self-upgrade"], env);
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("upgraded rootless-k8s 1.0.0 → 1.1.0");
+    expect(r.stderr).toContain("verified the ed25519 signature of SHA256SUMS 1.1.0");
     expect(r.stderr).toContain(`verified SHA-256 ${sum2()}`);
     expect(sha256File(bin)).toBe(sum2());
     expect(sha256File(`${bin}.previous`)).toBe(sum1());
@@ -100,13 +120,13 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
 
     const from = server.requests.length;
-    const again = await runAs(user, bin, ["self-upgrade"], env);
+    const again = await runAs(user, bin, ["self-upgrade", "--insecure-http"], env);
     expect(again.code).toBe(0);
     expect(again.stdout.trim()).toBe("rootless-k8s 1.1.0 is up to date (latest release: 1.1.0)");
     expect(server.paths().slice(from)).toEqual(["/latest.txt"]);
   });
 
-  it("--dry-run downloads, verifies and runs the new binary, and replaces nothing", async () => {
+  it("--dry-run downloads and verifies the new binary, and neither runs nor replaces anything", async () => {
     const { dir, bin, env } = installed();
     // what a run killed outright left behind: an old download goes, a current one (another run's) stays
     const stale = join(dir, ".rootless-k8s.upgrade-0123456789ab");
@@ -115,17 +135,43 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     writeFileSync(current, "partial");
     utimesSync(stale, new Date(Date.now() - 2 * 3600_000), new Date(Date.now() - 2 * 3600_000));
     const from = server.requests.length;
-    const r = await runAs(user, bin, ["self-upgrade", "--dry-run"], env);
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--dry-run"], env);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("dry run: 1.0.0 → 1.1.0 would work");
+    expect(r.stdout).toContain("dry run: 1.0.0 → 1.1.0 verified (signature and SHA-256); nothing was run or replaced");
     expect(binaryRequests(from)).toEqual([`/1.1.0/${BINARY_NAME}`]);
     expect(sha256File(bin)).toBe(sum1());
     expect(readdirSync(dir).sort()).toEqual([".rootless-k8s.upgrade-ba9876543210", "rootless-k8s"]);
   });
 
+  it("--dry-run never executes the downloaded binary", async () => {
+    const { home, dir, bin, env } = installed();
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--dry-run", "--to", "1.6.0"], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("dry run: 1.0.0 → 1.6.0 verified");
+    expect(existsSync(join(home, "RAN"))).toBe(false);
+    expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+  });
+
+  it("refuses SHA256SUMS signed by another key, or not signed, before downloading the binary (exit 4)", async () => {
+    for (const [version, message] of [
+      ["1.7.0", `error: the signature of ${server.url}/1.7.0/SHA256SUMS does not verify with the release key built into rootless-k8s`],
+      ["1.8.0", `error: release 1.8.0 at ${server.url} is not signed: ${server.url}/1.8.0/SHA256SUMS.sig is missing`],
+    ] as const) {
+      const { home, dir, bin, env } = installed();
+      const from = server.requests.length;
+      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", version], env);
+      expect(r.code, version).toBe(4);
+      expect(r.stderr).toContain(message);
+      expect(binaryRequests(from)).toEqual([]);
+      expect(existsSync(join(home, "RAN"))).toBe(false);
+      expect(sha256File(bin)).toBe(sum1());
+      expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+    }
+  });
+
   it("installs a pinned older version with --to (a downgrade), from --base-url over the environment", async () => {
     const { bin, env } = installed("1.1.0");
-    const r = await runAs(user, bin, ["self-upgrade", "--to", "v1.0.0", "--base-url", server.url], { ...env, ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9" });
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "v1.0.0", "--base-url", server.url], { ...env, ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9" });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("upgraded rootless-k8s 1.1.0 → 1.0.0");
     expect((await runAs(user, bin, ["--version"], env)).stdout.trim()).toBe("rootless-k8s 1.0.0");
@@ -135,7 +181,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     const { home, bin, env } = installed();
     const link = join(home, "rootless-k8s-link");
     symlinkSync(bin, link);
-    const r = await runAs(user, link, ["self-upgrade"], env);
+    const r = await runAs(user, link, ["self-upgrade", "--insecure-http"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(sha256File(bin)).toBe(sum2());
     expect(existsSync(`${link}.previous`)).toBe(false);
@@ -144,7 +190,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("leaves the old binary in place when the new one reports another version", async () => {
     const { dir, bin, env } = installed();
-    const r = await runAs(user, bin, ["self-upgrade", "--to", "1.2.0"], env);
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "1.2.0"], env);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain('error: the new binary failed its smoke test: `--version` printed "rootless-k8s 1.1.0", expected "rootless-k8s 1.2.0"');
     expect(r.stderr).toContain(`${bin} is unchanged`);
@@ -154,7 +200,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("leaves the old binary in place when the new one does not run", async () => {
     const { dir, bin, env } = installed();
-    const r = await runAs(user, bin, ["self-upgrade", "--to", "1.3.0"], env);
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "1.3.0"], env);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("error: the new binary (1.3.0) failed its smoke test: cannot start: boom");
     expect(sha256File(bin)).toBe(sum1());
@@ -163,7 +209,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("refuses a tampered download and removes it", async () => {
     const { dir, bin, env } = installed();
-    const r = await runAs(user, bin, ["self-upgrade", "--to", "1.4.0"], env);
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "1.4.0"], env);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`error: checksum mismatch for ${BINARY_NAME} 1.4.0`);
     expect(r.stderr).toContain(`SHA256SUMS says ${sum2()}`);
@@ -179,15 +225,15 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
       const ca = join(home, "ca.pem");
       copyFileSync(tls.caFile, ca);
       chownSync(ca, user.uid, user.gid);
-      const untrusted = await runAs(user, bin, ["self-upgrade", "--base-url", secure.url], env);
+      const untrusted = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--base-url", secure.url], env);
       expect(untrusted.code).toBe(5);
       expect(untrusted.stderr).toMatch(/^error: could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m);
       expect(untrusted.stderr).toContain("fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)");
-      const r = await runAs(user, bin, ["self-upgrade", "--base-url", secure.url, "--ca-file", ca], env);
+      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--base-url", secure.url, "--ca-file", ca], env);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain("upgraded rootless-k8s 1.0.0 → 1.1.0");
       expect(sha256File(bin)).toBe(sum2());
-      expect(secure.paths()).toEqual(["/latest.txt", "/1.1.0/SHA256SUMS", `/1.1.0/${BINARY_NAME}`]);
+      expect(secure.paths()).toEqual(["/latest.txt", "/1.1.0/SHA256SUMS", "/1.1.0/SHA256SUMS.sig", `/1.1.0/${BINARY_NAME}`]);
     } finally {
       await secure.close();
     }
@@ -195,7 +241,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("fails with the network exit code for a version that is not published", async () => {
     const { bin, env } = installed();
-    const r = await runAs(user, bin, ["self-upgrade", "--to", "9.9.9"], env);
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "9.9.9"], env);
     expect(r.code).toBe(5);
     expect(r.stderr).toContain(`error: could not download ${server.url}/9.9.9/SHA256SUMS: HTTP 404`);
   });
@@ -208,7 +254,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     chmodSync(bin, 0o755);
     const home = user.newHome();
     const from = server.requests.length;
-    const r = await runAs(user, bin, ["self-upgrade"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain(`error: cannot replace ${bin}: ${dir} is not writable by you (uid ${user.uid}; the folder belongs to root, mode 755)`);
     expect(r.stderr).toContain("fix: install rootless-k8s into a folder you own");
@@ -220,7 +266,8 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     // A server that sends the start of the binary and then nothing more.
     const stall = createServer((req, res) => {
       if (req.url === "/latest.txt") res.end("1.1.0\n");
-      else if (req.url === "/1.1.0/SHA256SUMS") res.end(readFileSync(join(v2, "SHA256SUMS")));
+      else if (req.url === "/1.1.0/SHA256SUMS") res.end(readFileSync(join(base, "1.1.0", "SHA256SUMS")));
+      else if (req.url === "/1.1.0/SHA256SUMS.sig") res.end(readFileSync(join(base, "1.1.0", "SHA256SUMS.sig")));
       else if (req.url === `/1.1.0/${BINARY_NAME}`) {
         res.writeHead(200, { "content-length": String(statSync(join(v2, BINARY_NAME)).size) });
         res.write(readFileSync(join(v2, BINARY_NAME)).subarray(0, 1 << 20));
@@ -230,7 +277,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     try {
       const { dir, bin, env } = installed();
       env.ROOTLESS_K8S_DOWNLOAD_URL = stalling.url;
-      const child = user.spawn(bin, ["self-upgrade"], env);
+      const child = user.spawn(bin, ["self-upgrade", "--insecure-http"], env);
       let stderr = "";
       const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
       await new Promise<void>((resolve) =>
@@ -252,7 +299,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("Ctrl-C during the smoke test stops with exit 130 (not as a broken release) and leaves only the old binary", async () => {
     const { dir, bin, env } = installed();
-    const child = user.spawn(bin, ["self-upgrade", "--to", "1.5.0"], env);
+    const child = user.spawn(bin, ["self-upgrade", "--insecure-http", "--to", "1.5.0"], env);
     let stderr = "";
     const exited = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
     await new Promise<void>((resolve) =>
@@ -284,7 +331,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
       chmodSync(bin, 0o755);
       chownSync(bin, user.uid, user.gid);
       const home = user.newHome();
-      const r = await runAs(user, bin, ["self-upgrade"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
+      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`error: no space left to download ${server.url}/1.1.0/${BINARY_NAME}`);
       expect(r.stderr).toContain("fix: free some disk space and run this again");

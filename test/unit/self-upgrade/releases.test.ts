@@ -4,7 +4,8 @@
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { binaryName, checksumFor, downloadFile, fetchText, hostArch, normalizeVersion, releaseUrl, resolveBaseUrl } from "../../../cli/self/releases";
+import { generateKeyPairSync, sign } from "node:crypto";
+import { binaryName, checksumFor, downloadFile, fetchText, hostArch, normalizeVersion, releaseUrl, resolveBaseUrl, verifySums } from "../../../cli/self/releases";
 import { ExitCode } from "../../../cli/errors";
 import { DEFAULT_DOWNLOAD_URL } from "../../../cli/version";
 import { REPO } from "../../helpers/cli";
@@ -45,12 +46,33 @@ describe("release layout", () => {
   });
 
   it("takes the base from --base-url, else ROOTLESS_K8S_DOWNLOAD_URL, else the default that install.sh also has", () => {
-    expect(resolveBaseUrl("http://flag/", { ROOTLESS_K8S_DOWNLOAD_URL: "http://env" })).toBe("http://flag");
-    expect(resolveBaseUrl(undefined, { ROOTLESS_K8S_DOWNLOAD_URL: "http://env//" })).toBe("http://env");
+    expect(resolveBaseUrl("https://flag/", { ROOTLESS_K8S_DOWNLOAD_URL: "https://env" })).toBe("https://flag");
+    expect(resolveBaseUrl(undefined, { ROOTLESS_K8S_DOWNLOAD_URL: "https://env//" })).toBe("https://env");
     expect(resolveBaseUrl(undefined, {})).toBe(DEFAULT_DOWNLOAD_URL);
     expect(readFileSync(join(REPO, "scripts", "install.sh"), "utf8")).toContain(`\nROOTLESS_K8S_DEFAULT_URL=${DEFAULT_DOWNLOAD_URL}\n`);
     expect(() => resolveBaseUrl("not a url", {})).toThrow('"not a url" is not a URL');
     expect(() => resolveBaseUrl("file:///srv", {})).toThrow("the release base must be an http(s) URL, not file:");
+  });
+
+  it("refuses a plain-http base unless --insecure-http says so", () => {
+    expect(() => resolveBaseUrl("http://flag/", {})).toThrow("refused the plain-http release base http://flag");
+    expect(() => resolveBaseUrl(undefined, { ROOTLESS_K8S_DOWNLOAD_URL: "http://env" })).toThrow("pass --insecure-http to accept it");
+    expect(resolveBaseUrl("http://flag/", {}, { insecureHttp: true })).toBe("http://flag");
+  });
+
+  it("verifies SHA256SUMS against its ed25519 signature with the compiled-in key form (base64 SPKI DER)", () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const pub = publicKey.export({ format: "der", type: "spki" }).toString("base64");
+    const sums = Buffer.from(`${HEX}  rootless-k8s-linux-amd64\n`);
+    const sig = sign(null, sums, privateKey);
+    expect(verifySums(sums, sig, pub)).toBe(true);
+    expect(verifySums(Buffer.from(`${"b".repeat(64)}  rootless-k8s-linux-amd64\n`), sig, pub)).toBe(false);
+    const other = generateKeyPairSync("ed25519").publicKey.export({ format: "der", type: "spki" }).toString("base64");
+    expect(verifySums(sums, sig, other)).toBe(false);
+    expect(verifySums(sums, sig, "")).toBe(false);
+    expect(verifySums(sums, sig, "not base64 of a key")).toBe(false);
+    expect(verifySums(sums, Buffer.alloc(64), pub)).toBe(false);
+    expect(verifySums(sums, sig.subarray(0, 63), pub)).toBe(false);
   });
 });
 
@@ -206,5 +228,32 @@ describe("releases over https with a private CA", () => {
     expect(e.exitCode).toBe(ExitCode.Usage);
     expect(e.message).toBe("--ca-file /nonexistent/ca.pem cannot be read (ENOENT)");
     expect(secure.requests.length).toBe(from);
+  });
+});
+
+describe("self-upgrade of a build without a release key", () => {
+  it("refuses before any request (exit 3)", async () => {
+    const { selfUpgrade } = await import("../../../cli/self/self-upgrade");
+    const server = await startServer();
+    try {
+      const e = await userErrorOf(
+        selfUpgrade({
+          binary: "/nonexistent/rootless-k8s",
+          current: "1.0.0",
+          base: server.url,
+          arch: "amd64",
+          publicKey: "",
+          dryRun: true,
+          force: true,
+          signal: new AbortController().signal,
+          progress: () => undefined,
+        }),
+      );
+      expect(e.exitCode).toBe(ExitCode.Refused);
+      expect(e.message).toBe("this rootless-k8s was built without a release signing key, so it cannot verify a release");
+      expect(server.requests).toEqual([]);
+    } finally {
+      await server.close();
+    }
   });
 });
