@@ -20,6 +20,7 @@ export const commands: CommandEntry[] = [
   { name: "install", summary: "Install and start the node in the user's systemd", load: () => import("./install") },
   { name: "status", summary: "Show units, readiness, mode, versions and ports of the node", load: () => import("./status") },
   { name: "logs", summary: "Show the logs of a node component (journalctl --user)", load: () => import("./logs") },
+  { name: "image", summary: "Load image archives (docker save, OCI) into the node's runtime, without a registry", load: () => import("./image") },
   { name: "upgrade", summary: "Upgrade the node to another version set, rolling back on failure", load: () => import("./upgrade") },
   { name: "uninstall", summary: "Stop and remove the node (--purge also removes its data)", load: () => import("./uninstall") },
   { name: "components", summary: "List the components that would be installed on this host", aliases: ["versions"], load: () => import("./components") },

@@ -1,0 +1,206 @@
+// Loading image archives into the installed node's runtime (`rootless-k8s image load`, and
+// `install --bundle` for a bundle that carries images). The archives are validated first
+// (cli/fetch/image-archive.ts); the loader is the runtime's own tool, its command line computed
+// from the plan by `imageLoader` alone:
+//   containerd  the version set's ctr (or the one next to --runtime-bin) on the node's containerd
+//               socket, namespace k8s.io (the CRI plugin's), the node's platform, unpacked into
+//               the planned snapshotter (the kubelet needs unpacked images);
+//   docker      `docker load -i` on the user's rootless dockerd (cri-dockerd serves its images);
+//   crio        refused: loading into CRI-O's storage needs skopeo, which is not part of the set.
+// The socket lies in $XDG_RUNTIME_DIR on the host's side too (`status` talks CRI to it the same
+// way), so the loader runs on the host; the runtime reads the streamed archive and unpacks inside
+// its namespaces. Afterwards the runtime's CRI must list every name: what the kubelet will see.
+import { spawn } from "node:child_process";
+import { constants, promises as fsp } from "node:fs";
+import * as path from "node:path";
+import { ExitCode, UserError, messageOf } from "../errors";
+import type { ArchiveImage, ImageArchive } from "../fetch/image-archive";
+import { normalizeImageRef } from "../fetch/image-ref";
+import type { Plan } from "../plan/plan";
+import { criClient } from "./cri";
+import { readReceipt, receiptLocation } from "./receipt";
+
+/** containerd's namespace for what the CRI plugin (and so the kubelet) sees. */
+export const CRI_NAMESPACE = "k8s.io";
+
+export interface LoaderCommand {
+  /** The program (an absolute path for ctr; `docker` is looked up on PATH). */
+  cmd: string;
+  argv: string[];
+  /** The socket the loader talks to, checked before it runs. */
+  socket: string;
+}
+
+/** The ctr of the node's containerd: the version set's, or the one next to --runtime-bin's containerd. */
+export function ctrPath(plan: Plan): string {
+  return plan.runtime.source === "bundled" ? path.join(plan.paths.binDir, "ctr") : path.join(path.dirname(plan.runtime.binary), "ctr");
+}
+
+/** The exact command that loads `file` into the node's runtime. Pure: a function of the plan. */
+export function imageLoader(plan: Plan, file: string): LoaderCommand {
+  const rt = plan.runtime;
+  switch (rt.name) {
+    case "containerd":
+      return {
+        cmd: ctrPath(plan),
+        argv: [
+          "--address",
+          rt.criSocket,
+          "--namespace",
+          CRI_NAMESPACE,
+          "images",
+          "import",
+          "--platform",
+          `linux/${plan.arch}`,
+          "--snapshotter",
+          rt.snapshotter?.name ?? "overlayfs",
+          file,
+        ],
+        socket: rt.criSocket,
+      };
+    case "docker": {
+      const socket = rt.docker?.socket ?? "";
+      return { cmd: "docker", argv: ["--host", `unix://${socket}`, "load", "--input", file], socket };
+    }
+    case "crio":
+      throw new UserError("this node runs CRI-O, and loading an image archive into CRI-O's storage needs skopeo, which rootless-k8s does not install", {
+        exitCode: ExitCode.Refused,
+        fix: "serve the image from a registry the node can reach, or install the node with --runtime containerd",
+      });
+  }
+}
+
+/** The installed node's plan; exit 3 when no node is installed. */
+export async function installedPlan(env: NodeJS.ProcessEnv, prefix?: string): Promise<Plan> {
+  const file = receiptLocation(env, prefix);
+  const r = await readReceipt(file);
+  if (!r || r.state === "uninstalled" || !r.plan) {
+    throw new UserError(`no node installed (no receipt at ${file}${r?.state === "uninstalled" ? ": uninstalled" : ""})`, {
+      exitCode: ExitCode.Refused,
+      fix: prefix ? "run `rootless-k8s install --prefix DIR` first, or check the --prefix" : "run `rootless-k8s install` first (or pass the --prefix it was installed with)",
+    });
+  }
+  return r.plan as Plan;
+}
+
+export interface LoadedImage extends ArchiveImage {
+  file: string;
+  /** The image ID the runtime's CRI reports for the name, or null when CRI did not answer. */
+  criId: string | null;
+}
+
+export interface LoadOptions {
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal | undefined;
+  /** Called after each archive is loaded. */
+  onLoaded?: (images: LoadedImage[]) => void;
+  /** How long the runtime's CRI may take to list a loaded name (default 10 s). */
+  criWaitMs?: number;
+}
+
+/** Checks what the loader needs before it runs: the runtime's socket, and ctr itself. */
+async function preflight(plan: Plan, loader: LoaderCommand): Promise<void> {
+  const st = await fsp.stat(loader.socket).catch(() => null);
+  if (!st?.isSocket()) {
+    const what = plan.runtime.name === "docker" ? "the rootless Docker daemon" : `the node's ${plan.runtime.name}`;
+    const start = plan.runtime.name === "docker" ? "systemctl --user start docker" : `systemctl --user start ${plan.units.target}`;
+    throw new UserError(`${what} is not running (no socket at ${loader.socket})`, { exitCode: ExitCode.Refused, fix: `start it (${start}) and re-run` });
+  }
+  if (path.isAbsolute(loader.cmd)) {
+    const ok = await fsp.access(loader.cmd, constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+    if (!ok) {
+      throw new UserError(`${loader.cmd} is missing or not executable`, {
+        exitCode: ExitCode.Refused,
+        fix:
+          plan.runtime.source === "bundled"
+            ? "re-run `rootless-k8s install` to restore the node's binaries"
+            : `put the ctr of your containerd next to ${plan.runtime.binary}`,
+      });
+    }
+  }
+}
+
+/** Runs one loader; resolves with its output, rejects with the last lines of its errors. */
+function runLoader(loader: LoaderCommand, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(loader.cmd, loader.argv, { env, stdio: ["ignore", "pipe", "pipe"], ...(signal ? { signal } : {}) });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out = (out + d.toString("utf8")).slice(-65536)));
+    child.stderr.on("data", (d: Buffer) => (err = (err + d.toString("utf8")).slice(-65536)));
+    child.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") {
+        reject(new UserError(`${loader.cmd} not found`, { exitCode: ExitCode.Refused, fix: `install the ${loader.cmd} CLI (the runtime's own loader) and re-run` }));
+      } else reject(e);
+    });
+    child.on("close", (code, sig) => {
+      if (code === 0) return resolve(out);
+      const last = (err.trim() || out.trim()).split("\n").filter(Boolean).slice(-1)[0] ?? "";
+      reject(new Error(`${path.basename(loader.cmd)} exited with ${code ?? sig}${last ? `: ${last}` : ""}`));
+    });
+  });
+}
+
+/** Whether `tag` (as a runtime lists it: full or familiar) names `name` (normalized). */
+const sameName = (tag: string, name: string) => normalizeImageRef(tag) === name;
+
+/**
+ * Loads each validated archive into the node's runtime, one after another, and checks that the
+ * runtime's CRI lists every name afterwards. A loader failure is exit 1 naming the archive.
+ */
+export async function loadImages(plan: Plan, archives: readonly ImageArchive[], opts: LoadOptions): Promise<LoadedImage[]> {
+  const loaded: LoadedImage[] = [];
+  for (const a of archives) {
+    const loader = imageLoader(plan, path.resolve(a.file));
+    await preflight(plan, loader);
+    try {
+      await runLoader(loader, opts.env, opts.signal);
+    } catch (e) {
+      if (e instanceof UserError) throw e;
+      throw new UserError(`loading ${a.file} into ${plan.runtime.name} failed: ${messageOf(e)}`, {
+        exitCode: opts.signal?.aborted ? ExitCode.Interrupted : ExitCode.Failure,
+        fix: `check the node (rootless-k8s status; rootless-k8s logs ${plan.runtime.name === "docker" ? "cri-dockerd" : "rootlesskit"}) and re-run; loading again is harmless`,
+      });
+    }
+    const ids = await criIds(plan, a.images, opts.criWaitMs ?? 10_000, opts.signal);
+    const missing = ids ? a.images.filter((i) => !ids.has(i.name)) : [];
+    if (missing.length > 0) {
+      throw new UserError(`${plan.runtime.name} loaded ${a.file}, but its CRI does not list ${missing.map((i) => i.name).join(", ")}`, {
+        exitCode: ExitCode.Failure,
+        fix: "the kubelet will not find these images: check the names with `crictl images` (rootless-k8s status shows the CRI socket)",
+      });
+    }
+    const done = a.images.map((i) => ({ ...i, file: a.file, criId: ids?.get(i.name) ?? null }));
+    loaded.push(...done);
+    opts.onLoaded?.(done);
+  }
+  return loaded;
+}
+
+/** name → image ID as the runtime's CRI lists them, waiting for the names; null when CRI does not answer. */
+async function criIds(plan: Plan, images: readonly ArchiveImage[], waitMs: number, signal?: AbortSignal): Promise<Map<string, string> | null> {
+  const c = criClient(plan.runtime.criSocket, 5000);
+  const deadline = Date.now() + waitMs;
+  try {
+    for (;;) {
+      let listed: { id: string; tags: string[] }[];
+      try {
+        listed = await c.listImages();
+      } catch {
+        return null;
+      }
+      const ids = new Map<string, string>();
+      for (const i of images) {
+        const hit = listed.find((l) => l.tags.some((t) => sameName(t, i.name)));
+        if (hit) ids.set(i.name, hit.id);
+      }
+      if (ids.size === images.length || Date.now() >= deadline || signal?.aborted) return ids;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    c.close();
+  }
+}

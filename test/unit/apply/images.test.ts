@@ -1,0 +1,32 @@
+// The loader each runtime gets, computed from the plan alone (the real load runs in the e2e).
+import { describe, expect, it } from "vitest";
+import { imageLoader } from "../../../cli/apply/images";
+import { buildPlan } from "../../../cli/plan/index";
+import { userErrorFrom } from "../../helpers/errors";
+import { baseFacts, upstreamVersions, withFacts } from "../plan/facts-builder";
+
+describe("imageLoader", () => {
+  const versions = upstreamVersions();
+  it("containerd: the set's ctr on the node's socket, namespace k8s.io, the node's platform and snapshotter", () => {
+    const plan = buildPlan(baseFacts(), {}, versions);
+    expect(imageLoader(plan, "/tmp/busybox.tar")).toEqual({
+      cmd: "/home/alice/.local/share/rootless-k8s/versions/current/bin/ctr",
+      argv: ["--address", "/run/user/1000/rootless-k8s/containerd/containerd.sock", "--namespace", "k8s.io", "images", "import", "--platform", "linux/amd64", "--snapshotter", plan.runtime.snapshotter!.name, "/tmp/busybox.tar"],
+      socket: "/run/user/1000/rootless-k8s/containerd/containerd.sock",
+    });
+    expect(imageLoader(plan, "/x").argv).not.toContain("--no-unpack");
+  });
+  it("containerd from --runtime-bin: the ctr next to it", () => {
+    const plan = buildPlan(baseFacts(), { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.7.24" }, versions);
+    expect(imageLoader(plan, "/x").cmd).toBe("/usr/bin/ctr");
+  });
+  it("docker: docker load on the user's rootless dockerd; CRI-O: refused, naming skopeo (exit 3)", () => {
+    const docker = { path: "/usr/bin/docker", clientVersion: "24.0.7", version: "24.0.7", serverVersion: "24.0.7", serverReachable: true, rootless: true, cgroupDriver: "none", cgroupVersion: "1" as const, socket: "unix:///run/user/1000/docker.sock" };
+    const plan = buildPlan(withFacts(baseFacts(), (x) => (x.runtimes.docker = docker as never)), { runtime: "docker" }, versions);
+    expect(imageLoader(plan, "/x")).toEqual({ cmd: "docker", argv: ["--host", "unix:///run/user/1000/docker.sock", "load", "--input", "/x"], socket: "/run/user/1000/docker.sock" });
+    const crio = buildPlan(baseFacts(), { runtime: "crio" }, versions);
+    const e = userErrorFrom(() => imageLoader(crio, "/x"));
+    expect(e.exitCode).toBe(3);
+    expect(e.message).toMatch(/needs skopeo/);
+  });
+});
