@@ -21,7 +21,7 @@ describe("imageLoader", () => {
     expect(imageLoader(plan, "/x").cmd).toBe("/usr/bin/ctr");
   });
   it("docker: docker load on the user's rootless dockerd; CRI-O: refused, naming skopeo (exit 3)", () => {
-    const docker = { path: "/usr/bin/docker", clientVersion: "24.0.7", version: "24.0.7", serverVersion: "24.0.7", serverReachable: true, rootless: true, cgroupDriver: "none", cgroupVersion: "1" as const, socket: "unix:///run/user/1000/docker.sock" };
+    const docker = { path: "/usr/bin/docker", clientVersion: "24.0.7", version: "24.0.7", serverVersion: "24.0.7", serverReachable: true, rootless: true, cgroupDriver: "cgroupfs", cgroupVersion: "1" as const, socket: "unix:///run/user/1000/docker.sock" };
     const plan = buildPlan(withFacts(baseFacts(), (x) => (x.runtimes.docker = docker as never)), { runtime: "docker" }, versions);
     expect(imageLoader(plan, "/x")).toEqual({ cmd: "docker", argv: ["--host", "unix:///run/user/1000/docker.sock", "load", "--input", "/x"], socket: "/run/user/1000/docker.sock" });
     const crio = buildPlan(baseFacts(), { runtime: "crio" }, versions);
