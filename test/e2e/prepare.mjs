@@ -5,6 +5,8 @@
 //   OPT/lib/busybox          a static busybox for the offline OCI images
 //   OPT/mirror/              the loopback mirror (files + manifests; test/e2e/mirror/build-mirror.mjs)
 //   OPT/lib/serve-mirror.mjs the mirror server
+//   OPT/images/              the images the pods run, OCI archives for `rootless-k8s image load`
+//                            (test/e2e/images/build-images.mjs), listed in images.json
 //
 //   node test/e2e/prepare.mjs --cache /var/tmp/rk8s-e2e --opt /opt/rk8s-e2e --cli dist/rootless-k8s-linux-amd64
 import { build } from "esbuild";
@@ -12,6 +14,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, statSync } 
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { buildImages, containerdSandboxImage } from "./images/build-images.mjs";
 import { buildMirror } from "./mirror/build-mirror.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,4 +53,19 @@ await build({ entryPoints: [join(here, "lib", "e2e-tool.mjs")], bundle: true, pl
 copyFileSync(join(here, "mirror", "serve-mirror.mjs"), join(opt, "lib", "serve-mirror.mjs"));
 const r = await buildMirror({ cache: values.cache, out: join(opt, "mirror"), node: join(opt, "node") });
 install(r.busybox, join(opt, "lib", "busybox"));
+const built = (id) => {
+  const b = r.summary.builds.find((x) => x.id === id);
+  if (!b) throw new Error(`no ${id} build (test/e2e/build/components.json)`);
+  return b;
+};
+const agn = built("agnhost");
+const ctd = built("containerd");
+const images = buildImages({
+  out: join(opt, "images"),
+  kubernetes: { module: agn.module, version: agn.version },
+  agnhost: agn.binaries.find((x) => x.name === "agnhost").path,
+  busybox: r.busybox,
+  sandboxImages: [containerdSandboxImage(ctd.module, ctd.version)],
+});
+console.log(`images: ${images.map((i) => i.names.join(" = ")).join("; ")}`);
 console.log(`prepared ${opt}: ${r.manifests.length} version sets`);

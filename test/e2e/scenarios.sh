@@ -138,7 +138,7 @@ assert_running_node() { # assert_running_node SCOPE K8S_VERSION OUTPUT_FILE
   check "$scope" "rootless-k8s status exits 0 (healthy)" rk8s status
   check "$scope" "rootless-k8s status --json says healthy" status_json_healthy
   check "$scope" "doctor --node passes (units, readiness, cgroup, snapshotter, ports)" rk8s doctor --node
-  check "$scope" "containerd answers CRI inside the namespace: $(tool cri-status "$SOCK" 2>&1)" tool cri-status "$SOCK"
+  check "$scope" "containerd answers CRI inside the namespace (RuntimeReady, NetworkReady): $(tool cri-status "$SOCK" 2>&1)" tool cri-status "$SOCK"
   check "$scope" "rootless-k8s logs kubelet shows the kubelet's registration" kubelet_logs_registered
 }
 

@@ -59,7 +59,7 @@ function modJson(goMod) {
 const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
 function firstVersionLine(bin, name) {
-  const tries = name === "crictl" || name === "ctr" ? [["--version"]] : name === "etcdctl" ? [["version"]] : [["--version"], ["version"], ["-version"]];
+  const tries = name === "crictl" || name === "ctr" ? [["--version"]] : name === "etcdctl" ? [["version"]] : name === "kubectl" ? [["version", "--client"]] : [["--version"], ["version"], ["-version"]];
   for (const args of tries) {
     const r = spawnSync(bin, args, { encoding: "utf8", timeout: 20000 });
     const line = `${r.stdout}\n${r.stderr}`.split("\n").map((l) => l.trim()).find((l) => /\d+\.\d+/.test(l));
@@ -170,7 +170,14 @@ function buildOneLocked(b, { cache, gover, say }) {
   const meta = join(out, "build.json");
   if (existsSync(meta)) {
     const j = JSON.parse(readFileSync(meta, "utf8"));
-    if (j.binaries.every((x) => existsSync(x.path) && sha256(x.path) === x.sha256)) return { ...j, cached: true };
+    if (j.binaries.every((x) => existsSync(x.path) && sha256(x.path) === x.sha256)) {
+      // A version line an older probe missed is read again (kubectl answers only `version --client`).
+      if (j.binaries.some((x) => !x.version)) {
+        for (const x of j.binaries) x.version ||= firstVersionLine(x.path, x.name);
+        writeFileSync(meta, `${JSON.stringify(j, null, 2)}\n`);
+      }
+      return { ...j, cached: true };
+    }
   }
   const t0 = Date.now();
   const tmp = `${out}.tmp`;

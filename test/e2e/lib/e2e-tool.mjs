@@ -26,9 +26,13 @@ async function main() {
       const c = criClient(args[0]);
       const v = await c.version();
       const { conditions } = await c.status();
-      console.log(`${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) ${conditions.map((x) => `${x.type}=${x.status}`).join(" ")}`);
+      // The kubelet needs RuntimeReady and NetworkReady; other conditions (containerd's
+      // ContainerdHasNoDeprecationWarnings on a cgroup v1 host, say) are shown with their reason.
+      const shown = conditions.map((x) => `${x.type}=${x.status}${x.status ? "" : ` (${[x.reason, x.message].filter(Boolean).join(": ").slice(0, 300)})`}`);
+      console.log(`${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) ${shown.join(" ")}`);
       c.close();
-      return conditions.every((x) => x.status) ? 0 : 1;
+      const ready = (t) => conditions.some((x) => x.type === t && x.status);
+      return ready("RuntimeReady") && ready("NetworkReady") ? 0 : 1;
     }
     case "sandbox-image": {
       const c = criClient(args[0]);

@@ -1,0 +1,91 @@
+// Builds the images the e2e pods run, offline, as OCI image-layout archives that
+// `rootless-k8s image load` takes (no registry is reachable from the test machines):
+//   pause    build/pause/linux/pause.c of the Kubernetes module, compiled static with gcc, tagged
+//            as build/pause/Makefile's TAG (the sandbox image containerd's CRI asks for)
+//   busybox  Debian's busybox-static with every applet, tagged as test/utils/image/manifest.go's BusyBox
+//   agnhost  test/images/agnhost built from the Kubernetes module (test/e2e/build), over the busybox
+//            layer, tagged as test/images/agnhost/VERSION (= manifest.go's Agnhost)
+// Every name and tag is read from the module source at the version the test manifest builds, so the
+// images are exactly the ones the kubelet, containerd and upstream's e2e suite ask for.
+//
+// Writes OUT/<role>.tar and OUT/images.json: [{role, name, names, file, digest, source}].
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { busyboxEntries, imageArchive } from "../lib/oci-image.mjs";
+
+const GO = process.env.GO ?? "/usr/local/go/bin/go";
+
+/** The module's source folder (`go mod download -json`). */
+function moduleDir(module, version) {
+  const j = JSON.parse(execFileSync(GO, ["mod", "download", "-json", `${module}@${version}`], { encoding: "utf8", env: { ...process.env, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local" } }));
+  if (j.Error) throw new Error(`${module}@${version}: ${j.Error}`);
+  return j.Dir;
+}
+
+/** `configs[<key>] = Config{<registry>, "<name>", "<tag>"}` of test/utils/image/manifest.go. */
+function manifestTag(src, key) {
+  const text = readFileSync(join(src, "test/utils/image/manifest.go"), "utf8");
+  const m = new RegExp(`configs\\[${key}\\] = Config\\{list\\.(\\w+), "([^"]+)", "([^"]+)"\\}`).exec(text);
+  if (!m) throw new Error(`test/utils/image/manifest.go names no ${key} image`);
+  const registry = { PromoterE2eRegistry: "registry.k8s.io/e2e-test-images", GcRegistry: "registry.k8s.io" }[m[1]];
+  if (!registry) throw new Error(`manifest.go: ${key} is in registry ${m[1]}, which this builder does not know`);
+  return `${registry}/${m[2]}:${m[3]}`;
+}
+
+/**
+ * Builds the three images into `out`. `kubernetes`: {module, version} of the Kubernetes source
+ * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: Debian's static busybox;
+ * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
+ */
+export function buildImages({ out, kubernetes, agnhost, busybox, sandboxImages = [] }) {
+  mkdirSync(out, { recursive: true });
+  const src = moduleDir(kubernetes.module, kubernetes.version);
+  const from = `${kubernetes.module}@${kubernetes.version}`;
+  const list = [];
+  const write = (role, names, entries, config, source) => {
+    const { archive, digest } = imageArchive({ names, entries, config });
+    const file = join(out, `${role}.tar`);
+    writeFileSync(file, archive);
+    list.push({ role, name: names[0], names, file, digest, source });
+  };
+
+  // pause: static, as upstream's Makefile builds it (CFLAGS -Os -Wall -Werror -static -DVERSION=...).
+  const tag = /^TAG \?= (\S+)$/m.exec(readFileSync(join(src, "build/pause/Makefile"), "utf8"))?.[1];
+  if (!tag) throw new Error("build/pause/Makefile has no TAG");
+  const pauseName = `registry.k8s.io/pause:${tag}`;
+  if (pauseName !== manifestTag(src, "Pause")) throw new Error(`pause: Makefile TAG ${tag} differs from manifest.go's ${manifestTag(src, "Pause")}`);
+  const tmp = mkdtempSync(join(tmpdir(), "rk8s-pause-"));
+  try {
+    const bin = join(tmp, "pause");
+    execFileSync("gcc", ["-Os", "-Wall", "-Werror", "-static", `-DVERSION=v${tag}-rk8s-e2e`, "-o", bin, join(src, "build/pause/linux/pause.c")], { stdio: ["ignore", "inherit", "inherit"] });
+    const names = [pauseName, ...sandboxImages.filter((n) => n !== pauseName)];
+    write("pause", names, [{ path: "pause", content: readFileSync(bin), mode: 0o755 }], { Entrypoint: ["/pause"], User: "65535:65535" }, `${from} build/pause/linux/pause.c (gcc -static)`);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+
+  const bb = busyboxEntries(busybox);
+  write("busybox", [manifestTag(src, "BusyBox")], bb, { Cmd: ["sh"] }, "Debian 12 busybox-static");
+
+  const version = readFileSync(join(src, "test/images/agnhost/VERSION"), "utf8").trim();
+  const agnName = `registry.k8s.io/e2e-test-images/agnhost:${version}`;
+  if (agnName !== manifestTag(src, "Agnhost")) throw new Error(`agnhost: VERSION ${version} differs from manifest.go's ${manifestTag(src, "Agnhost")}`);
+  write("agnhost", [agnName], [...bb, { path: "agnhost", content: readFileSync(agnhost), mode: 0o755 }], { Entrypoint: ["/agnhost"], Cmd: ["pause"] }, `${from} test/images/agnhost over Debian's busybox-static`);
+
+  writeFileSync(join(out, "images.json"), `${JSON.stringify(list, null, 2)}\n`);
+  return list;
+}
+
+/** containerd's default sandbox image (DefaultSandboxImage in its CRI config) at `version`. */
+export function containerdSandboxImage(module, version) {
+  const dir = moduleDir(module, version);
+  for (const f of ["internal/cri/config/config.go", "pkg/cri/config/config.go"]) {
+    try {
+      const m = /DefaultSandboxImage\s*=\s*"([^"]+)"/.exec(readFileSync(join(dir, f), "utf8"));
+      if (m) return m[1];
+    } catch {}
+  }
+  throw new Error(`${module}@${version}: no DefaultSandboxImage found`);
+}
