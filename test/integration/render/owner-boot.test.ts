@@ -58,7 +58,9 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
     const facts = relocated(await gatherFacts(localHost(), { user: NAME }), home, runtimeDir);
     facts.user.uid = user.uid; // evaluated as NAME, run as NAME
     const debian = { ...pinnedVersions(), id: "debian-test" };
-    debian.components = { ...debian.components, rootlesskit: "1.1.0" };
+    // Debian's containerd 1.6 runs only Kubernetes up to 1.35 (KEP-4033; validatePlan refuses
+    // 1.36 with it). This test boots the runtime alone, so the plan names 1.35.
+    debian.components = { ...debian.components, rootlesskit: "1.1.0", kubernetes: "1.35.0" };
     plan = buildPlan(facts, { runtimeBin: which("containerd"), runtimeBinVersion: "1.6.20", network: "slirp4netns", apiPort: await freePort("0.0.0.0") }, debian);
     validatePlan(plan, facts);
     for (const f of folders(plan)) mkdirSync(f.path, { recursive: true, mode: f.mode });
