@@ -143,14 +143,31 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
 
     const ready = await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
       const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+      // Until the API server answers, the components that talk to it (controller-manager,
+      // scheduler, kubelet, kube-proxy) exit and are restarted by systemd: on a slow machine the
+      // API server's RBAC bootstrap takes longer than their start-up, and their start limit may be
+      // hit. So only the units the API server needs are watched first; once it answers, units
+      // that gave up are reset and started again, and every unit is watched.
+      const order = startOrder(plan);
+      const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
+      let probe = unitProbe(systemd, apiUnits);
       const r = await waitForReady({
         client,
         nodeName: plan.node.name,
         timeoutMs: input.timeoutMs,
         signal,
-        probe: unitProbe(systemd, startOrder(plan)),
+        probe: () => probe(),
         expectVersion: plan.versions.components.kubernetes,
-        onPhase: (phase) => h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`),
+        onPhase: (phase) => {
+          h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`);
+          if (phase === "node") {
+            probe = async () => {
+              probe = unitProbe(systemd, order);
+              await systemd.resetFailed(order.filter((u) => !apiUnits.includes(u)));
+              await systemd.start([plan.units.target]);
+            };
+          }
+        },
       });
       // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
       const changed = await reconcileNode(client, plan, r.node);

@@ -35,6 +35,8 @@ class FakeManager implements SystemdUser {
   constructor(
     private plan: Plan,
     private readyz = 200,
+    /** How long the Node reports Ready=False after the API server comes up. */
+    public notReadyMs = 0,
   ) {}
   async run(): Promise<never> {
     throw new Error("not used by applyPlan");
@@ -80,6 +82,7 @@ class FakeManager implements SystemdUser {
     const pki = this.plan.paths.pkiDir;
     const k8s = this.plan.versions.components.kubernetes;
     const node = { metadata: { name: this.plan.node.name, labels: {} as Record<string, string> }, spec: {}, status: { conditions: [{ type: "Ready", status: "True" }], nodeInfo: { kubeletVersion: `v${k8s}` } } };
+    const readyAt = Date.now() + this.notReadyMs;
     this.server = https.createServer(
       { cert: readFileSync(join(pki, "apiserver.crt")), key: readFileSync(join(pki, "apiserver.key")), ca: readFileSync(join(pki, "ca.crt")), requestCert: true, rejectUnauthorized: true },
       (req, res) => {
@@ -89,6 +92,7 @@ class FakeManager implements SystemdUser {
         req.on("end", () => {
           if (req.url === "/readyz") return res.writeHead(this.readyz).end(this.readyz === 200 ? "ok" : "etcd failed");
           if (req.url === "/version") return res.writeHead(200).end(JSON.stringify({ gitVersion: `v${k8s}` }));
+          node.status.conditions[0]!.status = Date.now() >= readyAt ? "True" : "False";
           if (req.method === "PATCH") Object.assign(node.metadata.labels, (JSON.parse(body) as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {});
           res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node));
         });
@@ -128,9 +132,34 @@ async function setUp(options: Partial<PlanOptions> = {}) {
   return { home, plan, first, previous };
 }
 
-async function apply(plan: Plan, previous: Receipt | null, opts: { readyz?: number; merge?: boolean; timeoutMs?: number } = {}) {
+/**
+ * A manager on which one unit gave up while the API server was still starting, as systemd does
+ * with a unit that hit its start limit: it stays failed (start-limit-hit) until reset-failed, and
+ * a start after that brings it up.
+ */
+class GaveUpManager extends FakeManager {
+  reset: string[] = [];
+  constructor(
+    plan: Plan,
+    private gaveUp: string,
+  ) {
+    super(plan, 200, 2500);
+  }
+  override async resetFailed(units: string[] = []) {
+    this.calls.push(`reset-failed ${units.join(" ")}`);
+    this.reset.push(...units);
+  }
+  override async state(unit: string): Promise<UnitState> {
+    const s = await super.state(unit);
+    const starts = this.calls.filter((c) => c.startsWith("start ")).length;
+    if (unit === this.gaveUp && (!this.reset.includes(unit) || starts < 2)) return { ...s, activeState: "failed", subState: "failed", result: "start-limit-hit", nRestarts: 5 };
+    return s;
+  }
+}
+
+async function apply(plan: Plan, previous: Receipt | null, opts: { readyz?: number; merge?: boolean; timeoutMs?: number; systemd?: FakeManager } = {}) {
   const out = capture();
-  const systemd = new FakeManager(plan, opts.readyz);
+  const systemd = opts.systemd ?? new FakeManager(plan, opts.readyz);
   managers.push(systemd);
   const ctx: Context = { out, env: {}, cwd: "/", stdinIsTTY: false, signal: new AbortController().signal };
   const run = applyPlan(ctx, { plan, previous, components: null, progress: await createProgress(out), merge: opts.merge ?? false, timeoutMs: opts.timeoutMs ?? 20_000, source: {}, systemd });
@@ -183,6 +212,23 @@ describe("applyPlan", () => {
     expect(r.written).toBeGreaterThan(0);
     expect(r.restarted).toEqual([tainted.units.kubelet]);
     expect(two.systemd.calls).toContain(`restart ${tainted.units.kubelet}`);
+  });
+
+  it("a component that gave up before the API server answered is reset and started again, and the node still comes up", async () => {
+    const { first, previous } = await setUp();
+    const cm = first.units.controllerManager;
+    const systemd = new GaveUpManager(first, cm);
+    const { run } = await apply(first, previous, { systemd });
+    const r = await run;
+    expect(r.ready.node.name).toBe(first.node.name);
+    // the first reset-failed clears every unit before the start; the second follows the API server's answer
+    const resets = systemd.calls.filter((c) => c.startsWith("reset-failed "));
+    expect(resets).toHaveLength(2);
+    const resetCall = resets[1]!;
+    expect(resetCall.split(" ")).toContain(cm);
+    // the API server's own chain is not reset: it was never given up on
+    expect(resetCall.split(" ")).not.toContain(first.units.apiServer);
+    expect(systemd.calls.filter((c) => c === `start ${first.units.target}`)).toHaveLength(2);
   });
 
   it("a node that never gets ready fails the step, and the receipt says which step failed", async () => {
