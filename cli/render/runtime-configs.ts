@@ -51,6 +51,10 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
       },
     };
   }
+  // containerd 2.1 deprecated `cni.bin_dir` for the list `bin_dirs` (removed in 2.4; its
+  // RELEASES.md), and reports the old key as a deprecation warning in the CRI status.
+  const [maj = 0, min = 0] = rt.version.split(".").map(Number);
+  const cni3 = maj > 2 || (maj === 2 && min >= 1) ? { bin_dirs: [l.cniBinDir], conf_dir: l.cniConfDir } : cni;
   return {
     version: 3,
     ...base,
@@ -59,7 +63,7 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
       "io.containerd.cri.v1.runtime": {
         ...rootlessCri(plan),
         containerd: { default_runtime_name: "runc", runtimes: { runc: runcRuntime(plan) } },
-        cni,
+        cni: cni3,
       },
     },
   };
