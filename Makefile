@@ -48,7 +48,7 @@ test: deps
 lint: deps
 	@if command -v shellcheck >/dev/null; then find scripts test -name '*.sh' -not -path '*/node_modules/*' -print0 | sort -z | xargs -0 shellcheck; \
 	else echo "shellcheck is not installed (as root: bash scripts/test-deps.sh)" >&2; exit 1; fi
-	node_modules/.bin/biome lint --reporter=summary .
+	node_modules/.bin/biome ci --error-on-warnings --reporter=summary .
 
 # Rewrite the sources in Biome's format (what make lint checks).
 format: deps

@@ -67,17 +67,23 @@ export function fileSystemError(e: unknown): UserError | null {
   switch (err.code) {
     case "ENOSPC":
     case "EDQUOT":
-      return new UserError(`no space left on the device${where ? ` of ${where}` : ""} (${err.code === "EDQUOT" ? "disk quota exceeded" : "disk full"})`, {
-        fix: "free some space there and re-run the same command (it continues where it stopped)",
-        cause: e,
-      });
+      return new UserError(
+        `no space left on the device${where ? ` of ${where}` : ""} (${err.code === "EDQUOT" ? "disk quota exceeded" : "disk full"})`,
+        {
+          fix: "free some space there and re-run the same command (it continues where it stopped)",
+          cause: e,
+        },
+      );
     case "EACCES":
     case "EPERM":
     case "EROFS":
-      return new UserError(`cannot ${err.syscall} ${where ?? "a file"}: ${err.code === "EROFS" ? "read-only file system" : "permission denied"}`, {
-        fix: "make the folder writable by you, or choose another place (--prefix DIR, XDG_DATA_HOME, XDG_CACHE_HOME), and re-run",
-        cause: e,
-      });
+      return new UserError(
+        `cannot ${err.syscall} ${where ?? "a file"}: ${err.code === "EROFS" ? "read-only file system" : "permission denied"}`,
+        {
+          fix: "make the folder writable by you, or choose another place (--prefix DIR, XDG_DATA_HOME, XDG_CACHE_HOME), and re-run",
+          cause: e,
+        },
+      );
     default:
       return null;
   }

@@ -54,7 +54,12 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
   }
   const entry = findCommand(first);
   if (!entry) {
-    const guess = first.startsWith("-") ? undefined : suggest(first, commands.flatMap((c) => [c.name, ...(c.aliases ?? [])]));
+    const guess = first.startsWith("-")
+      ? undefined
+      : suggest(
+          first,
+          commands.flatMap((c) => [c.name, ...(c.aliases ?? [])]),
+        );
     out.err(`${out.errStyle.red("error:")} ${first.startsWith("-") ? `unknown option ${first}` : `unknown command "${first}"`}`);
     out.err(guess ? `Did you mean \`${BIN} ${guess}\`?` : `Run \`${BIN} --help\` for the list of commands.`);
     return ExitCode.Usage;
@@ -89,7 +94,13 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
     process.off("SIGTERM", onSignal);
   }
   if (!controller.signal.aborted) {
-    await afterCommand({ command: entry.name, env: process.env, onTerminal: process.stderr.isTTY === true, version: VERSION, notify: (l) => out.err(l) });
+    await afterCommand({
+      command: entry.name,
+      env: process.env,
+      onTerminal: process.stderr.isTTY === true,
+      version: VERSION,
+      notify: (l) => out.err(l),
+    });
   }
   return code;
 }
@@ -102,7 +113,11 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
 function asInterruption(e: unknown): UserError {
   if (e instanceof UserError) {
     if (e.exitCode === ExitCode.Interrupted) return e;
-    return new UserError(e.message, { exitCode: ExitCode.Interrupted, fix: e.fix ?? "re-run the same command to continue where it stopped", cause: e });
+    return new UserError(e.message, {
+      exitCode: ExitCode.Interrupted,
+      fix: e.fix ?? "re-run the same command to continue where it stopped",
+      cause: e,
+    });
   }
   return new InterruptedError();
 }

@@ -58,7 +58,9 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
     const step = progress.current ?? "install";
     await writeReceipt(plan.paths.receipt, { ...receipt, state: "failed", failedStep: step }).catch(() => {});
     if (e instanceof InterruptedError || signal.aborted) {
-      throw new InterruptedError(`interrupted during step "${step}"; re-run \`rootless-k8s install\` to finish (or \`rootless-k8s uninstall\`)`);
+      throw new InterruptedError(
+        `interrupted during step "${step}"; re-run \`rootless-k8s install\` to finish (or \`rootless-k8s uninstall\`)`,
+      );
     }
     const user = e instanceof UserError ? e : fileSystemError(e);
     if (user) throw new UserError(`step "${step}" failed: ${user.message}`, { exitCode: user.exitCode, fix: user.fix, cause: e });
@@ -77,7 +79,10 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         h.update("already installed and intact");
         return { set: have, changed: false };
       }
-      if (!input.components) throw new UserError(`the binaries of version set ${plan.versions.id} are missing or damaged`, { fix: "re-run `rootless-k8s install` with the manifest of that set (--manifest FILE)" });
+      if (!input.components)
+        throw new UserError(`the binaries of version set ${plan.versions.id} are missing or damaged`, {
+          fix: "re-run `rootless-k8s install` with the manifest of that set (--manifest FILE)",
+        });
       const installed = await fetchSet(ctx, plan, input.components, input.source, h);
       return { set: installed, changed: true };
     });
@@ -115,9 +120,13 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         files: files.map(toReceiptFile).sort((a, b) => a.path.localeCompare(b.path)),
         current: plan.versions.id,
         previous: linkChanged && receipt.current && receipt.current !== plan.versions.id ? receipt.current : receipt.previous,
-        createdDirs: [...new Set([...receipt.createdDirs, ...created.filter((d) => sharedParents(plan).some((s) => d === s || s.startsWith(d + "/")))])],
+        createdDirs: [
+          ...new Set([...receipt.createdDirs, ...created.filter((d) => sharedParents(plan).some((s) => d === s || s.startsWith(d + "/")))]),
+        ],
       });
-      h.update(`${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length ? `, ${changes.stale.length} removed` : ""}`);
+      h.update(
+        `${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length ? `, ${changes.stale.length} removed` : ""}`,
+      );
       return { changes, linkChanged, files, pki, unchanged };
     });
 
@@ -132,51 +141,67 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       const states = await Promise.all(startOrder(plan).map((u) => systemd.state(u)));
       const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
       const before = receipt.current ? previousSet : null;
-      const newBinaries = written.linkChanged || set.changed ? unitsWithNewBinaries(plan, before?.binaries ?? null, set.set.binaries, set.set.binDir, before?.binDir ?? null) : new Set<string>();
+      const newBinaries =
+        written.linkChanged || set.changed
+          ? unitsWithNewBinaries(plan, before?.binaries ?? null, set.set.binaries, set.set.binDir, before?.binDir ?? null)
+          : new Set<string>();
       const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
       await systemd.resetFailed(allUnits(plan));
       if (restart.length) await systemd.restart(restart);
       await systemd.start([plan.units.target]);
-      h.update(restart.length ? `restarted ${restart.join(", ")}` : running.size === startOrder(plan).length ? "already running" : "started");
+      h.update(
+        restart.length ? `restarted ${restart.join(", ")}` : running.size === startOrder(plan).length ? "already running" : "started",
+      );
       return restart;
     });
 
-    const ready = await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
-      const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
-      // Until the API server answers, the components that talk to it (controller-manager,
-      // scheduler, kubelet, kube-proxy) exit and are restarted by systemd: on a slow machine the
-      // API server's RBAC bootstrap takes longer than their start-up, and their start limit may be
-      // hit. So only the units the API server needs are watched first; once it answers, units
-      // that gave up are reset and started again, and every unit is watched.
-      const order = startOrder(plan);
-      const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
-      let probe = unitProbe(systemd, apiUnits);
-      const r = await waitForReady({
-        client,
-        nodeName: plan.node.name,
-        timeoutMs: input.timeoutMs,
-        signal,
-        probe: () => probe(),
-        expectVersion: plan.versions.components.kubernetes,
-        onPhase: (phase) => {
-          h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`);
-          if (phase === "node") {
-            probe = async () => {
-              probe = unitProbe(systemd, order);
-              await systemd.resetFailed(order.filter((u) => !apiUnits.includes(u)));
-              await systemd.start([plan.units.target]);
-            };
-          }
-        },
-      });
-      // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
-      const changed = await reconcileNode(client, plan, r.node);
-      if (changed) h.update(`node ${plan.node.name}: ${changed}`);
-      return r;
-    });
+    const ready = await progress.step(
+      "ready",
+      `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`,
+      async (h) => {
+        const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+        // Until the API server answers, the components that talk to it (controller-manager,
+        // scheduler, kubelet, kube-proxy) exit and are restarted by systemd: on a slow machine the
+        // API server's RBAC bootstrap takes longer than their start-up, and their start limit may be
+        // hit. So only the units the API server needs are watched first; once it answers, units
+        // that gave up are reset and started again, and every unit is watched.
+        const order = startOrder(plan);
+        const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
+        let probe = unitProbe(systemd, apiUnits);
+        const r = await waitForReady({
+          client,
+          nodeName: plan.node.name,
+          timeoutMs: input.timeoutMs,
+          signal,
+          probe: () => probe(),
+          expectVersion: plan.versions.components.kubernetes,
+          onPhase: (phase) => {
+            h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`);
+            if (phase === "node") {
+              probe = async () => {
+                probe = unitProbe(systemd, order);
+                await systemd.resetFailed(order.filter((u) => !apiUnits.includes(u)));
+                await systemd.start([plan.units.target]);
+              };
+            }
+          },
+        });
+        // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
+        const changed = await reconcileNode(client, plan, r.node);
+        if (changed) h.update(`node ${plan.node.name}: ${changed}`);
+        return r;
+      },
+    );
 
-    if (receipt.state !== "installed" || receipt.tool !== VERSION) await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });
-    return { ready, written: written.changes.write.length, restarted, unchanged: written.unchanged && restarted.length === 0, mergedContext };
+    if (receipt.state !== "installed" || receipt.tool !== VERSION)
+      await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });
+    return {
+      ready,
+      written: written.changes.write.length,
+      restarted,
+      unchanged: written.unchanged && restarted.length === 0,
+      mergedContext,
+    };
   } catch (e) {
     if (!(e instanceof InterruptedError) && ["start", "ready"].includes(progress.current ?? "")) await showFailure(ctx, systemd, plan, e);
     return fail(e);
@@ -200,4 +225,3 @@ async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pk
   const pki = await generatePki(plan, { existing });
   return { files: renderNode(plan, pki), pki };
 }
-

@@ -28,9 +28,13 @@ export interface Components {
 /** The manifest of `source` and its version set for `arch` (the node's: plan.arch). */
 export async function loadComponents(source: ComponentSource, arch: string): Promise<Components> {
   if (source.trustBundle && !source.bundle) {
-    throw new UserError("--trust-bundle needs --bundle FILE", { exitCode: ExitCode.Usage, fix: "add --bundle FILE, or drop --trust-bundle" });
+    throw new UserError("--trust-bundle needs --bundle FILE", {
+      exitCode: ExitCode.Usage,
+      fix: "add --bundle FILE, or drop --trust-bundle",
+    });
   }
-  const manifest = source.bundle && source.trustBundle ? await fetch.readBundleManifest(source.bundle) : fetch.loadManifest({ file: source.manifestFile });
+  const manifest =
+    source.bundle && source.trustBundle ? await fetch.readBundleManifest(source.bundle) : fetch.loadManifest({ file: source.manifestFile });
   return { manifest, versions: versionSetOf(manifest, arch) };
 }
 

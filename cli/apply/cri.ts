@@ -76,7 +76,10 @@ export function pbDecode(buf: Buffer): [number, Value][] {
 }
 
 const first = (buf: Buffer, num: number): Value | undefined => pbDecode(buf).find(([k]) => k === num)?.[1];
-const all = (buf: Buffer, num: number): Value[] => pbDecode(buf).filter(([k]) => k === num).map(([, v]) => v);
+const all = (buf: Buffer, num: number): Value[] =>
+  pbDecode(buf)
+    .filter(([k]) => k === num)
+    .map(([, v]) => v);
 const str = (v: Value | undefined): string => (Buffer.isBuffer(v) ? v.toString("utf8") : v === undefined ? "" : String(v));
 const msg = (v: Value | undefined): Buffer => (Buffer.isBuffer(v) ? v : Buffer.alloc(0));
 
@@ -186,7 +189,12 @@ export function criClient(endpoint: string, timeoutMs = 10_000): CriClient {
     close: () => session?.close(),
     async version() {
       const r = await call(RS + "Version", pbMessage(pbField(1, "v1")));
-      return { version: str(first(r, 1)), runtimeName: str(first(r, 2)), runtimeVersion: str(first(r, 3)), runtimeApiVersion: str(first(r, 4)) };
+      return {
+        version: str(first(r, 1)),
+        runtimeName: str(first(r, 2)),
+        runtimeVersion: str(first(r, 3)),
+        runtimeApiVersion: str(first(r, 4)),
+      };
     },
     async status(verbose = false) {
       const r = await call(RS + "Status", pbMessage(pbField(1, verbose)));

@@ -26,4 +26,3 @@ export function freshReceipt(plan: Plan, previous: Receipt | null): Receipt {
     updatedAt: new Date().toISOString(),
   };
 }
-

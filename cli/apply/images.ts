@@ -63,10 +63,13 @@ export function imageLoader(plan: Plan, file: string): LoaderCommand {
       return { cmd: "docker", argv: ["--host", `unix://${socket}`, "load", "--input", file], socket };
     }
     case "crio":
-      throw new UserError("this node runs CRI-O, and loading an image archive into CRI-O's storage needs skopeo, which rootless-k8s does not install", {
-        exitCode: ExitCode.Refused,
-        fix: "serve the image from a registry the node can reach, or install the node with --runtime containerd",
-      });
+      throw new UserError(
+        "this node runs CRI-O, and loading an image archive into CRI-O's storage needs skopeo, which rootless-k8s does not install",
+        {
+          exitCode: ExitCode.Refused,
+          fix: "serve the image from a registry the node can reach, or install the node with --runtime containerd",
+        },
+      );
   }
 }
 
@@ -77,7 +80,9 @@ export async function installedPlan(env: NodeJS.ProcessEnv, prefix?: string): Pr
   if (!r || r.state === "uninstalled" || !r.plan) {
     throw new UserError(`no node installed (no receipt at ${file}${r?.state === "uninstalled" ? ": uninstalled" : ""})`, {
       exitCode: ExitCode.Refused,
-      fix: prefix ? "run `rootless-k8s install --prefix DIR` first, or check the --prefix" : "run `rootless-k8s install` first (or pass the --prefix it was installed with)",
+      fix: prefix
+        ? "run `rootless-k8s install --prefix DIR` first, or check the --prefix"
+        : "run `rootless-k8s install` first (or pass the --prefix it was installed with)",
     });
   }
   return r.plan as Plan;
@@ -104,7 +109,10 @@ async function preflight(plan: Plan, loader: LoaderCommand): Promise<void> {
   if (!st?.isSocket()) {
     const what = plan.runtime.name === "docker" ? "the rootless Docker daemon" : `the node's ${plan.runtime.name}`;
     const start = plan.runtime.name === "docker" ? "systemctl --user start docker" : `systemctl --user start ${plan.units.target}`;
-    throw new UserError(`${what} is not running (no socket at ${loader.socket})`, { exitCode: ExitCode.Refused, fix: `start it (${start}) and re-run` });
+    throw new UserError(`${what} is not running (no socket at ${loader.socket})`, {
+      exitCode: ExitCode.Refused,
+      fix: `start it (${start}) and re-run`,
+    });
   }
   if (path.isAbsolute(loader.cmd)) {
     const ok = await fsp.access(loader.cmd, constants.X_OK).then(
@@ -133,7 +141,12 @@ function runLoader(loader: LoaderCommand, env: NodeJS.ProcessEnv, signal?: Abort
     child.stderr.on("data", (d: Buffer) => (err = (err + d.toString("utf8")).slice(-65536)));
     child.on("error", (e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT") {
-        reject(new UserError(`${loader.cmd} not found`, { exitCode: ExitCode.Refused, fix: `install the ${loader.cmd} CLI (the runtime's own loader) and re-run` }));
+        reject(
+          new UserError(`${loader.cmd} not found`, {
+            exitCode: ExitCode.Refused,
+            fix: `install the ${loader.cmd} CLI (the runtime's own loader) and re-run`,
+          }),
+        );
       } else reject(e);
     });
     child.on("close", (code, sig) => {
@@ -181,7 +194,12 @@ export async function loadImages(plan: Plan, archives: readonly ImageArchive[], 
 }
 
 /** name → image ID as the runtime's CRI lists them, waiting for the names; null when CRI does not answer. */
-async function criIds(plan: Plan, images: readonly ArchiveImage[], waitMs: number, signal?: AbortSignal): Promise<Map<string, string> | null> {
+async function criIds(
+  plan: Plan,
+  images: readonly ArchiveImage[],
+  waitMs: number,
+  signal?: AbortSignal,
+): Promise<Map<string, string> | null> {
   const c = criClient(plan.runtime.criSocket, 5000);
   const deadline = Date.now() + waitMs;
   try {

@@ -47,7 +47,15 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
 
   const lock = await acquireInstallLock({ env: ctx.env, purpose: "rootless-k8s install" });
   try {
-    const result = await applyPlan(ctx, { plan, previous, components, progress, merge, timeoutMs: o.timeoutSeconds * 1000, source: o.source });
+    const result = await applyPlan(ctx, {
+      plan,
+      previous,
+      components,
+      progress,
+      merge,
+      timeoutMs: o.timeoutSeconds * 1000,
+      source: o.source,
+    });
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {
@@ -87,7 +95,12 @@ async function askOptions(p: Prompter, facts: Facts, chosen: PlanOptions, previo
     const answer = await p.input(`Port ${wanted} is in use on this host. Which port should the API server be published on?`, {
       default: String(free),
       unattended: String(free),
-      validate: (v) => (/^\d+$/.test(v) && Number(v) > 0 && Number(v) < 65536 ? (taken.has(Number(v)) ? `port ${v} is in use too` : true) : "a port number, 1-65535"),
+      validate: (v) =>
+        /^\d+$/.test(v) && Number(v) > 0 && Number(v) < 65536
+          ? taken.has(Number(v))
+            ? `port ${v} is in use too`
+            : true
+          : "a port number, 1-65535",
     });
     options.apiPort = Number(answer);
   } else if (options.apiPort === undefined && previous) options.apiPort = previous.ports.apiServer;
@@ -96,13 +109,17 @@ async function askOptions(p: Prompter, facts: Facts, chosen: PlanOptions, previo
 
 async function askMerge(p: Prompter, flag: boolean | undefined, plan: Plan): Promise<boolean> {
   if (flag !== undefined) return flag;
-  return p.confirm(`Add a "rootless-k8s" context to ${plan.paths.userKubeconfig} (nothing of yours is replaced)?`, { default: true, unattended: false });
+  return p.confirm(`Add a "rootless-k8s" context to ${plan.paths.userKubeconfig} (nothing of yours is replaced)?`, {
+    default: true,
+    unattended: false,
+  });
 }
 
 async function showPlan(ctx: Context, plan: Plan, previous: Receipt | null): Promise<void> {
   ctx.out.err(ctx.out.errStyle.bold(`Node plan for ${plan.user.name}`));
   for (const line of describePlan(plan, ctx.out.errStyle)) ctx.out.err(line);
-  if (previous && previous.state !== "uninstalled") ctx.out.err("A node is installed already: only what differs is rewritten, and only what it touches restarts.");
+  if (previous && previous.state !== "uninstalled")
+    ctx.out.err("A node is installed already: only what differs is rewritten, and only what it touches restarts.");
 }
 
 function printSummary(ctx: Context, plan: Plan, facts: Facts, r: ApplyResult): void {
@@ -110,13 +127,22 @@ function printSummary(ctx: Context, plan: Plan, facts: Facts, r: ApplyResult): v
   const s = o.style;
   const k = plan.versions.components.kubernetes;
   const kubectl = path.join(plan.paths.binDir, "kubectl");
-  o.out(r.unchanged ? `${s.green("✔")} Node ${plan.node.name} is Ready; nothing changed (mode ${plan.mode.name}, Kubernetes ${k}).` : `${s.green("✔")} Node ${plan.node.name} is Ready (mode ${plan.mode.name}, Kubernetes ${k}).`);
+  o.out(
+    r.unchanged
+      ? `${s.green("✔")} Node ${plan.node.name} is Ready; nothing changed (mode ${plan.mode.name}, Kubernetes ${k}).`
+      : `${s.green("✔")} Node ${plan.node.name} is Ready (mode ${plan.mode.name}, Kubernetes ${k}).`,
+  );
   o.out(`  kubeconfig: ${plan.paths.adminKubeconfig}`);
   o.out(`  try:        ${kubectl} --kubeconfig ${plan.paths.adminKubeconfig} get nodes`);
-  if (r.mergedContext) o.out(`              or: kubectl --context ${r.mergedContext} get nodes   (merged into ${plan.paths.userKubeconfig})`);
-  o.out(`  logs:       rootless-k8s logs kubelet   (${plan.logging.to === "journal" ? `journalctl --user -u ${plan.units.kubelet}` : `${plan.paths.logDir}/${plan.units.kubelet}.log`})`);
+  if (r.mergedContext)
+    o.out(`              or: kubectl --context ${r.mergedContext} get nodes   (merged into ${plan.paths.userKubeconfig})`);
+  o.out(
+    `  logs:       rootless-k8s logs kubelet   (${plan.logging.to === "journal" ? `journalctl --user -u ${plan.units.kubelet}` : `${plan.paths.logDir}/${plan.units.kubelet}.log`})`,
+  );
   o.out(`  status:     rootless-k8s status`);
   if (facts.systemd.linger !== true) {
-    o.out(`  ${s.yellow("linger is off")}: the node stops when you log out. To keep it running, as root: loginctl enable-linger ${plan.user.name}`);
+    o.out(
+      `  ${s.yellow("linger is off")}: the node stops when you log out. To keep it running, as root: loginctl enable-linger ${plan.user.name}`,
+    );
   }
 }

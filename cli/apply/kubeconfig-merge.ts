@@ -9,14 +9,21 @@ import { mergeKubeconfig, type Pki } from "../render/index";
 import { ensureDir, writeFileAtomic } from "./files";
 import type { Receipt } from "./receipt";
 
-export async function mergeAdminContext(plan: Plan, pki: Pki, receipt: Receipt, record: (r: Receipt) => Promise<void>): Promise<string | null> {
+export async function mergeAdminContext(
+  plan: Plan,
+  pki: Pki,
+  receipt: Receipt,
+  record: (r: Receipt) => Promise<void>,
+): Promise<string | null> {
   const file = plan.paths.userKubeconfig;
   const existing = await fsp.readFile(file, "utf8").catch(() => null);
   let result;
   try {
     result = mergeKubeconfig(existing, adminKubeconfig(plan, pki));
   } catch (e) {
-    throw new UserError(`cannot merge into ${file}: ${messageOf(e)}`, { fix: `use the node's own kubeconfig (${plan.paths.adminKubeconfig}), or re-run with --no-merge-kubeconfig` });
+    throw new UserError(`cannot merge into ${file}: ${messageOf(e)}`, {
+      fix: `use the node's own kubeconfig (${plan.paths.adminKubeconfig}), or re-run with --no-merge-kubeconfig`,
+    });
   }
   if (result.content !== null) {
     await record({ ...receipt, kubeconfigMerge: { file, ...result.names } });
@@ -26,4 +33,3 @@ export async function mergeAdminContext(plan: Plan, pki: Pki, receipt: Receipt, 
   } else if (!receipt.kubeconfigMerge) await record({ ...receipt, kubeconfigMerge: { file, ...result.names } });
   return result.names.context;
 }
-

@@ -12,7 +12,10 @@ type Taint = NodeView["taints"][number];
 const sameTaint = (a: Taint, b: Taint) => a.key === b.key && (a.value ?? "") === (b.value ?? "") && a.effect === b.effect;
 
 /** The JSON merge patch that gives the node the plan's labels and taints; null when it has them. */
-export function nodePatch(node: NodeView, plan: Plan): { metadata?: { labels: Record<string, string | null> }; spec?: { taints: Taint[] } } | null {
+export function nodePatch(
+  node: NodeView,
+  plan: Plan,
+): { metadata?: { labels: Record<string, string | null> }; spec?: { taints: Taint[] } } | null {
   const labels: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(plan.node.labels)) if (node.labels[k] !== v) labels[k] = v;
   for (const k of Object.keys(node.labels)) if (k.startsWith(OWN_PREFIX) && !(k in plan.node.labels)) labels[k] = null;
@@ -30,7 +33,10 @@ export async function reconcileNode(client: ApiClient, plan: Plan, node: NodeVie
   const patch = nodePatch(node, plan);
   if (!patch) return null;
   const r = await client.mergePatch(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, patch);
-  if (r.status !== 200) throw new UserError(`could not update the labels and taints of node ${plan.node.name}: HTTP ${r.status}`, { fix: "re-run `rootless-k8s install`" });
+  if (r.status !== 200)
+    throw new UserError(`could not update the labels and taints of node ${plan.node.name}: HTTP ${r.status}`, {
+      fix: "re-run `rootless-k8s install`",
+    });
   const parts = [...Object.keys(patch.metadata?.labels ?? {}).map((k) => `label ${k}`), ...(patch.spec ? ["taints"] : [])];
   return `updated ${parts.join(", ")}`;
 }

@@ -41,7 +41,19 @@ export function unitOfBinary(plan: Plan, name: string, dir: string | null): stri
   };
   if (name in byName) return byName[name] ?? null;
   // Everything RootlessKit's child runs: the runtime, its shims and OCI runtimes, the network helper.
-  const owner = ["rootlesskit", "rootlessctl", "slirp4netns", "containerd", "containerd-shim-runc-v2", "runc", "crun", "crio", "conmon", "conmonrs", "pinns"];
+  const owner = [
+    "rootlesskit",
+    "rootlessctl",
+    "slirp4netns",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "runc",
+    "crun",
+    "crio",
+    "conmon",
+    "conmonrs",
+    "pinns",
+  ];
   return owner.includes(name) && plan.runtime.name !== "docker" ? u.owner : null;
 }
 
@@ -51,7 +63,13 @@ export interface SetBinary {
 }
 
 /** Units whose binary differs between two installed sets (compared by name and content). */
-export function unitsWithNewBinaries(plan: Plan, from: readonly SetBinary[] | null, to: readonly SetBinary[], toBinDir: string, fromBinDir: string | null): Set<string> {
+export function unitsWithNewBinaries(
+  plan: Plan,
+  from: readonly SetBinary[] | null,
+  to: readonly SetBinary[],
+  toBinDir: string,
+  fromBinDir: string | null,
+): Set<string> {
   const units = new Set<string>();
   const rel = (p: string, dir: string) => path.relative(dir, p);
   const old = new Map((from ?? []).map((b) => [rel(b.path, fromBinDir ?? ""), b.sha256]));
@@ -70,7 +88,11 @@ export function unitsWithNewBinaries(plan: Plan, from: readonly SetBinary[] | nu
  * owner restarts (its namespace goes, and everything bound to it with it). In start order, so a
  * restart follows the dependencies: etcd, the API server, then the kubelet (never newer than it).
  */
-export function restartsFor(plan: Plan, changed: readonly Pick<RenderedFile, "unit" | "kind">[], newBinaries: ReadonlySet<string>): string[] {
+export function restartsFor(
+  plan: Plan,
+  changed: readonly Pick<RenderedFile, "unit" | "kind">[],
+  newBinaries: ReadonlySet<string>,
+): string[] {
   const order = startOrder(plan);
   const hit = new Set<string>(newBinaries);
   for (const f of changed) {

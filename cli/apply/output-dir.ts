@@ -17,8 +17,19 @@ export function checkOutputDir(dir: string, home: string, command = "install"): 
   if (/[\u0000-\u001f\u007f-\u009f]/.test(d)) throw new UsageError(`--output "${printable(d)}" contains a control character`, command);
   const h = path.resolve(home);
   const rel = path.relative(d, h);
-  const why = d === "/" ? "the root folder" : d === h ? "the home folder" : !rel.startsWith("..") && !path.isAbsolute(rel) ? "a parent of the home folder" : null;
-  if (why) throw new UsageError(`--output ${d} is ${why}: the dry run writes files there at their real paths; give it a folder of its own, e.g. --output /tmp/rootless-k8s-plan`, command);
+  const why =
+    d === "/"
+      ? "the root folder"
+      : d === h
+        ? "the home folder"
+        : !rel.startsWith("..") && !path.isAbsolute(rel)
+          ? "a parent of the home folder"
+          : null;
+  if (why)
+    throw new UsageError(
+      `--output ${d} is ${why}: the dry run writes files there at their real paths; give it a folder of its own, e.g. --output /tmp/rootless-k8s-plan`,
+      command,
+    );
 }
 
 function refuse(dir: string, why: string, fix: string): never {
@@ -26,7 +37,10 @@ function refuse(dir: string, why: string, fix: string): never {
 }
 
 /** A writer below `dir` that refuses every symlink on the way; creates `dir` (or accepts an earlier output). */
-export async function openOutputDir(dir: string): Promise<{ mkdir(target: string, mode: number): Promise<void>; write(target: string, content: string | Uint8Array, mode: number): Promise<void> }> {
+export async function openOutputDir(dir: string): Promise<{
+  mkdir(target: string, mode: number): Promise<void>;
+  write(target: string, content: string | Uint8Array, mode: number): Promise<void>;
+}> {
   const root = path.resolve(dir);
   const uid = process.getuid?.() ?? 0;
   const st = await fsp.lstat(root).catch(() => null);
@@ -40,7 +54,11 @@ export async function openOutputDir(dir: string): Promise<{ mkdir(target: string
       refuse(root, `it is not empty and no earlier --output made it (no ${OUTPUT_MARKER} in it)`, "choose a new or empty folder");
     }
   } else await ensureDir(root, 0o755);
-  await writeFileAtomic(path.join(root, OUTPUT_MARKER), "Written by rootless-k8s install --dry-run --output: the rendered files of a node plan, at their mirrored paths.\n", { mode: 0o644 });
+  await writeFileAtomic(
+    path.join(root, OUTPUT_MARKER),
+    "Written by rootless-k8s install --dry-run --output: the rendered files of a node plan, at their mirrored paths.\n",
+    { mode: 0o644 },
+  );
 
   /** Walks from root to `target` (mirrored below root), creating missing folders, refusing any link or non-folder. */
   const walk = async (target: string, lastMode: number | null): Promise<string> => {

@@ -80,7 +80,11 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, blocking, previous);
   if (options.runtimeBin) {
     const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
-    if (r.notFound) throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, { exitCode: ExitCode.Refused, fix: "give the full path of a containerd binary" });
+    if (r.notFound)
+      throw new UserError(`--runtime-bin ${options.runtimeBin}: no such program`, {
+        exitCode: ExitCode.Refused,
+        fix: "give the full path of a containerd binary",
+      });
     options.runtimeBinVersion = parseContainerdVersion(r.stdout + r.stderr).version;
   }
   // Probe the kubelet of this version set if it is installed already: a patched one may offer
@@ -105,8 +109,11 @@ export function ownPorts(previous: Plan | null, apiPortFlag: number | undefined)
 export function refuseOnBlocking(out: Output, blocking: readonly CheckOutcome[], command: "install" | "upgrade"): void {
   if (!blocking.length) return;
   for (const l of showOutcomes(blocking, out.errStyle, { name: "id" })) out.err(l);
-  throw new UserError(`doctor found ${blocking.length} problem${blocking.length === 1 ? "" : "s"} that stop${blocking.length === 1 ? "s" : ""} the ${command} (${blocking.map((x) => x.id).join(", ")})`, {
-    exitCode: ExitCode.Refused,
-    fix: "apply the fixes above (the root ones at once: rootless-k8s doctor --root-script | sudo sh), or go ahead anyway with --ignore-check ID",
-  });
+  throw new UserError(
+    `doctor found ${blocking.length} problem${blocking.length === 1 ? "" : "s"} that stop${blocking.length === 1 ? "s" : ""} the ${command} (${blocking.map((x) => x.id).join(", ")})`,
+    {
+      exitCode: ExitCode.Refused,
+      fix: "apply the fixes above (the root ones at once: rootless-k8s doctor --root-script | sudo sh), or go ahead anyway with --ignore-check ID",
+    },
+  );
 }

@@ -18,7 +18,10 @@ interface KubeconfigDoc {
   "current-context"?: string;
   contexts?: { name: string; context: { cluster: string; user: string } }[];
   clusters?: { name: string; cluster: { server: string; "certificate-authority-data"?: string; "certificate-authority"?: string } }[];
-  users?: { name: string; user: { "client-certificate-data"?: string; "client-key-data"?: string; "client-certificate"?: string; "client-key"?: string } }[];
+  users?: {
+    name: string;
+    user: { "client-certificate-data"?: string; "client-key-data"?: string; "client-certificate"?: string; "client-key"?: string };
+  }[];
 }
 
 async function dataOrFile(data: string | undefined, file: string | undefined, what: string, kubeconfig: string): Promise<Buffer> {
@@ -76,7 +79,8 @@ export function apiClient(creds: KubeconfigCreds): ApiClient {
   return {
     server: creds.server,
     get: (p, timeoutMs = 5000) => request("GET", p, timeoutMs),
-    mergePatch: (p, patch, timeoutMs = 5000) => request("PATCH", p, timeoutMs, { type: "application/merge-patch+json", data: JSON.stringify(patch) }),
+    mergePatch: (p, patch, timeoutMs = 5000) =>
+      request("PATCH", p, timeoutMs, { type: "application/merge-patch+json", data: JSON.stringify(patch) }),
   };
 }
 
@@ -167,7 +171,7 @@ async function apiVersionMismatch(client: ApiClient, want: string): Promise<stri
 
 function describe(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
-  return err.code ? `${err.code}` : String(err.message ?? e).split("\n")[0] ?? "error";
+  return err.code ? `${err.code}` : (String(err.message ?? e).split("\n")[0] ?? "error");
 }
 
 /** Waits for /readyz = ok, then for the node's Ready condition = True. */

@@ -165,9 +165,14 @@ export async function requireReceipt(env: NodeJS.ProcessEnv, prefix?: string): P
   const file = receiptLocation(env, prefix);
   const r = await readReceipt(file);
   if (!r || r.state === "uninstalled" || !r.plan) {
-    throw new UserError(`no node is installed for this user (no receipt at ${file}${r?.state === "uninstalled" ? ": uninstalled, data kept" : ""})`, {
-      fix: prefix ? "check the --prefix, or install with `rootless-k8s install --prefix DIR`" : "install one with `rootless-k8s install` (or pass the --prefix it was installed with)",
-    });
+    throw new UserError(
+      `no node is installed for this user (no receipt at ${file}${r?.state === "uninstalled" ? ": uninstalled, data kept" : ""})`,
+      {
+        fix: prefix
+          ? "check the --prefix, or install with `rootless-k8s install --prefix DIR`"
+          : "install one with `rootless-k8s install` (or pass the --prefix it was installed with)",
+      },
+    );
   }
   return r as Receipt & { plan: Plan };
 }

@@ -40,7 +40,10 @@ export interface UsernsIdentity {
 /** The current user with the subordinate ids of /etc/subuid and /etc/subgid. */
 export async function currentIdentity(): Promise<UsernsIdentity> {
   const info = os.userInfo();
-  const [su, sg] = await Promise.all([fsp.readFile("/etc/subuid", "utf8").catch(() => ""), fsp.readFile("/etc/subgid", "utf8").catch(() => "")]);
+  const [su, sg] = await Promise.all([
+    fsp.readFile("/etc/subuid", "utf8").catch(() => ""),
+    fsp.readFile("/etc/subgid", "utf8").catch(() => ""),
+  ]);
   return {
     user: info.username,
     uid: info.uid,
@@ -93,9 +96,12 @@ export async function removeInUserNamespace(paths: string[], id: UsernsIdentity,
     await exited;
     if (signal?.aborted) throw interrupted();
     const missing = spawned.error?.code === "ENOENT";
-    throw new UserError(`could not enter a user namespace to remove ${paths.join(" ")}: ${missing ? "unshare is not installed" : stderr.trim() || "unshare failed"}`, {
-      fix: missing ? "install util-linux (it provides unshare)" : "check `rootless-k8s doctor` (user namespaces must be allowed)",
-    });
+    throw new UserError(
+      `could not enter a user namespace to remove ${paths.join(" ")}: ${missing ? "unshare is not installed" : stderr.trim() || "unshare failed"}`,
+      {
+        fix: missing ? "install util-linux (it provides unshare)" : "check `rootless-k8s doctor` (user namespaces must be allowed)",
+      },
+    );
   }
   const pid = child.pid ?? 0;
   for (const [tool, own, ranges] of [

@@ -32,9 +32,11 @@ export function skewProblem(from: Record<string, string>, to: Record<string, str
   // A set may pin the kubelet and the API server apart; the kubelet must never be the newer one.
   const kubelet = parseVersion(to.kubelet ?? to.kubernetes ?? "");
   const apiserver = parseVersion(to["kube-apiserver"] ?? to.kubernetes ?? "");
-  if (kubelet && apiserver && cmp(kubelet, apiserver) > 0) return `the kubelet (${to.kubelet ?? to.kubernetes}) would be newer than the API server (${to["kube-apiserver"] ?? to.kubernetes})`;
+  if (kubelet && apiserver && cmp(kubelet, apiserver) > 0)
+    return `the kubelet (${to.kubelet ?? to.kubernetes}) would be newer than the API server (${to["kube-apiserver"] ?? to.kubernetes})`;
   const ea = parseVersion(from.etcd ?? "");
   const eb = parseVersion(to.etcd ?? "");
-  if (ea && eb && (eb.major < ea.major || (eb.major === ea.major && eb.minor < ea.minor))) return `etcd ${from.etcd} → ${to.etcd} goes back a minor version; etcd's data does not`;
+  if (ea && eb && (eb.major < ea.major || (eb.major === ea.major && eb.minor < ea.minor)))
+    return `etcd ${from.etcd} → ${to.etcd} goes back a minor version; etcd's data does not`;
   return null;
 }

@@ -35,7 +35,11 @@ export async function diffFiles(files: readonly RenderedFile[], previous: Receip
 }
 
 /** Writes the files, each atomically; folders are created with `dirMode(folder)`. */
-export async function writeFiles(files: readonly RenderedFile[], dirMode: (dir: string) => number, signal?: AbortSignal): Promise<string[]> {
+export async function writeFiles(
+  files: readonly RenderedFile[],
+  dirMode: (dir: string) => number,
+  signal?: AbortSignal,
+): Promise<string[]> {
   const created: string[] = [];
   const dirs = new Set<string>();
   for (const f of files) {

@@ -134,7 +134,12 @@ export function systemdUser(opts: SystemdOptions = {}): SystemdUser {
     },
     async unitLogs(unit, lines) {
       if (await self.hasJournal()) {
-        const r = await runCommand(journalctl, ["--user", "-u", unit, "-n", String(lines), "--no-pager", "-q", "-o", "short-iso"], { timeoutMs: 10_000 }, env);
+        const r = await runCommand(
+          journalctl,
+          ["--user", "-u", unit, "-n", String(lines), "--no-pager", "-q", "-o", "short-iso"],
+          { timeoutMs: 10_000 },
+          env,
+        );
         const out = r.stdout.split("\n").filter((l) => l.trim() !== "");
         if (r.code === 0 && out.length) return { source: "journal", lines: out };
       }
@@ -185,7 +190,10 @@ export async function tailFile(file: string, n: number): Promise<string[] | null
     const len = Math.min(size, 256 * 1024);
     const buf = Buffer.alloc(len);
     await fh.read(buf, 0, len, size - len);
-    const lines = buf.toString("utf8").split("\n").filter((l) => l.trim() !== "");
+    const lines = buf
+      .toString("utf8")
+      .split("\n")
+      .filter((l) => l.trim() !== "");
     return lines.slice(-n);
   } finally {
     await fh.close();

@@ -96,11 +96,20 @@ export function checkReceiptOwnership(file: string, uid: number = process.getuid
   };
   const st = lstatSync(file);
   if (!st.isFile()) refuse("it is not a regular file", "move it away; a receipt is only ever a plain file the tool wrote");
-  if (st.uid !== uid) refuse(`it is owned by uid ${st.uid}, not by you (uid ${uid})`, "someone else may have written it: check it, and remove the node's files by hand if it is not yours");
-  if (st.mode & 0o022) refuse(`it is writable by others (mode 0${(st.mode & 0o777).toString(8)})`, `check its content, then: chmod 600 ${file}`);
+  if (st.uid !== uid)
+    refuse(
+      `it is owned by uid ${st.uid}, not by you (uid ${uid})`,
+      "someone else may have written it: check it, and remove the node's files by hand if it is not yours",
+    );
+  if (st.mode & 0o022)
+    refuse(`it is writable by others (mode 0${(st.mode & 0o777).toString(8)})`, `check its content, then: chmod 600 ${file}`);
   const dir = path.dirname(file);
   const d = statSync(dir);
-  if (d.mode & 0o022) refuse(`its folder ${dir} is writable by others (mode 0${(d.mode & 0o777).toString(8)})`, `check the folder's content, then: chmod go-w ${dir}`);
+  if (d.mode & 0o022)
+    refuse(
+      `its folder ${dir} is writable by others (mode 0${(d.mode & 0o777).toString(8)})`,
+      `check the folder's content, then: chmod go-w ${dir}`,
+    );
   if (d.uid !== uid && d.uid !== 0) refuse(`its folder ${dir} is owned by uid ${d.uid}, not by you`, "use a --prefix folder of your own");
 }
 
@@ -121,15 +130,19 @@ const ROOT_NAMES: Record<keyof OwnedRoots, string> = {
  */
 export function checkReceiptPaths(receipt: Receipt, own: OwnFolders): void {
   const home = resolvedDir(own.home);
-  const damaged = "the receipt was edited or damaged: check it, or run uninstall with the environment (HOME, XDG_*) and --prefix the node was installed with";
+  const damaged =
+    "the receipt was edited or damaged: check it, or run uninstall with the environment (HOME, XDG_*) and --prefix the node was installed with";
   // 1. The tool's own folders are never the home folder, one of its parents, or "/".
   for (const [name, p] of [...Object.entries(own.roots), ["cache", own.cache]] as [string, string][]) {
     const r = resolvedDir(p);
     if (r === "/" || isWithin(home, r)) {
-      throw new UserError(`refusing to uninstall: the tool's ${name} folder would be ${r}, ${r === home ? "the home folder" : "a parent of the home folder"}`, {
-        exitCode: ExitCode.Refused,
-        fix: "pass the --prefix the node was installed with (never the home folder or /)",
-      });
+      throw new UserError(
+        `refusing to uninstall: the tool's ${name} folder would be ${r}, ${r === home ? "the home folder" : "a parent of the home folder"}`,
+        {
+          exitCode: ExitCode.Refused,
+          fix: "pass the --prefix the node was installed with (never the home folder or /)",
+        },
+      );
     }
   }
   // 2. The receipt's roots are exactly the tool's folders (a folder merely named rootless-k8s is not).
@@ -137,22 +150,34 @@ export function checkReceiptPaths(receipt: Receipt, own: OwnFolders): void {
     if (p === undefined) continue;
     const want = own.roots[key];
     if (!want || typeof p !== "string" || !path.isAbsolute(p) || resolvedDir(p) !== resolvedDir(want)) {
-      throw new UserError(`refusing to remove files: the receipt's ${ROOT_NAMES[key] ?? String(key)} folder "${String(p)}" is not the tool's ${ROOT_NAMES[key] ?? String(key)} folder ${want ?? "(none)"}`, {
-        fix: damaged,
-      });
+      throw new UserError(
+        `refusing to remove files: the receipt's ${ROOT_NAMES[key] ?? String(key)} folder "${String(p)}" is not the tool's ${ROOT_NAMES[key] ?? String(key)} folder ${want ?? "(none)"}`,
+        {
+          fix: damaged,
+        },
+      );
     }
   }
   // 3. Every listed path lies inside the tool's folders.
-  const listed = [...receipt.files.map((f) => f.path), ...Object.values(receipt.sets ?? {}).flatMap((s) => [...s.binaries.map((b) => b.path), s.binDir]), receipt.currentLink];
+  const listed = [
+    ...receipt.files.map((f) => f.path),
+    ...Object.values(receipt.sets ?? {}).flatMap((s) => [...s.binaries.map((b) => b.path), s.binDir]),
+    receipt.currentLink,
+  ];
   for (const p of listed) {
     if (!mayRemovePath(p, own)) {
-      throw new UserError(`refusing to uninstall: the receipt lists ${String(p)}, which lies outside the tool's own folders`, { fix: damaged });
+      throw new UserError(`refusing to uninstall: the receipt lists ${String(p)}, which lies outside the tool's own folders`, {
+        fix: damaged,
+      });
     }
   }
   // 4. Our context may only have been merged into ~/.kube/config.
   const m = receipt.kubeconfigMerge;
   if (m && (typeof m.file !== "string" || resolvedPath(m.file) !== resolvedPath(own.kubeconfig))) {
-    throw new UserError(`refusing to uninstall: the receipt's merged kubeconfig ${String(m.file)} is not ~/.kube/config (${own.kubeconfig})`, { fix: damaged });
+    throw new UserError(
+      `refusing to uninstall: the receipt's merged kubeconfig ${String(m.file)} is not ~/.kube/config (${own.kubeconfig})`,
+      { fix: damaged },
+    );
   }
 }
 

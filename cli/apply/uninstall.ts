@@ -92,7 +92,14 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
  * purge). `own`: the tool's folders computed from the environment; the receipt has passed
  * checkReceiptPaths against them.
  */
-export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: string, purge: boolean, lockDir: string, own: OwnFolders): Promise<UninstallReport> {
+export async function removeNode(
+  ctx: Context,
+  receipt: Receipt,
+  receiptFile: string,
+  purge: boolean,
+  lockDir: string,
+  own: OwnFolders,
+): Promise<UninstallReport> {
   const plan = receipt.plan as Plan | null;
   const systemd = systemdUser({ env: ctx.env });
   const removed: string[] = [];
@@ -133,7 +140,9 @@ export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: st
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
   await systemd.ensureReachable();
-  const ours = (plan ? allUnits(plan).filter((u) => !(plan.runtime.name === "docker" && u === plan.units.owner)) : receipt.units).filter((u) => /^[A-Za-z0-9@:._-]+$/.test(u));
+  const ours = (plan ? allUnits(plan).filter((u) => !(plan.runtime.name === "docker" && u === plan.units.owner)) : receipt.units).filter(
+    (u) => /^[A-Za-z0-9@:._-]+$/.test(u),
+  );
   const loaded = [];
   for (const u of ours) if ((await systemd.state(u)).loadState !== "not-found") loaded.push(u);
   if (loaded.length) {
@@ -163,13 +172,17 @@ export async function removeNode(ctx: Context, receipt: Receipt, receiptFile: st
     await gone([r.data]);
     if (await exists(own.cache)) await gone([own.cache]);
   }
-  const note = receipt.kubeconfigMerge ? await unmergeKubeconfig({ ...receipt.kubeconfigMerge, file: own.kubeconfig }, own.home, removed) : null;
+  const note = receipt.kubeconfigMerge
+    ? await unmergeKubeconfig({ ...receipt.kubeconfigMerge, file: own.kubeconfig }, own.home, removed)
+    : null;
   if (note) notes.push(note);
 
   // 5. The receipt: gone with a purge; otherwise it records what was kept, for a later --purge.
   const kept = [...(!purge && (await exists(r.data)) ? [r.data] : []), ...(keepPki ? [r.pki] : []), ...keptFiles];
   if (purge) {
-    const leftovers = (await fsp.readdir(r.state).catch(() => [] as string[])).map((n) => path.join(r.state, n)).filter((p) => p !== lockDir && p !== receiptFile);
+    const leftovers = (await fsp.readdir(r.state).catch(() => [] as string[]))
+      .map((n) => path.join(r.state, n))
+      .filter((p) => p !== lockDir && p !== receiptFile);
     await gone(leftovers);
     await fsp.rm(receiptFile, { force: true });
   } else {
@@ -223,7 +236,12 @@ export async function unmergeKubeconfig(m: KubeconfigMerge, home: string, remove
   const text = await fsp.readFile(m.file, "utf8").catch(() => null);
   if (text === null) return null;
   const YAML = await import("yaml");
-  type Doc = Record<string, unknown> & { clusters?: { name: string }[]; users?: { name: string }[]; contexts?: { name: string }[]; "current-context"?: string };
+  type Doc = Record<string, unknown> & {
+    clusters?: { name: string }[];
+    users?: { name: string }[];
+    contexts?: { name: string }[];
+    "current-context"?: string;
+  };
   let doc: Doc | null;
   try {
     const parsed: unknown = YAML.parse(text);
@@ -231,7 +249,8 @@ export async function unmergeKubeconfig(m: KubeconfigMerge, home: string, remove
   } catch {
     doc = null;
   }
-  if (!doc) return `${m.file} is no kubeconfig any more, so it was left as it is: take the context ${m.context} (cluster ${m.cluster}, user ${m.user}) out by hand`;
+  if (!doc)
+    return `${m.file} is no kubeconfig any more, so it was left as it is: take the context ${m.context} (cluster ${m.cluster}, user ${m.user}) out by hand`;
   const drop = <T extends { name: string }>(list: T[] | undefined, name: string) => (list ?? []).filter((e) => e.name !== name);
   const next = { ...doc, clusters: drop(doc.clusters, m.cluster), users: drop(doc.users, m.user), contexts: drop(doc.contexts, m.context) };
   if (next["current-context"] === m.context) delete next["current-context"];

@@ -57,7 +57,11 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const to = components.versions;
   const fromK8s = from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";
-  const origin = o.source.manifestFile ? `the manifest ${o.source.manifestFile}` : o.source.bundle ? `the bundle ${o.source.bundle}` : "this rootless-k8s's built-in manifest";
+  const origin = o.source.manifestFile
+    ? `the manifest ${o.source.manifestFile}`
+    : o.source.bundle
+      ? `the bundle ${o.source.bundle}`
+      : "this rootless-k8s's built-in manifest";
 
   if (o.to && o.to.replace(/^v/, "") !== toK8s) {
     throw new UserError(`--to ${o.to}: ${origin} offers Kubernetes ${toK8s}, not ${o.to.replace(/^v/, "")}`, {
@@ -79,12 +83,16 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
 
   // The new plan: the same choices (mode, runtime, ports, paths, node) on the new versions.
   const options = optionsFromPlan(from, ctx.env);
-  const prepared = await prepareNode({ command: "upgrade", env: ctx.env, plan: options, source: o.source, ignoreChecks: o.ignoreChecks }, {
-    async beforePlan(_facts, _diagnosis, blocking) {
-      refuseOnBlocking(out, blocking, "upgrade");
-      return options;
+  const prepared = await prepareNode(
+    { command: "upgrade", env: ctx.env, plan: options, source: o.source, ignoreChecks: o.ignoreChecks },
+    {
+      async beforePlan(_facts, _diagnosis, blocking) {
+        refuseOnBlocking(out, blocking, "upgrade");
+        return options;
+      },
     },
-  }, components);
+    components,
+  );
   const plan = prepared.plan;
   out.err(`${out.errStyle.bold("upgrade")} Kubernetes ${fromK8s} → ${toK8s} (version set ${receipt.current} → ${to.id})`);
   for (const line of await describeChanges(from, plan)) out.err(`  ${line}`);
@@ -111,7 +119,9 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     }
     const done = await readReceipt(plan.paths.receipt);
     if (done) await pruneSets(done, plan);
-    out.out(`✔ Node ${plan.node.name} is Ready on Kubernetes ${toK8s} (version set ${to.id}; previous ${receipt.current} kept for a rollback).`);
+    out.out(
+      `✔ Node ${plan.node.name} is Ready on Kubernetes ${toK8s} (version set ${to.id}; previous ${receipt.current} kept for a rollback).`,
+    );
     return ExitCode.Ok;
   } finally {
     await lock.release();
@@ -129,13 +139,19 @@ async function rollBack(ctx: Context, from: Plan, failed: Plan, cause: unknown, 
     const progress = await createProgress(out);
     await applyPlan(ctx, { plan: from, previous: receipt, components: null, progress, merge: false, timeoutMs, source: {} });
   } catch (e) {
-    throw new UserError(`upgrade to Kubernetes ${failed.versions.components.kubernetes} failed (${why}), and the rollback to ${from.versions.components.kubernetes} failed too: ${messageOf(e)}`, {
-      fix: "see `rootless-k8s status` and `rootless-k8s logs`; `rootless-k8s install --manifest FILE` with the old set's manifest restores it",
-    });
+    throw new UserError(
+      `upgrade to Kubernetes ${failed.versions.components.kubernetes} failed (${why}), and the rollback to ${from.versions.components.kubernetes} failed too: ${messageOf(e)}`,
+      {
+        fix: "see `rootless-k8s status` and `rootless-k8s logs`; `rootless-k8s install --manifest FILE` with the old set's manifest restores it",
+      },
+    );
   }
-  throw new UserError(`upgrade to Kubernetes ${failed.versions.components.kubernetes} failed (${why}); rolled back: the node is Ready on Kubernetes ${from.versions.components.kubernetes} again`, {
-    fix: "see the log lines above for why the new versions did not come up; nothing else was changed",
-  });
+  throw new UserError(
+    `upgrade to Kubernetes ${failed.versions.components.kubernetes} failed (${why}); rolled back: the node is Ready on Kubernetes ${from.versions.components.kubernetes} again`,
+    {
+      fix: "see the log lines above for why the new versions did not come up; nothing else was changed",
+    },
+  );
 }
 
 /** What an upgrade changes: component versions, and the units that restart (in order). */

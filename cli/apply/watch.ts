@@ -6,10 +6,16 @@ import type { SystemdUser, UnitState } from "./systemd";
 
 /** Thrown while waiting when a unit has failed. */
 export class UnitFailedError extends UserError {
-  constructor(readonly unit: string, readonly state: UnitState) {
-    super(`${unit} ${state.activeState === "failed" ? `failed (${state.result})` : `keeps restarting (${state.nRestarts} restarts, ${state.result})`}`, {
-      fix: "see the unit's last lines above; fix the cause, then re-run the same command (it resumes)",
-    });
+  constructor(
+    readonly unit: string,
+    readonly state: UnitState,
+  ) {
+    super(
+      `${unit} ${state.activeState === "failed" ? `failed (${state.result})` : `keeps restarting (${state.nRestarts} restarts, ${state.result})`}`,
+      {
+        fix: "see the unit's last lines above; fix the cause, then re-run the same command (it resumes)",
+      },
+    );
     this.name = "UnitFailedError";
   }
 }
@@ -40,5 +46,9 @@ export async function describeUnitFailure(systemd: SystemdUser, units: string[],
   if (!unit) return [`(every unit is active; the error was: ${messageOf(e)})`];
   const tail = await systemd.unitLogs(unit, 30);
   if (!tail.source) return [`${unit}: no log lines found (no journal entries and no log file)`];
-  return [`--- last ${tail.lines.length} lines of ${unit} (${tail.source === "journal" ? `journalctl --user -u ${unit} -n 30` : tail.source}) ---`, ...tail.lines, "---"];
+  return [
+    `--- last ${tail.lines.length} lines of ${unit} (${tail.source === "journal" ? `journalctl --user -u ${unit} -n 30` : tail.source}) ---`,
+    ...tail.lines,
+    "---",
+  ];
 }

@@ -22,12 +22,20 @@ tar: the files plus a manifest with their checksums and sizes. On the offline ma
 made from another manifest is refused there unless --trust-bundle is given.`,
   options: {
     output: { type: "string", short: "o", valueName: "FILE", description: "Write the bundle here (required)" },
-    arch: { type: "string", valueName: "ARCH", description: "Architecture of the offline machine (default: this machine's)", choices: ARCHES },
+    arch: {
+      type: "string",
+      valueName: "ARCH",
+      description: "Architecture of the offline machine (default: this machine's)",
+      choices: ARCHES,
+    },
     ...manifestOption,
     ...downloadOptions,
   },
   environment: downloadEnvironment,
-  examples: ["rootless-k8s bundle --arch amd64 -o rootless-k8s-amd64.tar", "rootless-k8s install --bundle rootless-k8s-amd64.tar   # on the offline machine"],
+  examples: [
+    "rootless-k8s bundle --arch amd64 -o rootless-k8s-amd64.tar",
+    "rootless-k8s install --bundle rootless-k8s-amd64.tar   # on the offline machine",
+  ],
 };
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
@@ -42,9 +50,14 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
   const artifacts = fetch.allArtifactsFor(manifest, arch);
   const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
-  const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
+  const fetched = await fetch.fetchArtifacts(artifacts, {
+    ...options,
+    progress: await fetch.createFetchProgress(ctx.out, artifacts.length),
+  });
   const written = await fetch.writeBundle(fetched, manifest, arch, file, ctx.signal);
-  ctx.out.out(`wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}`);
+  ctx.out.out(
+    `wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}`,
+  );
   ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);
   return ExitCode.Ok;
 }

@@ -56,9 +56,15 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
       const trust = opt.bool(args, "trust-bundle");
       if (trust && !bundle) throw new UsageError("--trust-bundle needs --bundle FILE", spec.name);
       const manifest = bundle && trust ? await fetch.readBundleManifest(bundle, ctx.signal) : cli.manifestFrom(args);
-      const artifacts = fetch.selectArtifacts(manifest, cli.selectionFrom(args, () => hostArch()));
+      const artifacts = fetch.selectArtifacts(
+        manifest,
+        cli.selectionFrom(args, () => hostArch()),
+      );
       const options = { ...cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name), ...(bundle ? { bundle, trustBundle: trust } : {}) };
-      const fetched = await fetch.fetchArtifacts(artifacts, { ...options, progress: await fetch.createFetchProgress(ctx.out, artifacts.length) });
+      const fetched = await fetch.fetchArtifacts(artifacts, {
+        ...options,
+        progress: await fetch.createFetchProgress(ctx.out, artifacts.length),
+      });
       const downloaded = fetched.filter((f) => f.source === "network");
       const files = `${fetched.length} file${fetched.length === 1 ? "" : "s"}`;
       ctx.out.out(`${files} verified in ${dir} (${downloaded.length} downloaded, ${fetched.length - downloaded.length} already cached)`);
@@ -85,7 +91,9 @@ async function list(ctx: Context, args: Parsed, dir: string): Promise<number> {
   }
   for (const e of entries) {
     const what = names.get(e.value) ?? "not in this manifest";
-    ctx.out.out(`${e.algorithm}:${e.value.slice(0, 12)}  ${fetch.formatBytes(e.size).padStart(9)}  ${e.partial ? "partial download" : what}`);
+    ctx.out.out(
+      `${e.algorithm}:${e.value.slice(0, 12)}  ${fetch.formatBytes(e.size).padStart(9)}  ${e.partial ? "partial download" : what}`,
+    );
   }
   ctx.out.out(`total ${fetch.formatBytes(entries.reduce((n, e) => n + e.size, 0))} in ${dir}`);
   return ExitCode.Ok;

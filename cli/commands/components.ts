@@ -21,7 +21,11 @@ side files compared with it, and the binaries taken from it. Nothing is download
     json: { type: "boolean", description: "Print the same as JSON" },
   },
   environment: [{ name: "XDG_CACHE_HOME", description: "Where cached sizes are read: $XDG_CACHE_HOME/rootless-k8s" }],
-  examples: ["rootless-k8s components", "rootless-k8s versions --runtime crio --json", "rootless-k8s components --manifest ./private.json --arch arm64"],
+  examples: [
+    "rootless-k8s components",
+    "rootless-k8s versions --runtime crio --json",
+    "rootless-k8s components --manifest ./private.json --arch arm64",
+  ],
 };
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {

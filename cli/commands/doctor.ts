@@ -18,7 +18,8 @@ import type { Context } from "../context";
 export const spec: CommandSpec = {
   name: "doctor",
   summary: "Check whether this host can run a rootless node, and how to fix it",
-  usage: "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]  |  rootless-k8s doctor --node [--json]",
+  usage:
+    "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]  |  rootless-k8s doctor --node [--json]",
   description: `
 Reads the host (nothing is changed) and prints one line per check: ok, warn, fail or skip, with the
 exact fix, root commands kept apart from your own. Then the verdict: delegated (cgroup v2 with cpu,
@@ -29,13 +30,29 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
   options: {
     json: { type: "boolean", description: "Print the result as JSON (schemaVersion 1, see docs/doctor-json.md)" },
     "root-script": { type: "boolean", description: "Print only the root-side fixes as one script, for review then `| sudo sh`" },
-    user: { type: "string", valueName: "NAME|UID", description: "Evaluate the host for this user (subids, delegation, linger); default: you" },
-    root: { type: "string", valueName: "DIR", description: "Read host files under DIR instead of / (a mounted system image); no commands are run" },
+    user: {
+      type: "string",
+      valueName: "NAME|UID",
+      description: "Evaluate the host for this user (subids, delegation, linger); default: you",
+    },
+    root: {
+      type: "string",
+      valueName: "DIR",
+      description: "Read host files under DIR instead of / (a mounted system image); no commands are run",
+    },
     "data-dir": { type: "string", valueName: "DIR", description: "Folder the node's data would live in (free space, file system)" },
-    node: { type: "boolean", description: "Check the installed node as it runs: units, readiness, owner cgroup, snapshotter in use, ports, linger" },
+    node: {
+      type: "boolean",
+      description: "Check the installed node as it runs: units, readiness, owner cgroup, snapshotter in use, ports, linger",
+    },
     prefix: { type: "string", valueName: "DIR", description: "With --node: the --prefix the node was installed with" },
   },
-  examples: ["rootless-k8s doctor", "rootless-k8s doctor --root-script | sudo sh", "sudo rootless-k8s doctor --user alice", "rootless-k8s doctor --json | jq .mode"],
+  examples: [
+    "rootless-k8s doctor",
+    "rootless-k8s doctor --root-script | sudo sh",
+    "sudo rootless-k8s doctor --user alice",
+    "rootless-k8s doctor --json | jq .mode",
+  ],
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
@@ -49,8 +66,21 @@ async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }
   const checks = runChecks(nodeChecks, await nodeFacts(receipt, ctx.env));
   const failed = doctor.anyFailed(checks);
   if (opts.json) {
-    const shown = checks.map(({ id, label, status, summary, fix, details }) => ({ id, label, status, summary, fix, ...(details ? { details } : {}) }));
-    ctx.out.out(JSON.stringify({ schemaVersion: 1, node: receipt.plan.node.name, mode: receipt.plan.mode.name, healthy: !failed, checks: shown }, null, 2));
+    const shown = checks.map(({ id, label, status, summary, fix, details }) => ({
+      id,
+      label,
+      status,
+      summary,
+      fix,
+      ...(details ? { details } : {}),
+    }));
+    ctx.out.out(
+      JSON.stringify(
+        { schemaVersion: 1, node: receipt.plan.node.name, mode: receipt.plan.mode.name, healthy: !failed, checks: shown },
+        null,
+        2,
+      ),
+    );
   } else {
     const s = ctx.out.style;
     ctx.out.out(s.bold(`Node ${receipt.plan.node.name} (mode ${receipt.plan.mode.name})`));
@@ -65,7 +95,8 @@ async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
   if (json && script) throw new UsageError("--json and --root-script cannot be combined", spec.name);
   const root = opt.str(parsed, "root");
   const dataDir = opt.str(parsed, "data-dir");
-  if (dataDir !== undefined && !dataDir.startsWith("/")) throw new UsageError(`--data-dir must be an absolute path (got "${dataDir}")`, spec.name);
+  if (dataDir !== undefined && !dataDir.startsWith("/"))
+    throw new UsageError(`--data-dir must be an absolute path (got "${dataDir}")`, spec.name);
   if (root !== undefined) {
     if (!statSync(root, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--root ${root}: no such directory`, spec.name);
   }

@@ -57,6 +57,9 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
       }
     },
   });
-  if (unverified) ctx.out.err(`note: the runtime's CRI (${plan.runtime.criSocket}) did not answer, so the names were not checked against what the kubelet sees`);
+  if (unverified)
+    ctx.out.err(
+      `note: the runtime's CRI (${plan.runtime.criSocket}) did not answer, so the names were not checked against what the kubelet sees`,
+    );
   return ExitCode.Ok;
 }

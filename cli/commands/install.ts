@@ -34,20 +34,48 @@ would get below DIR, at its real path (DIR/home/you/.config/...), for review. Ex
 run: 0 when install would go ahead, 3 when it would refuse (a failing check or a bad plan).`,
   options: {
     "dry-run": { type: "boolean", description: "Show the plan and change nothing" },
-    output: { type: "string", valueName: "DIR", description: "With --dry-run: write every rendered file below DIR, mirroring its target path" },
+    output: {
+      type: "string",
+      valueName: "DIR",
+      description: "With --dry-run: write every rendered file below DIR, mirroring its target path",
+    },
     json: { type: "boolean", description: "With --dry-run: print the plan and the files as JSON" },
-    mode: { type: "string", valueName: "MODE", choices: ["delegated", "none"], description: "Cgroup mode; only delegated → none can be forced" },
-    runtime: { type: "string", valueName: "NAME", choices: ["containerd", "crio", "docker"], description: "Container runtime (default containerd)" },
+    mode: {
+      type: "string",
+      valueName: "MODE",
+      choices: ["delegated", "none"],
+      description: "Cgroup mode; only delegated → none can be forced",
+    },
+    runtime: {
+      type: "string",
+      valueName: "NAME",
+      choices: ["containerd", "crio", "docker"],
+      description: "Container runtime (default containerd)",
+    },
     "runtime-bin": { type: "string", valueName: "PATH", description: "Use this containerd (1.6 or later) instead of the bundled one" },
-    network: { type: "string", valueName: "DRIVER", choices: ["slirp4netns", "pasta", "builtin"], description: "RootlessKit network driver (default: the best this host has)" },
+    network: {
+      type: "string",
+      valueName: "DRIVER",
+      choices: ["slirp4netns", "pasta", "builtin"],
+      description: "RootlessKit network driver (default: the best this host has)",
+    },
     "api-port": { type: "string", valueName: "PORT", description: "Host port for the API server (default 6443)" },
     prefix: { type: "string", valueName: "DIR", description: "Keep binaries, data, config and PKI below DIR instead of the XDG folders" },
     "node-name": { type: "string", valueName: "NAME", description: "Node name (default: the host name)" },
     "taint-none": { type: "boolean", description: "In mode none, also taint the node rootless-k8s.io/resource-isolation=none:NoSchedule" },
-    "pki-algorithm": { type: "string", valueName: "ALG", choices: ["ecdsa-p256", "rsa-2048"], description: "Key algorithm of the PKI (default ecdsa-p256)" },
+    "pki-algorithm": {
+      type: "string",
+      valueName: "ALG",
+      choices: ["ecdsa-p256", "rsa-2048"],
+      description: "Key algorithm of the PKI (default ecdsa-p256)",
+    },
     yes: { type: "boolean", short: "y", description: "Answer yes to every question; never prompt" },
     "ignore-check": { type: "string", valueName: "ID", multiple: true, description: "Go ahead although this doctor check fails" },
-    timeout: { type: "string", valueName: "DURATION", description: "How long to wait for the node to be Ready: seconds, or 90s, 5m (default 5m)" },
+    timeout: {
+      type: "string",
+      valueName: "DURATION",
+      description: "How long to wait for the node to be Ready: seconds, or 90s, 5m (default 5m)",
+    },
     mirror: mirrorOption,
     manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one" },
     bundle: { type: "string", valueName: "FILE", description: "Install offline from a bundle written by `rootless-k8s bundle`" },
@@ -94,7 +122,8 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
   }
   const timeoutText = opt.str(parsed, "timeout");
   const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
-  if (timeoutSeconds === null) throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
+  if (timeoutSeconds === null)
+    throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
   const nodeName = opt.str(parsed, "node-name");
   const runtimeBin = opt.str(parsed, "runtime-bin");
   const prefix = opt.str(parsed, "prefix");
@@ -114,7 +143,8 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
   // A mirror that is no http(s) URL is bad usage (exit 2), refused before doctor runs.
   mirrorFrom(opt.str(parsed, "mirror"), ctx.env);
   const unknown = unknownCheckIds(ignoreChecks);
-  if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
+  if (unknown.length)
+    throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return {
     command: "install",
     env: ctx.env,
@@ -150,10 +180,12 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
   const read = (f: string) => readFile(f, "utf8").catch(() => null);
   const pki = await generatePki(plan, { existing: await readPki(plan, read) });
   const files = renderNode(plan, pki);
-  const states = await Promise.all(files.map(async (f): Promise<FileState> => {
-    const now = await read(f.path);
-    return now === null ? "new" : now === f.content.toString() ? "unchanged" : "changed";
-  }));
+  const states = await Promise.all(
+    files.map(async (f): Promise<FileState> => {
+      const now = await read(f.path);
+      return now === null ? "new" : now === f.content.toString() ? "unchanged" : "changed";
+    }),
+  );
   if (o.output) await writeOutput(o.output, plan, files);
 
   if (o.json) {
@@ -189,11 +221,15 @@ async function dryRun(ctx: Context, o: InstallOptions): Promise<number> {
   const counts = { new: 0, changed: 0, unchanged: 0 };
   for (const st of states) counts[st]++;
   ctx.out.out(s.bold(`Files (${files.length}: ${counts.new} new, ${counts.changed} changed, ${counts.unchanged} unchanged)`));
-  files.forEach((f, i) => ctx.out.out(`  ${states[i]!.padEnd(9)} ${`0${f.mode.toString(8)}`.padEnd(5)} ${f.kind.padEnd(10)} ${tildify(f.path, plan.paths.home)}`));
+  files.forEach((f, i) =>
+    ctx.out.out(`  ${states[i]!.padEnd(9)} ${`0${f.mode.toString(8)}`.padEnd(5)} ${f.kind.padEnd(10)} ${tildify(f.path, plan.paths.home)}`),
+  );
   if (o.output) ctx.out.out(`\nWrote them below ${o.output}.`);
   ctx.out.out("");
   if (blocking.length) {
-    ctx.out.out(s.bold(`Install would stop: ${blocking.length} doctor check${blocking.length > 1 ? "s" : ""} fail${blocking.length > 1 ? "" : "s"}`));
+    ctx.out.out(
+      s.bold(`Install would stop: ${blocking.length} doctor check${blocking.length > 1 ? "s" : ""} fail${blocking.length > 1 ? "" : "s"}`),
+    );
     for (const l of showOutcomes(blocking, s, { name: "id" })) ctx.out.out(l);
     ctx.out.out(`Fix them (\`rootless-k8s doctor\` explains each), or name them with --ignore-check ID.`);
     return ExitCode.Refused;

@@ -62,7 +62,10 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const follow = opt.bool(parsed, "follow");
   const args =
     plan.logging.to === "journal"
-      ? { cmd: "journalctl", argv: ["--user", ...units.flatMap((u) => ["-u", u]), "-n", String(lines), "--no-pager", ...(follow ? ["-f"] : [])] }
+      ? {
+          cmd: "journalctl",
+          argv: ["--user", ...units.flatMap((u) => ["-u", u]), "-n", String(lines), "--no-pager", ...(follow ? ["-f"] : [])],
+        }
       : { cmd: "tail", argv: ["-n", String(lines), ...(follow ? ["-F"] : []), ...units.map((u) => unitLogFile(plan.paths.logDir, u))] };
   return new Promise((resolve) => {
     const child = spawn(args.cmd, args.argv, { stdio: "inherit", env: ctx.env });

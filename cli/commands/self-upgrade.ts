@@ -21,13 +21,19 @@ unless --insecure-http. The old binary stays beside it as
 This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
   options: {
     to: { type: "string", valueName: "VERSION", description: "Install this version (also older ones) instead of the latest" },
-    "dry-run": { type: "boolean", description: "Download and verify the new binary (signature, SHA-256), but neither run it nor replace this one" },
+    "dry-run": {
+      type: "boolean",
+      description: "Download and verify the new binary (signature, SHA-256), but neither run it nor replace this one",
+    },
     "insecure-http": { type: "boolean", description: "Accept a plain http:// release base (the signature is still checked)" },
     force: { type: "boolean", description: "Reinstall even when this version is already running" },
     "base-url": { type: "string", valueName: "URL", description: `Release base to download from (default ${DEFAULT_DOWNLOAD_URL})` },
     "ca-file": caFileOption,
   },
-  environment: [{ name: "ROOTLESS_K8S_DOWNLOAD_URL", description: "Release base, when --base-url is not given (mirrors)" }, ...networkEnvironment],
+  environment: [
+    { name: "ROOTLESS_K8S_DOWNLOAD_URL", description: "Release base, when --base-url is not given (mirrors)" },
+    ...networkEnvironment,
+  ],
   examples: [`${BIN_NAME} self-upgrade`, `${BIN_NAME} self-upgrade --dry-run`, `${BIN_NAME} self-upgrade --to 0.2.0`],
 };
 

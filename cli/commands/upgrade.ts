@@ -35,24 +35,35 @@ a failing doctor check), 4/5 download verification or network failure (nothing w
     "ca-file": caFileOption,
     "dry-run": { type: "boolean", description: "Show what would change (versions, files, restarts) and change nothing" },
     yes: { type: "boolean", short: "y", description: "Do not ask for confirmation" },
-    timeout: { type: "string", valueName: "DURATION", description: "How long to wait for Ready before rolling back: seconds, or 90s, 5m (default 5m)" },
+    timeout: {
+      type: "string",
+      valueName: "DURATION",
+      description: "How long to wait for Ready before rolling back: seconds, or 90s, 5m (default 5m)",
+    },
     "ignore-check": { type: "string", valueName: "ID", multiple: true, description: "Go ahead although this doctor check fails" },
     prefix: { type: "string", valueName: "DIR", description: "The --prefix the node was installed with" },
   },
-  examples: ["rootless-k8s upgrade --dry-run", "rootless-k8s upgrade --to 1.37.0 --manifest k8s-1.37.0.json", "rootless-k8s self-upgrade && rootless-k8s upgrade"],
+  examples: [
+    "rootless-k8s upgrade --dry-run",
+    "rootless-k8s upgrade --to 1.37.0 --manifest k8s-1.37.0.json",
+    "rootless-k8s self-upgrade && rootless-k8s upgrade",
+  ],
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const timeoutText = opt.str(parsed, "timeout");
   const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
-  if (timeoutSeconds === null) throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
+  if (timeoutSeconds === null)
+    throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
   const to = opt.str(parsed, "to");
-  if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to)) throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
+  if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to))
+    throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
   const ignoreChecks = opt.list(parsed, "ignore-check");
   // A mirror that is no http(s) URL is bad usage (exit 2), refused before the receipt is read.
   mirrorFrom(opt.str(parsed, "mirror"), ctx.env);
   const unknown = unknownCheckIds(ignoreChecks);
-  if (unknown.length) throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
+  if (unknown.length)
+    throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return upgradeNode(ctx, {
     to,
     source: {

@@ -7,7 +7,12 @@ import type { CheckOutcome } from "./check";
  * ports of the node being re-installed or upgraded (it holds them itself), and for an install
  * without --api-port the default API port (install then asks for another one).
  */
-export function blockingFailures(outcomes: readonly CheckOutcome[], ignore: readonly string[], ownPorts: readonly number[], busyPorts: readonly number[]): CheckOutcome[] {
+export function blockingFailures(
+  outcomes: readonly CheckOutcome[],
+  ignore: readonly string[],
+  ownPorts: readonly number[],
+  busyPorts: readonly number[],
+): CheckOutcome[] {
   const own = new Set(ownPorts);
   return outcomes.filter((o) => o.status === "fail" && !ignore.includes(o.id) && !(o.id === "ports" && busyPorts.every((p) => own.has(p))));
 }

@@ -52,7 +52,12 @@ export function runChecks<F>(checks: readonly Check<F>[], facts: F): CheckOutcom
 }
 
 /** Shorthands for check bodies. */
-export const ok = (summary: string, details?: string[]): CheckResult => ({ status: "ok", summary, fix: null, ...(details ? { details } : {}) });
+export const ok = (summary: string, details?: string[]): CheckResult => ({
+  status: "ok",
+  summary,
+  fix: null,
+  ...(details ? { details } : {}),
+});
 export const skip = (summary: string): CheckResult => ({ status: "skip", summary, fix: null });
 export function warn(summary: string, fix: Partial<Fix> | null = null, details?: string[]): CheckResult {
   return { status: "warn", summary, fix: fix && { root: fix.root ?? [], user: fix.user ?? [] }, ...(details ? { details } : {}) };

@@ -10,7 +10,13 @@ const PACKAGES = {
   getcap: { debian: "libcap2-bin", rhel: "libcap", suse: "libcap-progs", arch: "libcap", alpine: "libcap-utils" },
   dbusUserSession: { debian: "dbus-user-session", rhel: "dbus-daemon", suse: "dbus-1", arch: "dbus", alpine: "dbus" },
   iptables: { debian: "iptables", rhel: "iptables", suse: "iptables", arch: "iptables", alpine: "iptables" },
-  fuseOverlayfs: { debian: "fuse-overlayfs", rhel: "fuse-overlayfs", suse: "fuse-overlayfs", arch: "fuse-overlayfs", alpine: "fuse-overlayfs" },
+  fuseOverlayfs: {
+    debian: "fuse-overlayfs",
+    rhel: "fuse-overlayfs",
+    suse: "fuse-overlayfs",
+    arch: "fuse-overlayfs",
+    alpine: "fuse-overlayfs",
+  },
 } satisfies Record<string, Record<Exclude<Family, "other">, string>>;
 
 export type PackageKey = keyof typeof PACKAGES;
@@ -99,7 +105,8 @@ export function apparmorProfileFix(attach: string, user: string): string[] {
 /** Switching a host to cgroup v2 is a boot parameter and a reboot: shown, never scripted. */
 export function cgroupV2BootFix(facts: Facts): string[] {
   const arg = "systemd.unified_cgroup_hierarchy=1";
-  if (facts.kernel.wsl === 2) return [`# in %UserProfile%\\.wslconfig on Windows: [wsl2] kernelCommandLine = cgroup_no_v1=all ${arg}`, "# then: wsl.exe --shutdown"];
+  if (facts.kernel.wsl === 2)
+    return [`# in %UserProfile%\\.wslconfig on Windows: [wsl2] kernelCommandLine = cgroup_no_v1=all ${arg}`, "# then: wsl.exe --shutdown"];
   switch (facts.distro.family) {
     case "rhel":
       return [`grubby --update-kernel=ALL --args=${arg}`, "reboot"];

@@ -32,7 +32,13 @@ export function doctorJson(facts: Facts, d: Diagnosis): object {
     reasons: d.reasons,
     givesUp: d.givesUp,
     host: {
-      distro: { id: facts.distro.id, versionId: facts.distro.versionId, idLike: facts.distro.idLike, prettyName: facts.distro.prettyName, family: facts.distro.family },
+      distro: {
+        id: facts.distro.id,
+        versionId: facts.distro.versionId,
+        idLike: facts.distro.idLike,
+        prettyName: facts.distro.prettyName,
+        family: facts.distro.family,
+      },
       kernel: { release: facts.kernel.release, wsl: facts.kernel.wsl },
       arch: facts.arch,
       cgroup: { mode: c.mode, delegatedControllers: c.mode === "v2" ? (c.userControllers ?? []) : [] },
@@ -40,7 +46,12 @@ export function doctorJson(facts: Facts, d: Diagnosis): object {
       systemd: { version: facts.systemd.version, userManager: facts.systemd.userManager, linger: facts.systemd.linger === true },
       runtimes,
     },
-    checks: d.outcomes.map((o) => ({ id: o.id, status: o.status, summary: o.summary, fix: o.fix && o.fix.root.length + o.fix.user.length > 0 ? { root: o.fix.root, user: o.fix.user } : null })),
+    checks: d.outcomes.map((o) => ({
+      id: o.id,
+      status: o.status,
+      summary: o.summary,
+      fix: o.fix && o.fix.root.length + o.fix.user.length > 0 ? { root: o.fix.root, user: o.fix.user } : null,
+    })),
     notes: facts.notes,
   };
 }

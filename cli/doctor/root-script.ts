@@ -26,7 +26,23 @@ export function rootScript(outcomes: readonly CheckOutcome[], facts: Facts): str
     `# rootless-k8s doctor: root-side fixes for ${facts.user.name} (uid ${facts.user.uid}) on ${facts.distro.prettyName ?? facts.distro.id}.`,
     "# Review it, then run it as root: rootless-k8s doctor --root-script | sudo sh",
   ];
-  if (facts.user.uid === 0) return [...head, "# Nothing to fix for root itself: the node runs as an ordinary user.", "# Run: rootless-k8s doctor --user NAME --root-script, for the user who will run the node.", ""].join("\n");
+  if (facts.user.uid === 0)
+    return [
+      ...head,
+      "# Nothing to fix for root itself: the node runs as an ordinary user.",
+      "# Run: rootless-k8s doctor --user NAME --root-script, for the user who will run the node.",
+      "",
+    ].join("\n");
   if (!from.length) return [...head, "# Nothing to fix as root.", ""].join("\n");
-  return [...head, `# Fixes for: ${from.join(", ")}`, "set -eu", "", ...lines, ...reloads, "", `echo "rootless-k8s: root-side fixes applied; now run: rootless-k8s doctor (as ${facts.user.name})"`, ""].join("\n");
+  return [
+    ...head,
+    `# Fixes for: ${from.join(", ")}`,
+    "set -eu",
+    "",
+    ...lines,
+    ...reloads,
+    "",
+    `echo "rootless-k8s: root-side fixes applied; now run: rootless-k8s doctor (as ${facts.user.name})"`,
+    "",
+  ].join("\n");
 }

@@ -143,8 +143,7 @@ export async function importFromBundle(
           const r = { ...cached, verification: `${cached.verification} (bundle not needed)` };
           results.set(a.id, r);
           opts.progress?.done?.(r);
-        }
-        else wanted.set(chosen.path, chosen.artifact);
+        } else wanted.set(chosen.path, chosen.artifact);
       }
       return;
     }
@@ -171,7 +170,12 @@ export async function importFromBundle(
 }
 
 /** The artifact to take from the bundle for `a`, and its path in the bundle. */
-function chooseArtifact(a: ResolvedArtifact, index: BundleIndex & { manifest: Manifest }, file: string, trust: boolean): { artifact: ResolvedArtifact; path: string } {
+function chooseArtifact(
+  a: ResolvedArtifact,
+  index: BundleIndex & { manifest: Manifest },
+  file: string,
+  trust: boolean,
+): { artifact: ResolvedArtifact; path: string } {
   if (index.arch !== a.arch) {
     throw new UserError(`bundle ${file} is for ${index.arch}, but ${a.arch} is needed`, {
       exitCode: ExitCode.Refused,
@@ -203,7 +207,13 @@ function chooseArtifact(a: ResolvedArtifact, index: BundleIndex & { manifest: Ma
   return { artifact: own, path: entry.path };
 }
 
-async function copyVerified(entry: AsyncIterable<Buffer>, a: ResolvedArtifact, layout: CacheLayout, file: string, signal: AbortSignal): Promise<FetchedArtifact> {
+async function copyVerified(
+  entry: AsyncIterable<Buffer>,
+  a: ResolvedArtifact,
+  layout: CacheLayout,
+  file: string,
+  signal: AbortSignal,
+): Promise<FetchedArtifact> {
   const part = layout.part(a.checksum);
   const dest = layout.blob(a.checksum);
   await fsp.mkdir(dirname(part), { recursive: true });
@@ -220,10 +230,13 @@ async function copyVerified(entry: AsyncIterable<Buffer>, a: ResolvedArtifact, l
   const actual = hash.digest("hex");
   if (actual !== a.checksum.value) {
     await fsp.rm(part, { force: true });
-    throw new UserError(`bundle ${file}: ${a.label} does not match its checksum: expected ${a.checksum.algorithm} ${a.checksum.value}, got ${actual}`, {
-      exitCode: ExitCode.Verification,
-      fix: "the bundle is damaged or was altered: nothing from it was installed. Copy it again or make a new one",
-    });
+    throw new UserError(
+      `bundle ${file}: ${a.label} does not match its checksum: expected ${a.checksum.algorithm} ${a.checksum.value}, got ${actual}`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "the bundle is damaged or was altered: nothing from it was installed. Copy it again or make a new one",
+      },
+    );
   }
   await fsp.rename(part, dest);
   return { artifact: a, file: dest, size, source: "bundle", verification: `${pinText(a)}, re-checked from the bundle` };
@@ -236,7 +249,10 @@ async function walkBundle(
 ): Promise<void> {
   const st = await fsp.stat(file).catch(() => null);
   if (!st?.isFile()) {
-    throw new UserError(`bundle ${file} not found`, { exitCode: ExitCode.Usage, fix: "pass the path of a file made by `rootless-k8s bundle` to --bundle" });
+    throw new UserError(`bundle ${file} not found`, {
+      exitCode: ExitCode.Usage,
+      fix: "pass the path of a file made by `rootless-k8s bundle` to --bundle",
+    });
   }
   try {
     await walkTar(file, visit, signal);
@@ -258,7 +274,8 @@ async function parseIndexEntry(file: string, entry: ReadEntry, path: string): Pr
   } catch (e) {
     throw notABundle(file, `${BUNDLE_INDEX} is not valid JSON (${messageOf(e)})`);
   }
-  if (data.kind !== "rootless-k8s-bundle" || data.schema !== 1) throw notABundle(file, `${BUNDLE_INDEX} is not a schema 1 rootless-k8s bundle index`);
+  if (data.kind !== "rootless-k8s-bundle" || data.schema !== 1)
+    throw notABundle(file, `${BUNDLE_INDEX} is not a schema 1 rootless-k8s bundle index`);
   if (data.arch !== "amd64" && data.arch !== "arm64") throw notABundle(file, `its arch "${String(data.arch)}" is unknown`);
   const manifest = parseManifest(data.manifest, `bundle ${file}`);
   if (!Array.isArray(data.files)) throw notABundle(file, "its file list is missing");

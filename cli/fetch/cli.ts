@@ -9,11 +9,23 @@ import { MIRROR_ENV, mirrorFrom } from "./mirror";
 import { ARCHES, NETWORKS, RUNTIMES, type Arch, type Manifest, type Network, type Runtime, type Selection } from "./types";
 
 export const manifestOption: Record<string, OptionSpec> = {
-  manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one (docs/manifest.md)" },
+  manifest: {
+    type: "string",
+    valueName: "FILE",
+    description: "Use this components manifest instead of the built-in one (docs/manifest.md)",
+  },
 };
 
-export const mirrorOption: OptionSpec = { type: "string", valueName: "URL", description: `Download from this mirror, keeping upstream paths (also ${MIRROR_ENV})` };
-export const caFileOption: OptionSpec = { type: "string", valueName: "FILE", description: "Also trust the CA certificates in this PEM file (proxies, private mirrors)" };
+export const mirrorOption: OptionSpec = {
+  type: "string",
+  valueName: "URL",
+  description: `Download from this mirror, keeping upstream paths (also ${MIRROR_ENV})`,
+};
+export const caFileOption: OptionSpec = {
+  type: "string",
+  valueName: "FILE",
+  description: "Also trust the CA certificates in this PEM file (proxies, private mirrors)",
+};
 
 export const downloadOptions: Record<string, OptionSpec> = {
   mirror: mirrorOption,

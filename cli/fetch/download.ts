@@ -220,9 +220,15 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   const length = lengthHeader === undefined ? Number.NaN : Number(lengthHeader);
   const total = range?.total ?? (Number.isFinite(length) && length >= 0 ? offset + length : undefined);
   // Never more than the pinned size, else the announced one, else MAX_UNSIZED_DOWNLOAD.
-  if ((pinned !== undefined && total !== undefined && total !== pinned) || (pinned === undefined && total !== undefined && total > MAX_UNSIZED_DOWNLOAD)) {
+  if (
+    (pinned !== undefined && total !== undefined && total !== pinned) ||
+    (pinned === undefined && total !== undefined && total > MAX_UNSIZED_DOWNLOAD)
+  ) {
     res.body.destroy();
-    throw new SizeRefused(job, `the server announces ${total} bytes, ${pinned !== undefined ? `the manifest pins ${pinned}` : `more than the ${formatBytes(MAX_UNSIZED_DOWNLOAD)} allowed without a pinned size`}`);
+    throw new SizeRefused(
+      job,
+      `the server announces ${total} bytes, ${pinned !== undefined ? `the manifest pins ${pinned}` : `more than the ${formatBytes(MAX_UNSIZED_DOWNLOAD)} allowed without a pinned size`}`,
+    );
   }
   const maxBytes = (pinned ?? total ?? MAX_UNSIZED_DOWNLOAD) - offset;
   job.onStart?.(total, offset);
@@ -232,7 +238,10 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   } catch (e) {
     state.diskError = sink.fileError;
     if (e instanceof BodyTooLongError) {
-      throw new SizeRefused(job, `the server sent more than ${pinned !== undefined ? `the pinned ${pinned}` : total !== undefined ? `the announced ${total}` : formatBytes(MAX_UNSIZED_DOWNLOAD)} bytes; the transfer was cut there`);
+      throw new SizeRefused(
+        job,
+        `the server sent more than ${pinned !== undefined ? `the pinned ${pinned}` : total !== undefined ? `the announced ${total}` : formatBytes(MAX_UNSIZED_DOWNLOAD)} bytes; the transfer was cut there`,
+      );
     }
     throw e;
   }
@@ -266,10 +275,13 @@ export class ChecksumMismatch extends Error {
   }
   toUserError(): UserError {
     const { label, checksum, url } = this.job;
-    return new UserError(`checksum mismatch for ${label}: expected ${checksum.algorithm} ${checksum.value}, got ${this.actual} (from ${url})`, {
-      exitCode: ExitCode.Verification,
-      fix: "nothing was installed and the bad download was deleted; re-run to fetch it again. If it happens again, the server or mirror serves a different file than the pinned one",
-    });
+    return new UserError(
+      `checksum mismatch for ${label}: expected ${checksum.algorithm} ${checksum.value}, got ${this.actual} (from ${url})`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "nothing was installed and the bad download was deleted; re-run to fetch it again. If it happens again, the server or mirror serves a different file than the pinned one",
+      },
+    );
   }
 }
 
@@ -316,7 +328,9 @@ async function removePart(job: Pick<DownloadJob, "part" | "meta">): Promise<void
 
 async function interrupted(job: DownloadJob): Promise<InterruptedError> {
   const kept = (await fsp.stat(job.part).catch(() => null))?.size ?? 0;
-  return new InterruptedError(`interrupted while downloading ${job.label}${kept ? ` (${formatBytes(kept)} kept; re-running resumes it)` : ""}`);
+  return new InterruptedError(
+    `interrupted while downloading ${job.label}${kept ? ` (${formatBytes(kept)} kept; re-running resumes it)` : ""}`,
+  );
 }
 
 function diskError(job: DownloadJob, e: NodeJS.ErrnoException): UserError {

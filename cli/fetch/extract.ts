@@ -31,7 +31,11 @@ const BINARY_MODE = 0o755;
  * Writes the binaries of `fetched` into `destBinDir` (created or replaced as a whole).
  * Throws UserError exit 4 for an unsafe or incomplete archive, 130 when aborted.
  */
-export async function installBinaries(fetched: FetchedArtifact[], destBinDir: string, opts: { signal?: AbortSignal } = {}): Promise<InstalledBinary[]> {
+export async function installBinaries(
+  fetched: FetchedArtifact[],
+  destBinDir: string,
+  opts: { signal?: AbortSignal } = {},
+): Promise<InstalledBinary[]> {
   const parent = dirname(destBinDir);
   await fsp.mkdir(parent, { recursive: true, mode: 0o755 });
   const tmp = await fsp.mkdtemp(join(parent, `.${basename(destBinDir)}.new-`));
@@ -81,7 +85,8 @@ async function writeArtifact(f: FetchedArtifact, into: string, signal?: AbortSig
           entry.resume();
           return;
         }
-        if (!isRegularFile(entry)) throw new UnsafeArchiveError(`the member "${entry.path}" (${b.name}) is a ${entry.type}, not a regular file`);
+        if (!isRegularFile(entry))
+          throw new UnsafeArchiveError(`the member "${entry.path}" (${b.name}) is a ${entry.type}, not a regular file`);
         wanted.delete(path);
         done.push(record(b, await writeFile(entry, await targetOf(b), walk)));
       },

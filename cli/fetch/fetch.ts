@@ -51,7 +51,11 @@ export async function fetchArtifacts(artifacts: ResolvedArtifact[], opts: FetchO
   let ok = false;
   try {
     const result = opts.bundle
-      ? await importFromBundle(artifacts, opts.bundle, layout, { trustBundle: opts.trustBundle === true, signal: opts.signal, progress: opts.progress })
+      ? await importFromBundle(artifacts, opts.bundle, layout, {
+          trustBundle: opts.trustBundle === true,
+          signal: opts.signal,
+          progress: opts.progress,
+        })
       : await fetchAll(artifacts, layout, opts);
     ok = true;
     return result;
@@ -67,7 +71,8 @@ async function fetchAll(artifacts: ResolvedArtifact[], layout: CacheLayout, opts
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
   // The HTTP client is made on the first cache miss: a warm cache opens no connection at all.
   const client: { p?: Promise<HttpClient> } = {};
-  const http = () => (client.p ??= createHttpClient({ ...opts.http, ...(opts.caFile ? { caFile: opts.caFile } : {}), env: opts.env ?? process.env }));
+  const http = () =>
+    (client.p ??= createHttpClient({ ...opts.http, ...(opts.caFile ? { caFile: opts.caFile } : {}), env: opts.env ?? process.env }));
   try {
     // Two artifacts with one checksum are one file: fetch it once (and never into one part file twice).
     const key = (a: ResolvedArtifact) => `${a.checksum.algorithm}:${a.checksum.value}`;
@@ -92,7 +97,13 @@ async function fetchAll(artifacts: ResolvedArtifact[], layout: CacheLayout, opts
   }
 }
 
-async function fromNetwork(a: ResolvedArtifact, layout: CacheLayout, client: HttpClient, opts: FetchOptions, signal: AbortSignal): Promise<FetchedArtifact> {
+async function fromNetwork(
+  a: ResolvedArtifact,
+  layout: CacheLayout,
+  client: HttpClient,
+  opts: FetchOptions,
+  signal: AbortSignal,
+): Promise<FetchedArtifact> {
   const sideNote = opts.sideFiles === false ? "" : await crossCheckSideFiles(a, client, opts.mirror ?? null, signal);
   const url = applyMirror(a.url, opts.mirror);
   const dest = layout.blob(a.checksum);

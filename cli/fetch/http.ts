@@ -124,13 +124,19 @@ export async function createHttpClient(opts: HttpOptions = {}): Promise<HttpClie
 const CA_FILE_MAX_BYTES = 16 << 20;
 
 /** The per-file deadline: from `opts`, else the environment, else the defaults. Bad values: exit 2. */
-export function deadlineSettings(opts: Pick<HttpOptions, "deadlineGraceMs" | "minRateBytesPerSec">, env: NodeJS.ProcessEnv): Pick<HttpSettings, "deadlineGraceMs" | "minRateBytesPerSec"> {
+export function deadlineSettings(
+  opts: Pick<HttpOptions, "deadlineGraceMs" | "minRateBytesPerSec">,
+  env: NodeJS.ProcessEnv,
+): Pick<HttpSettings, "deadlineGraceMs" | "minRateBytesPerSec"> {
   const fromEnv = (name: string, parse: (v: string) => number | null, what: string): number | undefined => {
     const raw = env[name];
     if (raw === undefined || raw === "") return undefined;
     const n = parse(raw.trim());
     if (n === null || !Number.isFinite(n) || n <= 0) {
-      throw new UserError(`${name}=${raw} is not ${what}`, { exitCode: ExitCode.Usage, fix: `set ${name} to ${what}, or unset it for the default` });
+      throw new UserError(`${name}=${raw} is not ${what}`, {
+        exitCode: ExitCode.Usage,
+        fix: `set ${name} to ${what}, or unset it for the default`,
+      });
     }
     return n;
   };
@@ -140,9 +146,12 @@ export function deadlineSettings(opts: Pick<HttpOptions, "deadlineGraceMs" | "mi
     return m ? Number(m[1]) * (m[2] === "" ? 1 : /k/i.test(m[2] as string) ? 1024 : 1 << 20) : null;
   };
   return {
-    deadlineGraceMs: opts.deadlineGraceMs ?? fromEnv(GRACE_ENV, seconds, "a number of seconds, e.g. 60") ?? DOWNLOAD_DEADLINE_DEFAULTS.deadlineGraceMs,
+    deadlineGraceMs:
+      opts.deadlineGraceMs ?? fromEnv(GRACE_ENV, seconds, "a number of seconds, e.g. 60") ?? DOWNLOAD_DEADLINE_DEFAULTS.deadlineGraceMs,
     minRateBytesPerSec:
-      opts.minRateBytesPerSec ?? fromEnv(MIN_RATE_ENV, rate, "bytes per second, e.g. 32K or 1M") ?? DOWNLOAD_DEADLINE_DEFAULTS.minRateBytesPerSec,
+      opts.minRateBytesPerSec ??
+      fromEnv(MIN_RATE_ENV, rate, "bytes per second, e.g. 32K or 1M") ??
+      DOWNLOAD_DEADLINE_DEFAULTS.minRateBytesPerSec,
   };
 }
 
@@ -264,11 +273,14 @@ export function downloadFailure(e: unknown, d: { label: string; url: string; fro
     });
   }
   const from = d.from ? ` from ${d.from}` : "";
-  return new UserError(`could not download ${d.label}${from}: ${describeNetworkError(e)} (${d.attempts} attempt${d.attempts === 1 ? "" : "s"})`, {
-    exitCode: ExitCode.Network,
-    cause: e,
-    fix: d.fix,
-  });
+  return new UserError(
+    `could not download ${d.label}${from}: ${describeNetworkError(e)} (${d.attempts} attempt${d.attempts === 1 ? "" : "s"})`,
+    {
+      exitCode: ExitCode.Network,
+      cause: e,
+      fix: d.fix,
+    },
+  );
 }
 
 /** Delay before retry number `attempt` (1-based): an exponential ceiling, jittered between half and all of it. */

@@ -101,7 +101,8 @@ export async function readImageArchive(file: string, opts: { arch: string; signa
         }
         member.sha256 = createHash("sha256").update(body).digest("hex");
         kept += body.length;
-        if (kept > JSON_TOTAL_MAX) throw bad(file, `it holds more than ${JSON_TOTAL_MAX >> 20} MiB of JSON documents; not an image archive`);
+        if (kept > JSON_TOTAL_MAX)
+          throw bad(file, `it holds more than ${JSON_TOTAL_MAX >> 20} MiB of JSON documents; not an image archive`);
       },
       opts.signal,
     );
@@ -120,7 +121,10 @@ export async function readImageArchive(file: string, opts: { arch: string; signa
   const oci = members.has("oci-layout");
   const images = oci ? ociImages(archive) : members.has("manifest.json") ? dockerImages(archive) : null;
   if (!images) {
-    const what = members.size === 0 && links.size === 0 ? "an empty archive" : "a tar without manifest.json (docker save) or oci-layout and index.json (OCI image layout)";
+    const what =
+      members.size === 0 && links.size === 0
+        ? "an empty archive"
+        : "a tar without manifest.json (docker save) or oci-layout and index.json (OCI image layout)";
     throw bad(file, `not an image archive: ${what}`);
   }
   return { file, format: oci ? "oci-layout" : "docker-save", images, sha256: opts.hash ? whole.digest("hex") : null, size: st.size };
@@ -167,7 +171,8 @@ function jsonBlob(a: Archive, d: Descriptor, what: string): Record<string, unkno
   const path = blobPath(a, d.digest, what);
   const json = jsonMember(a, path, what);
   const m = member(a, path) as Member;
-  if (d.digest.startsWith("sha256:") && m.sha256 !== d.digest.slice(7)) throw bad(a.file, `${what} ${path} does not match its digest (the archive is damaged)`);
+  if (d.digest.startsWith("sha256:") && m.sha256 !== d.digest.slice(7))
+    throw bad(a.file, `${what} ${path} does not match its digest (the archive is damaged)`);
   if (!isObject(json)) throw bad(a.file, `${what} ${path} is not a JSON object`);
   return json;
 }
@@ -184,7 +189,8 @@ const platformOf = (p: { os?: unknown; architecture?: unknown } | undefined) => 
 function ociImages(a: Archive): ArchiveImage[] {
   const layout = jsonMember(a, "oci-layout", "the OCI layout file");
   if (!isObject(layout) || typeof layout.imageLayoutVersion !== "string") throw bad(a.file, "oci-layout has no imageLayoutVersion");
-  if (layout.imageLayoutVersion !== "1.0.0") throw bad(a.file, `unsupported OCI layout version ${layout.imageLayoutVersion} (1.0.0 is supported)`);
+  if (layout.imageLayoutVersion !== "1.0.0")
+    throw bad(a.file, `unsupported OCI layout version ${layout.imageLayoutVersion} (1.0.0 is supported)`);
   const index = jsonMember(a, "index.json", "the OCI index");
   if (!isObject(index) || !Array.isArray(index.manifests)) throw bad(a.file, "index.json has no manifests list");
   if (index.manifests.length === 0) throw bad(a.file, "index.json lists no images");
@@ -200,13 +206,19 @@ function ociName(a: Archive, d: Descriptor): string {
   const annotations = d.annotations ?? {};
   const given = annotations[ANNOTATION_CONTAINERD_NAME] || annotations[ANNOTATION_REF_NAME];
   const short = d.digest.slice(0, 19);
-  const fix = "name every image with a full reference when writing the archive: `docker save NAME:TAG`, or the io.containerd.image.name annotation (docker.io/library/busybox:1.36.1)";
-  if (!given) throw bad(a.file, `the image ${short} has no name (no ${ANNOTATION_CONTAINERD_NAME} or ${ANNOTATION_REF_NAME} annotation)`, fix);
+  const fix =
+    "name every image with a full reference when writing the archive: `docker save NAME:TAG`, or the io.containerd.image.name annotation (docker.io/library/busybox:1.36.1)";
+  if (!given)
+    throw bad(a.file, `the image ${short} has no name (no ${ANNOTATION_CONTAINERD_NAME} or ${ANNOTATION_REF_NAME} annotation)`, fix);
   if (!/[/:@]/.test(given)) throw bad(a.file, `the image ${short} is named only "${given}", a tag without a repository`, fix);
   const normalized = normalizeImageRef(given);
   if (!normalized) throw bad(a.file, `the image ${short} has the name "${given}", which is not a valid image reference`, fix);
   if (normalized !== given) {
-    throw bad(a.file, `the image ${short} is named "${given}"; the runtime stores that name as is, and pods asking for it look up "${normalized}"`, `name it "${normalized}" in the archive`);
+    throw bad(
+      a.file,
+      `the image ${short} is named "${given}"; the runtime stores that name as is, and pods asking for it look up "${normalized}"`,
+      `name it "${normalized}" in the archive`,
+    );
   }
   return given;
 }
@@ -221,7 +233,11 @@ function resolvePlatform(a: Archive, d: Descriptor, name: string, depth = 0): { 
     const match = entries.find((e) => platformOf(e.platform) === want);
     if (!match) {
       const have = entries.map((e) => platformOf(e.platform)).join(", ") || "none";
-      throw bad(a.file, `${name} has no image for ${want} (the archive has: ${have})`, `save the ${want} image: docker save --platform ${want} NAME:TAG`);
+      throw bad(
+        a.file,
+        `${name} has no image for ${want} (the archive has: ${have})`,
+        `save the ${want} image: docker save --platform ${want} NAME:TAG`,
+      );
     }
     return resolvePlatform(a, match, name, depth + 1);
   }
@@ -231,7 +247,12 @@ function resolvePlatform(a: Archive, d: Descriptor, name: string, depth = 0): { 
   const layers = Array.isArray(manifest.layers) ? manifest.layers : [];
   layers.forEach((l, i) => requireBlob(a, descriptor(a, l, `${name}: layer ${i + 1}`), `${name}: layer ${i + 1}`));
   const platform = platformOf(cfg as { os?: unknown; architecture?: unknown });
-  if (platform !== want) throw bad(a.file, `${name} is an image for ${platform}, but the node runs ${want}`, `save the ${want} image: docker save --platform ${want} NAME:TAG`);
+  if (platform !== want)
+    throw bad(
+      a.file,
+      `${name} is an image for ${platform}, but the node runs ${want}`,
+      `save the ${want} image: docker save --platform ${want} NAME:TAG`,
+    );
   return { id: config.digest, platform };
 }
 
@@ -247,19 +268,31 @@ function dockerImages(a: Archive): ArchiveImage[] {
     const configMember = member(a, entry.Config);
     const cfg = jsonMember(a, entry.Config, `manifest.json entry ${i + 1}: the config`);
     const tags = Array.isArray(entry.RepoTags) ? entry.RepoTags.filter((t): t is string => typeof t === "string") : [];
-    const what = `the image ${String(entry.Config).replace(/^blobs\/sha256\//, "").slice(0, 12)}`;
+    const what = `the image ${String(entry.Config)
+      .replace(/^blobs\/sha256\//, "")
+      .slice(0, 12)}`;
     if (tags.length === 0) {
-      throw bad(a.file, `${what} has no name (no RepoTags in manifest.json)`, "save it by name: `docker save NAME:TAG -o FILE` (saving by image ID writes no name)");
+      throw bad(
+        a.file,
+        `${what} has no name (no RepoTags in manifest.json)`,
+        "save it by name: `docker save NAME:TAG -o FILE` (saving by image ID writes no name)",
+      );
     }
     for (const [j, l] of (Array.isArray(entry.Layers) ? entry.Layers : []).entries()) {
-      if (typeof l !== "string" || !member(a, l)) throw bad(a.file, `${what}: layer ${j + 1} (${String(l)}) is missing (the archive is incomplete)`);
+      if (typeof l !== "string" || !member(a, l))
+        throw bad(a.file, `${what}: layer ${j + 1} (${String(l)}) is missing (the archive is incomplete)`);
     }
     const platform = platformOf(cfg as { os?: unknown; architecture?: unknown });
     const want = `linux/${a.arch}`;
     for (const tag of tags) {
       const name = normalizeImageRef(tag);
       if (!name) throw bad(a.file, `${what} has the name "${tag}", which is not a valid image reference`);
-      if (platform !== want) throw bad(a.file, `${name} is an image for ${platform}, but the node runs ${want}`, `save the ${want} image: docker save --platform ${want} NAME:TAG`);
+      if (platform !== want)
+        throw bad(
+          a.file,
+          `${name} is an image for ${platform}, but the node runs ${want}`,
+          `save the ${want} image: docker save --platform ${want} NAME:TAG`,
+        );
       images.push({ name, id: `sha256:${configMember?.sha256 ?? ""}`, platform });
     }
   });

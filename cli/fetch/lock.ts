@@ -41,7 +41,9 @@ export function defaultInstallLockDir(env: NodeJS.ProcessEnv = process.env): str
 }
 
 /** Takes the install lock (see defaultInstallLockDir); UserError with exit code 6 when another run holds it. */
-export function acquireInstallLock(opts: { dir?: string; purpose?: string; env?: NodeJS.ProcessEnv } & Partial<LockOptions> = {}): Promise<LockHandle> {
+export function acquireInstallLock(
+  opts: { dir?: string; purpose?: string; env?: NodeJS.ProcessEnv } & Partial<LockOptions> = {},
+): Promise<LockHandle> {
   return acquireLock(opts.dir ?? defaultInstallLockDir(opts.env), {
     purpose: opts.purpose ?? "rootless-k8s install",
     ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),

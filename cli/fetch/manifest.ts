@@ -41,7 +41,11 @@ export function loadManifest(opts: { file?: string } = {}): Manifest {
     text = readSmallFileSync(opts.file, MANIFEST_MAX_BYTES);
   } catch (e) {
     if (e instanceof FileTooLargeError) {
-      throw manifestError(opts.file, `is larger than ${MANIFEST_MAX_BYTES >> 20} MiB, so it is not a manifest`, "pass the path of a components manifest (a JSON file of a few kilobytes; docs/manifest.md)");
+      throw manifestError(
+        opts.file,
+        `is larger than ${MANIFEST_MAX_BYTES >> 20} MiB, so it is not a manifest`,
+        "pass the path of a components manifest (a JSON file of a few kilobytes; docs/manifest.md)",
+      );
     }
     const code = (e as NodeJS.ErrnoException).code;
     throw manifestError(
@@ -106,7 +110,9 @@ function parseArtifact(v: Validator, data: unknown, at: string): ManifestArtifac
   }
   for (const k of Object.keys(sums)) if (!ARCHES.includes(k as Arch)) v.fail(`${at} checksums`, `has unknown arch "${k}"`);
   const sideFiles =
-    o.sideFiles === undefined ? undefined : v.array(o.sideFiles, `${at} sideFiles`).map((s, i) => parseSideFile(v, s, `${at} sideFiles[${i}]`));
+    o.sideFiles === undefined
+      ? undefined
+      : v.array(o.sideFiles, `${at} sideFiles`).map((s, i) => parseSideFile(v, s, `${at} sideFiles[${i}]`));
   const when = o.when === undefined ? undefined : parseWhen(v, o.when, `${at} when`);
   const text = (k: "license" | "homepage" | "notes") => (o[k] === undefined ? {} : { [k]: v.text(o[k], `${at} ${k}`) });
   return {
@@ -135,8 +141,10 @@ function parseBinary(v: Validator, data: unknown, at: string, format: ArtifactFo
   } else {
     const path = v.string(o.path, `${at} path`);
     if (CONTROL.test(path)) v.fail(`${at} path`, "holds a control character");
-    if (normalizeMemberPath(path) === "" || normalizeMemberPath(path) === ".") v.fail(`${at} path`, "is empty; name the file inside the archive, e.g. bin/etcd");
-    if (path.startsWith("/") || path.split("/").includes("..")) v.fail(`${at} path`, "must be a relative path inside the archive, without '..'");
+    if (normalizeMemberPath(path) === "" || normalizeMemberPath(path) === ".")
+      v.fail(`${at} path`, "is empty; name the file inside the archive, e.g. bin/etcd");
+    if (path.startsWith("/") || path.split("/").includes(".."))
+      v.fail(`${at} path`, "must be a relative path inside the archive, without '..'");
     checkPlaceholders(v, path, `${at} path`);
     b.path = path;
   }
@@ -195,7 +203,10 @@ function checkMembers(v: Validator, binaries: BinarySpec[], version: string, arc
       const member = normalizeMemberPath((b.path ?? "").replaceAll("{version}", version).replaceAll("{arch}", token));
       const first = seen.get(member);
       if (first !== undefined) {
-        v.fail(`${at} binaries[${i}] path`, `names the archive member "${member}" that binaries[${first}] already installs; each binary needs its own member`);
+        v.fail(
+          `${at} binaries[${i}] path`,
+          `names the archive member "${member}" that binaries[${first}] already installs; each binary needs its own member`,
+        );
       }
       seen.set(member, i);
     });
@@ -231,7 +242,10 @@ function checkUnique(v: Validator, artifacts: ManifestArtifact[]): void {
             const key = b.dir ? `${b.dir}/${b.name}` : b.name;
             const other = owner.get(key);
             if (other !== undefined) {
-              v.fail("artifacts", `installs "${key}" twice (from "${other}" and "${a.id}") for ${arch}, runtime ${runtime}, network ${network}`);
+              v.fail(
+                "artifacts",
+                `installs "${key}" twice (from "${other}" and "${a.id}") for ${arch}, runtime ${runtime}, network ${network}`,
+              );
             }
             owner.set(key, a.id);
           }
@@ -248,7 +262,11 @@ export function matchesWhen(when: When | undefined, runtime: string, network: st
   return true;
 }
 
-function manifestError(origin: string, what: string, fix = `fix the manifest; its schema is documented in ${MANIFEST_SCHEMA_DOC}`): UserError {
+function manifestError(
+  origin: string,
+  what: string,
+  fix = `fix the manifest; its schema is documented in ${MANIFEST_SCHEMA_DOC}`,
+): UserError {
   const name = origin === "built-in" ? "the built-in manifest" : `manifest ${origin}`;
   return new UserError(`${name}: ${what}`, { exitCode: ExitCode.Usage, fix });
 }

@@ -104,7 +104,10 @@ export class Meter {
     const known = [...this.totals.values()].every((v) => v !== undefined);
     const total = [...this.totals.values()].reduce<number>((s, v) => s + (v ?? 0), 0);
     const have = this.received + this.resumed;
-    const parts = [`Downloading ${this.finished.size}/${this.count}`, known && total > 0 ? `${formatBytes(have)} of ${formatBytes(total)}` : formatBytes(have)];
+    const parts = [
+      `Downloading ${this.finished.size}/${this.count}`,
+      known && total > 0 ? `${formatBytes(have)} of ${formatBytes(total)}` : formatBytes(have),
+    ];
     if (this.rate > 0) parts.push(`${formatBytes(this.rate)}/s`);
     if (known && this.rate > 0 && total > have) parts.push(`ETA ${formatDuration((total - have) / this.rate)}`);
     return parts.join(" · ");

@@ -45,10 +45,13 @@ export function resolveArtifact(a: ManifestArtifact, arch: Arch, origin = "built
   const token = a.arch[arch];
   const checksum = a.checksums[arch];
   if (token === undefined || checksum === undefined) {
-    throw new UserError(`${a.component} ${a.version} is not available for ${arch} in the ${origin === "built-in" ? "built-in manifest" : `manifest ${origin}`}`, {
-      exitCode: ExitCode.Refused,
-      fix: `use a manifest that lists ${a.id} for ${arch} (--manifest FILE), or run on ${ARCHES.filter((x) => a.arch[x] !== undefined).join(" or ")}`,
-    });
+    throw new UserError(
+      `${a.component} ${a.version} is not available for ${arch} in the ${origin === "built-in" ? "built-in manifest" : `manifest ${origin}`}`,
+      {
+        exitCode: ExitCode.Refused,
+        fix: `use a manifest that lists ${a.id} for ${arch} (--manifest FILE), or run on ${ARCHES.filter((x) => a.arch[x] !== undefined).join(" or ")}`,
+      },
+    );
   }
   const expand = (t: string) => expandTemplate(t, a.version, token);
   const url = expand(a.url);

@@ -38,7 +38,10 @@ export function unsafeEntryReason(entry: Pick<ReadEntry, "path" | "type" | "link
 
 /** "./a//b/" → "a/b": how member paths are compared. */
 export function normalizeMemberPath(p: string): string {
-  return p.replace(/\/+/g, "/").replace(/^(\.\/)+/, "").replace(/\/$/, "");
+  return p
+    .replace(/\/+/g, "/")
+    .replace(/^(\.\/)+/, "")
+    .replace(/\/$/, "");
 }
 
 export const isRegularFile = (e: Pick<ReadEntry, "type">) => e.type === "File" || e.type === "OldFile" || e.type === "ContiguousFile";

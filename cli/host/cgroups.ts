@@ -25,7 +25,8 @@ export interface CgroupAllowance {
 
 export function cgroupAllows(c: Pick<CgroupFacts, "mode" | "userControllers">, uid: number): CgroupAllowance {
   const svc = `user@${uid}.service`;
-  if (delegatesCore(c.mode, c.userControllers)) return { mode: "delegated", reason: `cgroup v2 with ${c.userControllers!.join(" ")} delegated to ${svc}` };
+  if (delegatesCore(c.mode, c.userControllers))
+    return { mode: "delegated", reason: `cgroup v2 with ${c.userControllers!.join(" ")} delegated to ${svc}` };
   const reason =
     c.mode === "v1"
       ? "cgroup v1: controllers cannot be delegated to a user"

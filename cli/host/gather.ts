@@ -55,7 +55,10 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     rootlesskitPath: opts.rootlesskitPath ?? path.posix.join(dataDir, "versions/current/bin/rootlesskit"),
     note: (m) => notes.push(m),
   };
-  if (!host.canRun) notes.push(`commands were not run (files read from ${host.root}): tool versions, the user manager and the user-namespace test are unknown`);
+  if (!host.canRun)
+    notes.push(
+      `commands were not run (files read from ${host.root}): tool versions, the user manager and the user-namespace test are unknown`,
+    );
   const kernelP = kernelFacts(ctx);
   const distroP = distroFacts(ctx);
   const userP = userFacts(ctx);
@@ -72,6 +75,20 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     networkFacts(ctx),
     diskFacts(ctx),
   ]);
-  if (!(await host.stat("/proc/self"))) notes.push(`no /proc under ${host.root}: cgroup, device, sysctl and port facts are defaults, not readings`);
-  return { distro, kernel, arch: archOf(host.uname().machine), user: userF, userns, cgroup, systemd, runtimes, features, network, disk, notes };
+  if (!(await host.stat("/proc/self")))
+    notes.push(`no /proc under ${host.root}: cgroup, device, sysctl and port facts are defaults, not readings`);
+  return {
+    distro,
+    kernel,
+    arch: archOf(host.uname().machine),
+    user: userF,
+    userns,
+    cgroup,
+    systemd,
+    runtimes,
+    features,
+    network,
+    disk,
+    notes,
+  };
 }

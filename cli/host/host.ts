@@ -154,7 +154,12 @@ export class FileRoot {
 }
 
 /** Runs a real command with a hard timeout; never throws. */
-export function runCommand(cmd: string, args: string[], opts: RunOptions = {}, baseEnv: NodeJS.ProcessEnv = process.env): Promise<RunResult> {
+export function runCommand(
+  cmd: string,
+  args: string[],
+  opts: RunOptions = {},
+  baseEnv: NodeJS.ProcessEnv = process.env,
+): Promise<RunResult> {
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return new Promise((resolve) => {
     const child = execFile(

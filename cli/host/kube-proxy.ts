@@ -10,9 +10,11 @@ export const NFTABLES_PROXY = { kernel: "5.13", nft: "1.0.1" } as const;
 /** Why kube-proxy would refuse its nftables mode on this host, or null when nothing known stops it. */
 export function nftablesProxyBlocker(f: Pick<Facts, "kernel" | "runtimes">): string | null {
   const k = f.kernel.version;
-  if (k && !atLeast(k.join("."), NFTABLES_PROXY.kernel)) return `kube-proxy refuses nftables mode below kernel ${NFTABLES_PROXY.kernel} (this kernel is ${f.kernel.release})`;
+  if (k && !atLeast(k.join("."), NFTABLES_PROXY.kernel))
+    return `kube-proxy refuses nftables mode below kernel ${NFTABLES_PROXY.kernel} (this kernel is ${f.kernel.release})`;
   const nft = f.runtimes.nft;
   if (!nft) return `kube-proxy's nftables mode runs the nft command (${NFTABLES_PROXY.nft} or later), which is not installed`;
-  if (nft.version && !atLeast(nft.version, NFTABLES_PROXY.nft)) return `kube-proxy's nftables mode needs nft ${NFTABLES_PROXY.nft} or later (found ${nft.version})`;
+  if (nft.version && !atLeast(nft.version, NFTABLES_PROXY.nft))
+    return `kube-proxy's nftables mode needs nft ${NFTABLES_PROXY.nft} or later (found ${nft.version})`;
   return null;
 }

@@ -18,7 +18,10 @@ export async function nodeFacts(receipt: Receipt & { plan: Plan }, env: NodeJS.P
     plan.mode.name === "delegated" ? readOwnerCgroup(plan, systemd, root) : null,
     readSnapshotter(plan),
     askPorts(plan),
-    fsp.stat(`/var/lib/systemd/linger/${plan.user.name}`).then(() => true, () => false),
+    fsp.stat(`/var/lib/systemd/linger/${plan.user.name}`).then(
+      () => true,
+      () => false,
+    ),
   ]);
   return {
     user: plan.user.name,
@@ -39,14 +42,24 @@ async function readOwnerCgroup(plan: Plan, systemd: SystemdUser, root: string): 
   const path = r.code === 0 ? r.stdout.trim() || null : null;
   const v2 = !!(await fsp.stat(`${root}sys/fs/cgroup/cgroup.controllers`).catch(() => null));
   if (!path || !v2) return { path, v2, controllers: null, subtreeControl: null };
-  const read = (f: string) => fsp.readFile(`${root}sys/fs/cgroup${path}/${f}`, "utf8").then((t) => t.trim().split(/\s+/).filter(Boolean), () => null);
+  const read = (f: string) =>
+    fsp.readFile(`${root}sys/fs/cgroup${path}/${f}`, "utf8").then(
+      (t) => t.trim().split(/\s+/).filter(Boolean),
+      () => null,
+    );
   const [controllers, subtreeControl] = await Promise.all([read("cgroup.controllers"), read("cgroup.subtree_control")]);
   return { path, v2, controllers, subtreeControl };
 }
 
 /** The snapshotter the runtime reports (CRI Status, verbose), asked only when the plan chose one. */
 async function readSnapshotter(plan: Plan): Promise<NodeFacts["snapshotter"]> {
-  const base = { runtime: plan.runtime.name, criSocket: plan.runtime.criSocket, planned: plan.runtime.snapshotter?.name ?? null, used: null, error: null };
+  const base = {
+    runtime: plan.runtime.name,
+    criSocket: plan.runtime.criSocket,
+    planned: plan.runtime.snapshotter?.name ?? null,
+    used: null,
+    error: null,
+  };
   if (!base.planned) return base;
   const c = criClient(plan.runtime.criSocket, 5000);
   try {
@@ -73,7 +86,13 @@ async function askPorts(plan: Plan): Promise<NodeFacts["ports"]> {
       const r = await client.get("/readyz", 3000);
       answers.push({ host, hostPort: p.hostPort, namespacePort: p.namespacePort, status: r.status, error: null });
     } catch (e) {
-      answers.push({ host, hostPort: p.hostPort, namespacePort: p.namespacePort, status: null, error: (e as NodeJS.ErrnoException).code ?? (e as Error).message });
+      answers.push({
+        host,
+        hostPort: p.hostPort,
+        namespacePort: p.namespacePort,
+        status: null,
+        error: (e as NodeJS.ErrnoException).code ?? (e as Error).message,
+      });
     }
   }
   return { kubeconfig, answers };

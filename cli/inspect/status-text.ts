@@ -14,21 +14,37 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   if (st.nodeView) {
     const n = st.nodeView;
     const ready = n.conditions.find((c) => c.type === "Ready");
-    row("node", `${n.ready ? s.green("Ready") : s.red("NotReady")}${ready?.reason ? ` (${ready.reason})` : ""}, kubelet ${n.kubeletVersion ?? "?"}`);
+    row(
+      "node",
+      `${n.ready ? s.green("Ready") : s.red("NotReady")}${ready?.reason ? ` (${ready.reason})` : ""}, kubelet ${n.kubeletVersion ?? "?"}`,
+    );
     const other = n.conditions.filter((c) => c.type !== "Ready").map((c) => `${c.type}=${c.status}`);
     if (other.length) row("conditions", other.join(", "));
-    row("labels", Object.entries(n.labels).filter(([k]) => k.startsWith("rootless-k8s.io/")).map(([k, v]) => `${k}=${v}`).join(", ") || "none of ours");
+    row(
+      "labels",
+      Object.entries(n.labels)
+        .filter(([k]) => k.startsWith("rootless-k8s.io/"))
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ") || "none of ours",
+    );
     row("taints", n.taints.map((x) => `${x.key}${x.value ? `=${x.value}` : ""}:${x.effect}`).join(", ") || "none");
   }
   row("runtime", st.runtime.cri.answering ? `answers CRI: ${st.runtime.cri.version}` : `not answering (${st.runtime.cri.detail ?? "?"})`);
   row("ports", st.ports.map((p) => `${p.hostIP}:${p.hostPort} → ${p.namespacePort}/${p.protocol}`).join(", ") || "none");
   row("versions", `set ${st.versions.set ?? "none"}${st.versions.previous ? ` (previous: ${st.versions.previous})` : ""}`);
-  row("", Object.entries(st.versions.components).map(([k, v]) => `${k} ${v}`).join(", "));
+  row(
+    "",
+    Object.entries(st.versions.components)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", "),
+  );
   lines.push("  units");
   const w = Math.max(...st.units.map((u) => u.unit.length));
   for (const u of st.units) {
     const state = `${u.activeState} (${u.subState})`;
-    lines.push(`    ${u.unit.padEnd(w)}  ${u.activeState === "active" ? s.green(state) : s.red(state)}${u.mainPid ? `  pid ${u.mainPid}` : ""}${u.nRestarts ? `  ${u.nRestarts} restarts` : ""}`);
+    lines.push(
+      `    ${u.unit.padEnd(w)}  ${u.activeState === "active" ? s.green(state) : s.red(state)}${u.mainPid ? `  pid ${u.mainPid}` : ""}${u.nRestarts ? `  ${u.nRestarts} restarts` : ""}`,
+    );
   }
   row("logs", `rootless-k8s logs [COMPONENT]  (${st.logs.to === "file" ? `files in ${t(st.logs.where)}` : "journalctl --user"})`);
   return lines;

@@ -26,12 +26,21 @@ export interface NodeStatus {
   logs: { to: "journal" | "file"; where: string };
 }
 
-export async function nodeStatus(receipt: Receipt & { plan: Plan }, env: NodeJS.ProcessEnv, systemd: SystemdUser = systemdUser({ env })): Promise<NodeStatus> {
+export async function nodeStatus(
+  receipt: Receipt & { plan: Plan },
+  env: NodeJS.ProcessEnv,
+  systemd: SystemdUser = systemdUser({ env }),
+): Promise<NodeStatus> {
   const plan = receipt.plan;
   const problems: string[] = [];
-  if (receipt.state !== "installed") problems.push(`the last install or upgrade did not finish (state ${receipt.state}${receipt.failedStep ? `, step "${receipt.failedStep}"` : ""}): re-run it`);
+  if (receipt.state !== "installed")
+    problems.push(
+      `the last install or upgrade did not finish (state ${receipt.state}${receipt.failedStep ? `, step "${receipt.failedStep}"` : ""}): re-run it`,
+    );
   const units = await Promise.all([plan.units.target, ...startOrder(plan)].map((u) => systemd.state(u)));
-  for (const u of units) if (u.activeState !== "active") problems.push(`${u.unit} is ${u.activeState} (${u.subState}${u.result !== "success" ? `, ${u.result}` : ""})`);
+  for (const u of units)
+    if (u.activeState !== "active")
+      problems.push(`${u.unit} is ${u.activeState} (${u.subState}${u.result !== "success" ? `, ${u.result}` : ""})`);
 
   const api = { url: "", ready: false, detail: "" };
   let nodeView: NodeView | null = null;
@@ -83,7 +92,14 @@ export async function nodeStatus(receipt: Receipt & { plan: Plan }, env: NodeJS.
     api,
     nodeView,
     ports: plan.network.published,
-    units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({ unit, activeState, subState, result, mainPid, nRestarts })),
+    units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
+      unit,
+      activeState,
+      subState,
+      result,
+      mainPid,
+      nRestarts,
+    })),
     logs: plan.logging.to === "file" ? { to: "file", where: plan.paths.logDir } : { to: "journal", where: "journalctl --user" },
   };
 }

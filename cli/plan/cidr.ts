@@ -42,7 +42,7 @@ export function formatCidr(net: Ipv4Net): string {
 export function overlaps(a: Ipv4Net, b: Ipv4Net): boolean {
   const prefix = Math.min(a.prefix, b.prefix);
   const mask = maskOf(prefix);
-  return ((a.base & mask) >>> 0) === ((b.base & mask) >>> 0);
+  return (a.base & mask) >>> 0 === (b.base & mask) >>> 0;
 }
 
 /** The n-th address of a network: nth(10.96.0.0/16, 1) = 10.96.0.1. */

@@ -33,8 +33,14 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     rt.disableCgroup ? "no cgroup writes" : "cgroups of the delegated subtree",
   ].filter(Boolean);
   item("Runtime", `${rt.name} ${rt.version}: ${runtimeDetails.join(", ")}`, [...rt.reasons, ...(rt.snapshotter?.reasons ?? [])]);
-  item("Network", `${n.driver}${n.binary ? ` (${t(n.binary)})` : ""}, MTU ${n.mtu}, namespace ${n.namespaceCidr}, node IP ${n.namespaceIP}`, n.reasons);
-  const published = n.forwardsAllPorts ? `every node port (${n.published.map((p) => p.hostPort).join(", ")})` : n.published.map((p) => `${p.hostIP}:${p.hostPort}`).join(", ");
+  item(
+    "Network",
+    `${n.driver}${n.binary ? ` (${t(n.binary)})` : ""}, MTU ${n.mtu}, namespace ${n.namespaceCidr}, node IP ${n.namespaceIP}`,
+    n.reasons,
+  );
+  const published = n.forwardsAllPorts
+    ? `every node port (${n.published.map((p) => p.hostPort).join(", ")})`
+    : n.published.map((p) => `${p.hostIP}:${p.hostPort}`).join(", ");
   item("Published", `${published} on the host; API server on ${plan.ports.apiServer}`);
   item("Networks", `pods ${plan.cidrs.pods}, services ${plan.cidrs.services}`, plan.cidrs.reasons);
   const labels = Object.entries(plan.node.labels).map(([k, val]) => `${k}=${val}`);
@@ -47,12 +53,17 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     k.reasons,
   );
   item("kube-proxy", plan.proxy.mode, plan.proxy.reasons);
-  item("PKI", plan.pki.algorithm === "rsa-2048" ? "RSA 2048" : "ECDSA P-256", [`API server names: ${[...plan.pki.hostnames, ...plan.pki.hostAddresses].join(", ") || "(loopback only)"}`]);
+  item("PKI", plan.pki.algorithm === "rsa-2048" ? "RSA 2048" : "ECDSA P-256", [
+    `API server names: ${[...plan.pki.hostnames, ...plan.pki.hostAddresses].join(", ") || "(loopback only)"}`,
+  ]);
   item("Logs", plan.logging.to === "journal" ? "journal" : `files in ${t(plan.paths.logDir)}`, plan.logging.reasons);
   item("Binaries", `${t(plan.paths.versionBinDir)} (active through ${t(plan.paths.currentLink)})`);
   item("Data", t(plan.paths.dataDir));
   item("Config", `${t(plan.paths.configDir)} (PKI in ${t(plan.paths.pkiDir)})`);
-  item("Units", `${t(plan.paths.unitDir)}: ${plan.units.target} and ${Object.values(plan.units).filter((u) => u && u !== plan.units.target).length} services`);
+  item(
+    "Units",
+    `${t(plan.paths.unitDir)}: ${plan.units.target} and ${Object.values(plan.units).filter((u) => u && u !== plan.units.target).length} services`,
+  );
   item("Sockets", t(plan.paths.runtimeDir));
   return lines;
 }

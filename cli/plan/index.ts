@@ -48,7 +48,8 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   const ports: Ports = { ...DEFAULT_PORTS, apiServer: options.apiPort ?? DEFAULT_PORTS.apiServer };
   const { cidrs, namespaceCidr } = chooseCidrs(facts);
   const runtime = decideRuntime(facts, options, versions, mode.name, paths);
-  const network = runtime.name === "docker" ? dockerNetwork(options, ports) : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
+  const network =
+    runtime.name === "docker" ? dockerNetwork(options, ports) : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
   const proxy = decideProxy(facts);
   const hostAddresses = facts.network.addresses.filter((a) => !a.startsWith("127."));
   const plan: Omit<Plan, "units"> = {
@@ -85,7 +86,11 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
 /** kube-proxy's mode: iptables when the host has it, else nftables (refused by planProblems where kube-proxy would refuse it). */
 function decideProxy(facts: Facts): Plan["proxy"] {
   const iptables = facts.runtimes.iptables;
-  if (iptables?.path) return { mode: "iptables", reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")] };
+  if (iptables?.path)
+    return {
+      mode: "iptables",
+      reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")],
+    };
   const nft = facts.runtimes.nft;
   return {
     mode: "nftables",
@@ -154,7 +159,10 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
     problems.push({
       id: "runtime-too-old",
       message: `${rt.name} ${rt.version} is below ${floor.version}, the minimum for mode ${plan.mode.name}: ${floor.why}`,
-      fix: rt.source === "host" ? `upgrade ${rt.name}, or use the bundled containerd (--runtime containerd without --runtime-bin)` : "use a version set with a newer runtime",
+      fix:
+        rt.source === "host"
+          ? `upgrade ${rt.name}, or use the bundled containerd (--runtime containerd without --runtime-bin)`
+          : "use a version set with a newer runtime",
     });
   } else if (rt.name === "containerd" && !atLeast(rt.version, CONTAINERD_CRI_V1.version)) {
     problems.push({
@@ -162,7 +170,11 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
       message: `containerd ${rt.version} is below ${CONTAINERD_CRI_V1.version}: ${CONTAINERD_CRI_V1.why}`,
       fix: "upgrade containerd to 1.6 or later, or drop --runtime-bin to use the bundled containerd",
     });
-  } else if (rt.name === "containerd" && atLeast(k8s, CONTAINERD_2_FOR_KUBERNETES.since) && !atLeast(rt.version, CONTAINERD_2_FOR_KUBERNETES.version)) {
+  } else if (
+    rt.name === "containerd" &&
+    atLeast(k8s, CONTAINERD_2_FOR_KUBERNETES.since) &&
+    !atLeast(rt.version, CONTAINERD_2_FOR_KUBERNETES.version)
+  ) {
     problems.push({
       id: "runtime-too-old",
       message: `containerd ${rt.version} cannot run Kubernetes ${k8s}: ${CONTAINERD_2_FOR_KUBERNETES.why}`,

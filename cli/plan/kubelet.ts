@@ -21,7 +21,10 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
     );
   }
   if (mode === "delegated") {
-    reasons.push("cgroupfs driver on the delegated subtree, inside RootlessKit's cgroup namespace", "cgroupsPerQOS: true: pods get QoS and per-pod cgroups");
+    reasons.push(
+      "cgroupfs driver on the delegated subtree, inside RootlessKit's cgroup namespace",
+      "cgroupsPerQOS: true: pods get QoS and per-pod cgroups",
+    );
     return { cgroupDriver: "cgroupfs", cgroupsPerQOS: true, enforceNodeAllocatable: [], failCgroupV1, featureGates, probe, reasons };
   }
   const kubeletVersion = options.kubelet?.version ?? k8s;
@@ -38,7 +41,7 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
     reasons.push(
       probe === "probed"
         ? `the kubelet at ${options.kubelet?.path} has no "none" cgroup driver: stock settings (cgroupsPerQOS: false, enforceNodeAllocatable: [])`
-        : "stock kubelet settings for no cgroup writes (cgroupsPerQOS: false, enforceNodeAllocatable: []); the kubelet is probed for a \"none\" driver once installed",
+        : 'stock kubelet settings for no cgroup writes (cgroupsPerQOS: false, enforceNodeAllocatable: []); the kubelet is probed for a "none" driver once installed',
     );
   }
   reasons.push("failSwapOn: false: swap is left to the host");

@@ -79,8 +79,14 @@ export function decideNetwork(
     if (!supports(d)) return `RootlessKit ${rk} has no ${d} driver (${ROOTLESSKIT_NETWORK_FLOORS[d].why})`;
     switch (d) {
       case "slirp4netns":
-        if (hostSlirp) return { driver: d, binary: hostSlirp, why: `slirp4netns ${facts.runtimes.slirp4netns?.version ?? ""} found at ${hostSlirp}`.replace("  ", " ") };
-        if (bundledSlirp) return { driver: d, binary: bundledSlirp, why: `slirp4netns ${versions.components.slirp4netns} from the version set` };
+        if (hostSlirp)
+          return {
+            driver: d,
+            binary: hostSlirp,
+            why: `slirp4netns ${facts.runtimes.slirp4netns?.version ?? ""} found at ${hostSlirp}`.replace("  ", " "),
+          };
+        if (bundledSlirp)
+          return { driver: d, binary: bundledSlirp, why: `slirp4netns ${versions.components.slirp4netns} from the version set` };
         return "slirp4netns is not installed and not in the version set";
       case "pasta":
         return hostPasta ? { driver: d, binary: hostPasta, why: `pasta found at ${hostPasta}` } : "pasta (passt) is not installed";

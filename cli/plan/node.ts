@@ -20,11 +20,14 @@ export function nodeNameFrom(hostname: string): string {
 }
 
 export function decideNode(facts: Facts, mode: Mode, options: PlanOptions): NodePlan {
-  if (options.nodeName !== undefined) refuseControl("--node-name", options.nodeName, ExitCode.Usage, "pass --node-name NAME with lower-case letters, digits, '-' and '.'");
+  if (options.nodeName !== undefined)
+    refuseControl("--node-name", options.nodeName, ExitCode.Usage, "pass --node-name NAME with lower-case letters, digits, '-' and '.'");
   const name = options.nodeName ?? nodeNameFrom(facts.network.hostname ?? "");
   if (!name || name.length > 253 || !DNS1123_SUBDOMAIN.test(name)) {
     throw new UserError(
-      options.nodeName ? `--node-name "${options.nodeName}" is not a valid node name` : `the host name "${facts.network.hostname ?? ""}" gives no valid node name`,
+      options.nodeName
+        ? `--node-name "${options.nodeName}" is not a valid node name`
+        : `the host name "${facts.network.hostname ?? ""}" gives no valid node name`,
       { exitCode: ExitCode.Refused, fix: "pass --node-name NAME with lower-case letters, digits, '-' and '.'" },
     );
   }

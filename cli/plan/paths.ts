@@ -17,10 +17,13 @@ export const APP = "rootless-k8s";
  */
 export function refuseControl(what: string, value: string | undefined, exitCode: number = ExitCode.Refused, fix?: string): void {
   if (value === undefined || !CONTROL.test(value)) return;
-  throw new UserError(`${what} "${printable(value)}" contains a control character; rootless-k8s renders it into systemd units and scripts, so it is refused`, {
-    exitCode: exitCode as ExitCodeValue,
-    fix: fix ?? `set ${what} to a path without control characters (newlines, tabs, escapes)`,
-  });
+  throw new UserError(
+    `${what} "${printable(value)}" contains a control character; rootless-k8s renders it into systemd units and scripts, so it is refused`,
+    {
+      exitCode: exitCode as ExitCodeValue,
+      fix: fix ?? `set ${what} to a path without control characters (newlines, tabs, escapes)`,
+    },
+  );
 }
 
 /**
@@ -32,12 +35,22 @@ export function checkPrefix(prefix: string, home: string): void {
   const p = path.resolve(prefix);
   const h = path.resolve(home);
   const rel = path.relative(p, h);
-  const why = p === "/" ? "the root folder" : p === h ? "the home folder" : !rel.startsWith("..") && !path.isAbsolute(rel) ? "a parent of the home folder" : null;
+  const why =
+    p === "/"
+      ? "the root folder"
+      : p === h
+        ? "the home folder"
+        : !rel.startsWith("..") && !path.isAbsolute(rel)
+          ? "a parent of the home folder"
+          : null;
   if (why) {
-    throw new UserError(`--prefix ${p} is ${why}: rootless-k8s puts its data, configuration and PKI below the prefix, and uninstall removes them`, {
-      exitCode: ExitCode.Usage,
-      fix: `choose a folder of its own, e.g. --prefix ${path.join(h, "rootless-k8s")}`,
-    });
+    throw new UserError(
+      `--prefix ${p} is ${why}: rootless-k8s puts its data, configuration and PKI below the prefix, and uninstall removes them`,
+      {
+        exitCode: ExitCode.Usage,
+        fix: `choose a folder of its own, e.g. --prefix ${path.join(h, "rootless-k8s")}`,
+      },
+    );
   }
 }
 

@@ -78,7 +78,9 @@ function crio(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): Run
     disableCgroup: mode === "none",
     docker: null,
     snapshotter: chooseSnapshotter(facts, "crio"),
-    reasons: [`CRI-O ${version} from the static bundle of version set ${versions.id}, with cgroup_manager "cgroupfs" and conmon_cgroup "pod"`],
+    reasons: [
+      `CRI-O ${version} from the static bundle of version set ${versions.id}, with cgroup_manager "cgroupfs" and conmon_cgroup "pod"`,
+    ],
   };
 }
 
@@ -88,7 +90,10 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
     throw new UserError(`--runtime docker: ${what}`, { exitCode: ExitCode.Refused, fix });
   };
   if (!d || (!d.serverVersion && !d.version)) {
-    return refuse("Docker is not installed", "install rootless Docker (dockerd-rootless-setuptool.sh install), or use --runtime containerd");
+    return refuse(
+      "Docker is not installed",
+      "install rootless Docker (dockerd-rootless-setuptool.sh install), or use --runtime containerd",
+    );
   }
   if (!d.serverReachable) {
     return refuse("the Docker daemon does not answer", "start it with `systemctl --user start docker`, or use --runtime containerd");
@@ -148,7 +153,8 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
 export function chooseSnapshotter(facts: Facts, runtime: "containerd" | "crio"): NonNullable<RuntimePlan["snapshotter"]> {
   const overlay = facts.features.overlayRootless;
   if (overlay.ok === true) {
-    const basis = overlay.basis === "mount-test" ? "a real overlay mount in a user namespace worked" : `kernel ${facts.kernel.release} (>= 5.11)`;
+    const basis =
+      overlay.basis === "mount-test" ? "a real overlay mount in a user namespace worked" : `kernel ${facts.kernel.release} (>= 5.11)`;
     return { name: "overlayfs", reasons: [`rootless overlayfs works: ${basis}`], fuseOverlayfs: null };
   }
   const why = overlay.ok === false ? "rootless overlayfs does not work on this kernel" : "rootless overlayfs could not be confirmed";
@@ -159,7 +165,10 @@ export function chooseSnapshotter(facts: Facts, runtime: "containerd" | "crio"):
     }
     return {
       name: "native",
-      reasons: [why, "containerd needs the separate fuse-overlayfs snapshotter plugin for fuse-overlayfs, which is not part of the version set"],
+      reasons: [
+        why,
+        "containerd needs the separate fuse-overlayfs snapshotter plugin for fuse-overlayfs, which is not part of the version set",
+      ],
       fuseOverlayfs: null,
     };
   }

@@ -36,17 +36,37 @@ const PUBLIC = 0o644;
 const EXECUTABLE = 0o755;
 
 export function renderNode(plan: Plan, pki: Pki): RenderedFile[] {
-  return [...renderUnitFiles(plan), ...renderScripts(plan), renderEnv(plan), ...renderConfigs(plan), ...renderPki(plan, pki), ...renderKubeconfigs(plan, pki)];
+  return [
+    ...renderUnitFiles(plan),
+    ...renderScripts(plan),
+    renderEnv(plan),
+    ...renderConfigs(plan),
+    ...renderPki(plan, pki),
+    ...renderKubeconfigs(plan, pki),
+  ];
 }
 
 function renderUnitFiles(plan: Plan): RenderedFile[] {
-  return renderUnits(plan).map((u) => ({ path: path.join(plan.paths.unitDir, u.name), content: u.content, mode: PUBLIC, kind: "unit", unit: u.name }));
+  return renderUnits(plan).map((u) => ({
+    path: path.join(plan.paths.unitDir, u.name),
+    content: u.content,
+    mode: PUBLIC,
+    kind: "unit",
+    unit: u.name,
+  }));
 }
 
 function renderScripts(plan: Plan): RenderedFile[] {
   const l = layout(plan);
   const files: RenderedFile[] = [{ path: l.scripts.enter, content: renderEnterScript(plan), mode: EXECUTABLE, kind: "script" }];
-  if (plan.runtime.name === "docker") files.push({ path: l.scripts.publish, content: renderPublishScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.apiServer });
+  if (plan.runtime.name === "docker")
+    files.push({
+      path: l.scripts.publish,
+      content: renderPublishScript(plan),
+      mode: EXECUTABLE,
+      kind: "script",
+      unit: plan.units.apiServer,
+    });
   else files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
   return files;
 }
@@ -114,7 +134,10 @@ function renderPki(plan: Plan, pki: Pki): RenderedFile[] {
   const files: RenderedFile[] = [];
   const pair = (name: CaName | CertName, p: { cert: string; key: string }) => {
     const unit = pkiReader(plan, name);
-    files.push({ path: p.cert, content: pki[name].cert, mode: PUBLIC, kind: "pki", unit }, { path: p.key, content: pki[name].key, mode: SECRET, kind: "pki", unit });
+    files.push(
+      { path: p.cert, content: pki[name].cert, mode: PUBLIC, kind: "pki", unit },
+      { path: p.key, content: pki[name].key, mode: SECRET, kind: "pki", unit },
+    );
   };
   pair("ca", paths.cas.ca);
   pair("etcdCa", paths.cas.etcdCa);

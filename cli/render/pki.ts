@@ -82,10 +82,35 @@ export function certSpecs(plan: Plan): CertSpec[] {
       dns: [],
       ips: [],
     },
-    { name: "apiServerEtcdClient", file: "apiserver-etcd-client", issuer: "etcdCa", commonName: "kube-apiserver-etcd-client", usages: ["client"], dns: [], ips: [] },
+    {
+      name: "apiServerEtcdClient",
+      file: "apiserver-etcd-client",
+      issuer: "etcdCa",
+      commonName: "kube-apiserver-etcd-client",
+      usages: ["client"],
+      dns: [],
+      ips: [],
+    },
     // One certificate for etcd's client and peer listeners (a single member on loopback).
-    { name: "etcdServer", file: "etcd-server", issuer: "etcdCa", commonName: node, usages: ["server", "client"], dns: ["localhost", node], ips: ["127.0.0.1"] },
-    { name: "kubeletClient", file: "kubelet-client", issuer: "ca", commonName: `system:node:${node}`, organization: "system:nodes", usages: ["client"], dns: [], ips: [] },
+    {
+      name: "etcdServer",
+      file: "etcd-server",
+      issuer: "etcdCa",
+      commonName: node,
+      usages: ["server", "client"],
+      dns: ["localhost", node],
+      ips: ["127.0.0.1"],
+    },
+    {
+      name: "kubeletClient",
+      file: "kubelet-client",
+      issuer: "ca",
+      commonName: `system:node:${node}`,
+      organization: "system:nodes",
+      usages: ["client"],
+      dns: [],
+      ips: [],
+    },
     {
       name: "kubeletServing",
       file: "kubelet-serving",
@@ -96,15 +121,45 @@ export function certSpecs(plan: Plan): CertSpec[] {
       dns: unique(["localhost", node]),
       ips: unique(["127.0.0.1", plan.network.namespaceIP]),
     },
-    { name: "controllerManager", file: "controller-manager", issuer: "ca", commonName: "system:kube-controller-manager", usages: ["client"], dns: [], ips: [] },
+    {
+      name: "controllerManager",
+      file: "controller-manager",
+      issuer: "ca",
+      commonName: "system:kube-controller-manager",
+      usages: ["client"],
+      dns: [],
+      ips: [],
+    },
     { name: "scheduler", file: "scheduler", issuer: "ca", commonName: "system:kube-scheduler", usages: ["client"], dns: [], ips: [] },
-    { name: "kubeProxy", file: "kube-proxy", issuer: "ca", commonName: "system:kube-proxy", organization: "system:node-proxier", usages: ["client"], dns: [], ips: [] },
-    { name: "admin", file: "admin", issuer: "ca", commonName: "rootless-k8s-admin", organization: "system:masters", usages: ["client"], dns: [], ips: [] },
+    {
+      name: "kubeProxy",
+      file: "kube-proxy",
+      issuer: "ca",
+      commonName: "system:kube-proxy",
+      organization: "system:node-proxier",
+      usages: ["client"],
+      dns: [],
+      ips: [],
+    },
+    {
+      name: "admin",
+      file: "admin",
+      issuer: "ca",
+      commonName: "rootless-k8s-admin",
+      organization: "system:masters",
+      usages: ["client"],
+      dns: [],
+      ips: [],
+    },
   ];
 }
 
 /** Absolute paths of every PKI file, by entry: what renderNode writes and readPki reads back. */
-export function pkiPaths(plan: Plan): { cas: Record<CaName, KeyPairPaths>; certs: Record<CertName, KeyPairPaths>; serviceAccount: { publicKey: string; privateKey: string } } {
+export function pkiPaths(plan: Plan): {
+  cas: Record<CaName, KeyPairPaths>;
+  certs: Record<CertName, KeyPairPaths>;
+  serviceAccount: { publicKey: string; privateKey: string };
+} {
   const at = (f: string) => path.join(plan.paths.pkiDir, f);
   const pair = (f: string): KeyPairPaths => ({ cert: at(`${f}.crt`), key: at(`${f}.key`) });
   const certs = Object.fromEntries(certSpecs(plan).map((s) => [s.name, pair(s.file)])) as Record<CertName, KeyPairPaths>;
@@ -183,7 +238,9 @@ function keyAlgorithm(algorithm: PkiAlgorithm): webcrypto.RsaHashedKeyGenParams 
 }
 
 function signingAlgorithm(algorithm: PkiAlgorithm): SigningAlgorithm {
-  return algorithm === "rsa-2048" ? ({ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as webcrypto.Algorithm) : { name: "ECDSA", hash: "SHA-256" };
+  return algorithm === "rsa-2048"
+    ? ({ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as webcrypto.Algorithm)
+    : { name: "ECDSA", hash: "SHA-256" };
 }
 
 function importAlgorithm(algorithm: PkiAlgorithm): webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams {
@@ -242,7 +299,10 @@ async function createCa(commonName: string, algorithm: PkiAlgorithm, now: Date):
 
 async function createLeaf(spec: CertSpec, ca: Issuer, algorithm: PkiAlgorithm, now: Date): Promise<KeyPairPem> {
   const keys = await newKeys(algorithm);
-  const usage = algorithm === "rsa-2048" ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment : x509.KeyUsageFlags.digitalSignature;
+  const usage =
+    algorithm === "rsa-2048"
+      ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment
+      : x509.KeyUsageFlags.digitalSignature;
   const ekus = spec.usages.map((u) => (u === "server" ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth));
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
@@ -250,7 +310,10 @@ async function createLeaf(spec: CertSpec, ca: Issuer, algorithm: PkiAlgorithm, n
     new x509.ExtendedKeyUsageExtension(ekus, false),
     await x509.AuthorityKeyIdentifierExtension.create(ca.cert.publicKey),
   ];
-  const sans = [...spec.dns.map((value) => ({ type: "dns" as const, value })), ...spec.ips.map((value) => ({ type: "ip" as const, value }))];
+  const sans = [
+    ...spec.dns.map((value) => ({ type: "dns" as const, value })),
+    ...spec.ips.map((value) => ({ type: "ip" as const, value })),
+  ];
   if (sans.length) extensions.push(new x509.SubjectAlternativeNameExtension(sans, false));
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),

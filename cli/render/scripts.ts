@@ -119,7 +119,7 @@ export function renderEnterScript(plan: Plan): string {
     "tries=0",
     'until [ -s "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; do',
     "  tries=$((tries + 1))",
-    "  if [ \"$tries\" -gt 300 ]; then",
+    '  if [ "$tries" -gt 300 ]; then',
     `    echo "rootless-k8s-enter: $pid_file did not appear in 30s: is ${plan.units.owner} running?" >&2`,
     "    exit 1",
     "  fi",

@@ -6,15 +6,7 @@
 // (~/.config/systemd/user/<unit>.d/*.conf) and env.local, which rootless-k8s never writes.
 import * as path from "node:path";
 import type { Plan } from "../plan/plan";
-import {
-  apiServerArgs,
-  controllerManagerArgs,
-  criDockerdArgs,
-  etcdArgs,
-  kubeProxyArgs,
-  kubeletArgs,
-  schedulerArgs,
-} from "./components";
+import { apiServerArgs, controllerManagerArgs, criDockerdArgs, etcdArgs, kubeProxyArgs, kubeletArgs, schedulerArgs } from "./components";
 import { layout } from "./layout";
 import { rootlesskitArgs } from "./rootlesskit";
 import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
@@ -58,7 +50,14 @@ function componentUnits(plan: Plan): ComponentUnit[] {
   const k8s = v.kubernetes ?? "";
   const docs = (c: string) => `https://kubernetes.io/docs/reference/command-line-tools-reference/${c}/`;
   const list: ComponentUnit[] = [
-    { unit: u.etcd, description: `etcd ${v.etcd ?? ""} (the node's key-value store)`, documentation: "https://etcd.io/docs/", args: etcdArgs(plan), extraArgs: "ETCD_EXTRA_ARGS", after: [] },
+    {
+      unit: u.etcd,
+      description: `etcd ${v.etcd ?? ""} (the node's key-value store)`,
+      documentation: "https://etcd.io/docs/",
+      args: etcdArgs(plan),
+      extraArgs: "ETCD_EXTRA_ARGS",
+      after: [],
+    },
     {
       unit: u.apiServer,
       description: `kube-apiserver ${k8s}`,
@@ -76,7 +75,14 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       extraArgs: "KUBE_CONTROLLER_MANAGER_EXTRA_ARGS",
       after: [u.apiServer],
     },
-    { unit: u.scheduler, description: `kube-scheduler ${k8s}`, documentation: docs("kube-scheduler"), args: schedulerArgs(plan), extraArgs: "KUBE_SCHEDULER_EXTRA_ARGS", after: [u.apiServer] },
+    {
+      unit: u.scheduler,
+      description: `kube-scheduler ${k8s}`,
+      documentation: docs("kube-scheduler"),
+      args: schedulerArgs(plan),
+      extraArgs: "KUBE_SCHEDULER_EXTRA_ARGS",
+      after: [u.apiServer],
+    },
     {
       unit: u.kubelet,
       description: `kubelet ${k8s} (mode ${plan.mode.name})`,
@@ -85,7 +91,14 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       extraArgs: "KUBELET_EXTRA_ARGS",
       after: [u.apiServer, ...(u.criDockerd ? [u.criDockerd] : [])],
     },
-    { unit: u.kubeProxy, description: `kube-proxy ${k8s} (${plan.proxy.mode})`, documentation: docs("kube-proxy"), args: kubeProxyArgs(plan), extraArgs: "KUBE_PROXY_EXTRA_ARGS", after: [u.apiServer, u.kubelet] },
+    {
+      unit: u.kubeProxy,
+      description: `kube-proxy ${k8s} (${plan.proxy.mode})`,
+      documentation: docs("kube-proxy"),
+      args: kubeProxyArgs(plan),
+      extraArgs: "KUBE_PROXY_EXTRA_ARGS",
+      after: [u.apiServer, u.kubelet],
+    },
   ];
   if (u.criDockerd) {
     list.unshift({
@@ -145,7 +158,10 @@ function ownerUnit(plan: Plan): UnitFile {
       [
         "Unit",
         [
-          ["Description", `rootless-k8s: the node's namespaces (RootlessKit ${plan.rootlesskit.version}, ${plan.network.driver}) and ${rt.name} ${rt.version}`],
+          [
+            "Description",
+            `rootless-k8s: the node's namespaces (RootlessKit ${plan.rootlesskit.version}, ${plan.network.driver}) and ${rt.name} ${rt.version}`,
+          ],
           ["Documentation", "https://github.com/rootless-containers/rootlesskit"],
           ["PartOf", plan.units.target],
           ["StartLimitIntervalSec", 60],

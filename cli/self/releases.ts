@@ -102,7 +102,11 @@ function statusError(url: string, status: number): UserError {
  * timeouts) and gives the 200 response to `read`; network errors and 5xx, also in the middle of the
  * body, are retried with backoff. undici and the client load only here, when a request starts.
  */
-async function getRelease<T>(url: string, req: ReleaseRequest, read: (res: Response, signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+async function getRelease<T>(
+  url: string,
+  req: ReleaseRequest,
+  read: (res: Response, signal: AbortSignal | undefined) => Promise<T>,
+): Promise<T> {
   const { signal, deadlineMs, ...http } = req;
   const deadline = deadlineMs ? AbortSignal.timeout(deadlineMs) : undefined;
   const stop = signal && deadline ? AbortSignal.any([signal, deadline]) : (signal ?? deadline);
@@ -126,7 +130,11 @@ async function getRelease<T>(url: string, req: ReleaseRequest, read: (res: Respo
   } catch (e) {
     if (signal?.aborted) throw new InterruptedError();
     if (deadline?.aborted) {
-      throw new UserError(`could not download ${url}: no answer within ${deadlineMs! / 1000} s`, { exitCode: ExitCode.Network, fix: NETWORK_FIX, cause: e });
+      throw new UserError(`could not download ${url}: no answer within ${deadlineMs! / 1000} s`, {
+        exitCode: ExitCode.Network,
+        fix: NETWORK_FIX,
+        cause: e,
+      });
     }
     if (e instanceof HttpStatusError) throw statusError(url, e.status);
     throw downloadFailure(e, { label: url, url, attempts, fix: NETWORK_FIX });
@@ -197,7 +205,11 @@ export async function downloadFile(url: string, dest: string, req: ReleaseReques
 /** An error of the file being written (never retried): a full disk, or a folder we cannot write. */
 function fileError(url: string, dest: string, e: NodeJS.ErrnoException): UserError {
   if (e.code === "ENOSPC" || e.code === "EDQUOT") {
-    return new UserError(`no space left to download ${url} into ${dest}`, { exitCode: ExitCode.Failure, fix: "free some disk space and run this again", cause: e });
+    return new UserError(`no space left to download ${url} into ${dest}`, {
+      exitCode: ExitCode.Failure,
+      fix: "free some disk space and run this again",
+      cause: e,
+    });
   }
   return new UserError(`cannot write ${dest} (${e.code ?? messageOf(e)}) to download ${url}`, {
     exitCode: ExitCode.Failure,

@@ -12,7 +12,18 @@ import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { BIN_NAME } from "../version";
 import { tempPathBeside } from "../apply/files";
 import { previousPathOf } from "./previous-binary";
-import { type Arch, binaryName, checksumFor, downloadFile, fetchBytes, fetchText, normalizeVersion, type ReleaseRequest, releaseUrl, verifySums } from "./releases";
+import {
+  type Arch,
+  binaryName,
+  checksumFor,
+  downloadFile,
+  fetchBytes,
+  fetchText,
+  normalizeVersion,
+  type ReleaseRequest,
+  releaseUrl,
+  verifySums,
+} from "./releases";
 
 export interface SelfUpgradeRequest {
   /** The real path of the running binary (symlinks resolved). */
@@ -69,10 +80,13 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
     throw e;
   });
   if (!verifySums(sumsBytes, signature, req.publicKey)) {
-    throw new UserError(`the signature of ${sumsUrl} does not verify with the release key built into ${BIN_NAME}; ${req.binary} is unchanged`, {
-      exitCode: ExitCode.Verification,
-      fix: "nothing was downloaded or run. The release base serves checksums that the release key did not sign: use the official release base, or report it",
-    });
+    throw new UserError(
+      `the signature of ${sumsUrl} does not verify with the release key built into ${BIN_NAME}; ${req.binary} is unchanged`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "nothing was downloaded or run. The release base serves checksums that the release key did not sign: use the official release base, or report it",
+      },
+    );
   }
   req.progress(`verified the ed25519 signature of SHA256SUMS ${target}`);
   const sums = sumsBytes.toString("utf8");
@@ -90,10 +104,13 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
     req.progress(`downloading ${url}`);
     const { sha256 } = await downloadFile(url, tmp, http);
     if (sha256 !== expected) {
-      throw new UserError(`checksum mismatch for ${name} ${target}: got ${sha256}, SHA256SUMS says ${expected}; ${req.binary} is unchanged`, {
-        exitCode: ExitCode.Verification,
-        fix: "run self-upgrade again (a download may have been cut); if it persists, the release base serves a tampered or broken file",
-      });
+      throw new UserError(
+        `checksum mismatch for ${name} ${target}: got ${sha256}, SHA256SUMS says ${expected}; ${req.binary} is unchanged`,
+        {
+          exitCode: ExitCode.Verification,
+          fix: "run self-upgrade again (a download may have been cut); if it persists, the release base serves a tampered or broken file",
+        },
+      );
     }
     req.progress(`verified SHA-256 ${sha256}`);
     // A dry run never executes what it downloaded.
@@ -115,7 +132,8 @@ export async function assertReplaceable(binary: string): Promise<void> {
   const uid = process.getuid?.() ?? -1;
   const why = await access(dir, constants.W_OK).then(
     () => (d.mode & 0o1000 && f.uid !== uid && d.uid !== uid ? `${dir} is sticky and ${binary} belongs to uid ${f.uid}` : undefined),
-    () => `${dir} is not writable by you (uid ${uid}; the folder belongs to ${d.uid === 0 ? "root" : `uid ${d.uid}`}, mode ${(d.mode & 0o7777).toString(8)})`,
+    () =>
+      `${dir} is not writable by you (uid ${uid}; the folder belongs to ${d.uid === 0 ? "root" : `uid ${d.uid}`}, mode ${(d.mode & 0o7777).toString(8)})`,
   );
   if (why) {
     throw new UserError(`cannot replace ${binary}: ${why}`, {
@@ -176,10 +194,13 @@ async function smokeTest(file: string, version: string, binary: string, signal: 
     });
   });
   if (got !== want) {
-    throw new UserError(`the new binary failed its smoke test: \`--version\` printed "${firstLine(got)}", expected "${want}"; ${binary} is unchanged`, {
-      exitCode: ExitCode.Verification,
-      fix: "the release is mislabelled: stay on this version, or pick another with --to",
-    });
+    throw new UserError(
+      `the new binary failed its smoke test: \`--version\` printed "${firstLine(got)}", expected "${want}"; ${binary} is unchanged`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "the release is mislabelled: stay on this version, or pick another with --to",
+      },
+    );
   }
 }
 
@@ -201,6 +222,9 @@ async function replace(binary: string, tmp: string): Promise<string> {
     throw new UserError(`could not replace ${binary}: ${messageOf(e)}; it is unchanged`, { exitCode: ExitCode.Failure, cause: e });
   }
   const dir = await open(dirname(binary), "r");
-  await dir.sync().catch(() => undefined).finally(() => dir.close());
+  await dir
+    .sync()
+    .catch(() => undefined)
+    .finally(() => dir.close());
   return previous;
 }

@@ -54,7 +54,10 @@ export function decide(
   const check = !sameBase || !state.checkedAt || now - state.checkedAt >= UPDATE_CHECK_INTERVAL_MS || state.checkedAt > now;
   const due = !state.notifiedAt || now - state.notifiedAt >= UPDATE_CHECK_INTERVAL_MS || state.notifiedAt > now;
   if (sameBase && state.latest && due && newer(state.latest, current)) {
-    return { check, notice: `A new release of ${BIN_NAME} is available: ${current} → ${state.latest}. Run \`${BIN_NAME} self-upgrade\` to install it.` };
+    return {
+      check,
+      notice: `A new release of ${BIN_NAME} is available: ${current} → ${state.latest}. Run \`${BIN_NAME} self-upgrade\` to install it.`,
+    };
   }
   return { check };
 }

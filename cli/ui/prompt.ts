@@ -36,7 +36,8 @@ function isPromptAbort(e: unknown): boolean {
 export function createPrompter(o: PrompterOptions): Prompter {
   const interactive = !o.yes && o.stdinIsTTY && o.out.interactive && !o.out.ci;
   const context = { signal: o.signal, output: process.stderr, clearPromptOnDone: false };
-  const unattended = (message: string, answer: string) => o.out.err(`${o.out.errStyle.dim("?")} ${message} ${o.out.errStyle.dim(`-> ${answer} (not asked)`)}`);
+  const unattended = (message: string, answer: string) =>
+    o.out.err(`${o.out.errStyle.dim("?")} ${message} ${o.out.errStyle.dim(`-> ${answer} (not asked)`)}`);
 
   async function ask<T>(fn: () => Promise<T>): Promise<T> {
     try {

@@ -33,7 +33,9 @@ export async function buildDoubles({ out, version, node, only, fault = "" }) {
         target: "node24",
         format: "esm",
         outfile,
-        banner: { js: `#!${node}\n// ${name}: rootless-k8s e2e TEST DOUBLE (see test/doubles/${DOUBLES[name]})\nimport { createRequire as __rk8sRequire } from "node:module"; const require = __rk8sRequire(import.meta.url);` },
+        banner: {
+          js: `#!${node}\n// ${name}: rootless-k8s e2e TEST DOUBLE (see test/doubles/${DOUBLES[name]})\nimport { createRequire as __rk8sRequire } from "node:module"; const require = __rk8sRequire(import.meta.url);`,
+        },
         define: { __DOUBLE_K8S_VERSION__: JSON.stringify(version), __DOUBLE_FAULT__: JSON.stringify(fault) },
         logLevel: "warning",
         legalComments: "none",

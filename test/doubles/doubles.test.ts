@@ -38,7 +38,8 @@ function file(name: string, text: string, mode = 0o644): string {
   return p;
 }
 
-const KUBELET_CONFIG = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\nfailSwapOn: false\ncgroupsPerQOS: false\nenforceNodeAllocatable: []\n";
+const KUBELET_CONFIG =
+  "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailCgroupV1: false\nfailSwapOn: false\ncgroupsPerQOS: false\nenforceNodeAllocatable: []\n";
 
 describe("every double", () => {
   it("prints its upstream-style version", () => {
@@ -60,18 +61,30 @@ describe("every double", () => {
 
 describe("kubelet double", () => {
   it("decodes its config strictly, at every depth", () => {
-    const cfg = file("kubelet-bad.yaml", KUBELET_CONFIG + "authentication:\n  x509:\n    clientCAFile: /x\n    bogus: 1\ncgroupsPerQOSX: true\n");
+    const cfg = file(
+      "kubelet-bad.yaml",
+      KUBELET_CONFIG + "authentication:\n  x509:\n    clientCAFile: /x\n    bogus: 1\ncgroupsPerQOSX: true\n",
+    );
     const r = run("kubelet", [`--config=${cfg}`, "--kubeconfig=/nonexistent"]);
     expect(r.code).toBe(1);
     expect(r.out).toContain('strict decoding error: unknown field "authentication.x509.bogus", unknown field "cgroupsPerQOSX"');
   });
   it("refuses an unknown feature gate and a config of another kind", () => {
-    expect(run("kubelet", [`--config=${file("g.yaml", KUBELET_CONFIG + "featureGates:\n  KubeletInUserNamespace: true\n  NoSuchGate: true\n")}`, "--kubeconfig=/x"]).out).toContain("unrecognized feature gate: NoSuchGate");
-    expect(run("kubelet", [`--config=${file("k.yaml", "apiVersion: v1\nkind: Pod\n")}`, "--kubeconfig=/x"]).out).toContain('no kind "Pod" is registered for version "v1"');
+    expect(
+      run("kubelet", [
+        `--config=${file("g.yaml", KUBELET_CONFIG + "featureGates:\n  KubeletInUserNamespace: true\n  NoSuchGate: true\n")}`,
+        "--kubeconfig=/x",
+      ]).out,
+    ).toContain("unrecognized feature gate: NoSuchGate");
+    expect(run("kubelet", [`--config=${file("k.yaml", "apiVersion: v1\nkind: Pod\n")}`, "--kubeconfig=/x"]).out).toContain(
+      'no kind "Pod" is registered for version "v1"',
+    );
   });
   it.skipIf(existsSync("/sys/fs/cgroup/cgroup.controllers"))("refuses cgroup v1 unless failCgroupV1 is false, like kubelet >= 1.35", () => {
     const cfg = file("v1.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfailSwapOn: false\n");
-    expect(run("kubelet", [`--config=${cfg}`, "--kubeconfig=/x"]).out).toContain("kubelet is configured to not run on a host using cgroup v1");
+    expect(run("kubelet", [`--config=${cfg}`, "--kubeconfig=/x"]).out).toContain(
+      "kubelet is configured to not run on a host using cgroup v1",
+    );
   });
   it("refuses a kubeconfig whose identity is not a node", () => {
     const kc = tls.kubeconfig("https://127.0.0.1:1");
@@ -88,7 +101,17 @@ describe("kube-apiserver double", () => {
     const ca = file("ca.crt", tls.ca.toString());
     const saKey = file("sa.key", tls.clientKey.toString(), 0o600);
     const saPub = file("sa.pub", tls.clientCert.toString());
-    return [`--etcd-servers=http://127.0.0.1:1`, `--service-account-issuer=https://kubernetes.default.svc`, `--service-account-key-file=${saPub}`, `--service-account-signing-key-file=${saKey}`, `--tls-cert-file=${cert}`, `--tls-private-key-file=${key}`, `--client-ca-file=${ca}`, "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=Node,RBAC"];
+    return [
+      `--etcd-servers=http://127.0.0.1:1`,
+      `--service-account-issuer=https://kubernetes.default.svc`,
+      `--service-account-key-file=${saPub}`,
+      `--service-account-signing-key-file=${saKey}`,
+      `--tls-cert-file=${cert}`,
+      `--tls-private-key-file=${key}`,
+      `--client-ca-file=${ca}`,
+      "--service-cluster-ip-range=10.96.0.0/16",
+      "--authorization-mode=Node,RBAC",
+    ];
   };
   it("requires the flags a node's API server cannot run without", () => {
     expect(run("kube-apiserver", ["--etcd-servers=https://127.0.0.1:2379"]).out).toContain("--service-account-issuer is required");
@@ -96,17 +119,32 @@ describe("kube-apiserver double", () => {
   it("refuses a private key readable by others", () => {
     const args = base();
     const loose = file("loose.key", tls.serverKey.toString(), 0o644);
-    const r = run("kube-apiserver", args.map((a) => (a.startsWith("--tls-private-key-file=") ? `--tls-private-key-file=${loose}` : a)));
+    const r = run(
+      "kube-apiserver",
+      args.map((a) => (a.startsWith("--tls-private-key-file=") ? `--tls-private-key-file=${loose}` : a)),
+    );
     expect(r.code).toBe(1);
     expect(r.out).toContain("private keys must be 0600");
   });
   it("refuses a key that does not match its certificate, and a missing file", () => {
     const other = file("other.key", tls.strangerKey.toString(), 0o600);
-    expect(run("kube-apiserver", base().map((a) => (a.startsWith("--tls-private-key-file=") ? `--tls-private-key-file=${other}` : a))).out).toContain("does not match certificate");
-    expect(run("kube-apiserver", base().map((a) => (a.startsWith("--client-ca-file=") ? "--client-ca-file=/nope/ca.crt" : a))).out).toContain("open /nope/ca.crt: no such file or directory");
+    expect(
+      run(
+        "kube-apiserver",
+        base().map((a) => (a.startsWith("--tls-private-key-file=") ? `--tls-private-key-file=${other}` : a)),
+      ).out,
+    ).toContain("does not match certificate");
+    expect(
+      run(
+        "kube-apiserver",
+        base().map((a) => (a.startsWith("--client-ca-file=") ? "--client-ca-file=/nope/ca.crt" : a)),
+      ).out,
+    ).toContain("open /nope/ca.crt: no such file or directory");
   });
   it("refuses an unknown authorization mode and feature gate", () => {
-    expect(run("kube-apiserver", [...base(), "--authorization-mode=Node,Magic"]).out).toContain('authorization-mode "Magic" is not a valid mode');
+    expect(run("kube-apiserver", [...base(), "--authorization-mode=Node,Magic"]).out).toContain(
+      'authorization-mode "Magic" is not a valid mode',
+    );
     expect(run("kube-apiserver", [...base(), "--feature-gates=NoSuchGate=true"]).out).toContain("unrecognized feature gate: NoSuchGate");
   });
   it("the broken test release reads its flags, then fails as a bad build would", () => {
@@ -119,27 +157,41 @@ describe("kube-apiserver double", () => {
 
 describe("kube-proxy, kube-scheduler and kube-controller-manager doubles", () => {
   it("kube-proxy decodes its config strictly", () => {
-    const cfg = file("kp.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nconntrack:\n  maxPerCore: 0\n  typo: 1\n");
+    const cfg = file(
+      "kp.yaml",
+      "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nconntrack:\n  maxPerCore: 0\n  typo: 1\n",
+    );
     expect(run("kube-proxy", [`--config=${cfg}`]).out).toContain('unknown field "conntrack.typo"');
   });
   // As an ordinary user (nobody) in a user and network namespace, as the node's kube-proxy runs.
   const rootless = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "unshare", "--user", "--map-root-user", "--net"];
-  it.skipIf(process.getuid?.() !== 0 || spawnSync(rootless[0]!, [...rootless.slice(1), "true"]).status !== 0)("kube-proxy dies like the real one when told to write conntrack sysctls inside a user namespace", () => {
-    chmodSync(dir, 0o755);
-    chmodSync(bin, 0o755);
-    const cfg = file("kp2.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\n");
-    const r = run("kube-proxy", [`--config=${cfg}`], { prefix: rootless });
-    expect(r.code).toBe(1);
-    expect(r.out).toMatch(/open \/proc\/sys\/net\/netfilter\/nf_conntrack_max: permission denied/);
-    const zero = file("kp3.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nconntrack:\n  maxPerCore: 0\n  tcpEstablishedTimeout: 0s\n  tcpCloseWaitTimeout: 0s\n");
-    expect(run("kube-proxy", [`--config=${zero}`], { prefix: rootless }).out).not.toMatch(/nf_conntrack/);
-  });
+  it.skipIf(process.getuid?.() !== 0 || spawnSync(rootless[0]!, [...rootless.slice(1), "true"]).status !== 0)(
+    "kube-proxy dies like the real one when told to write conntrack sysctls inside a user namespace",
+    () => {
+      chmodSync(dir, 0o755);
+      chmodSync(bin, 0o755);
+      const cfg = file("kp2.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\n");
+      const r = run("kube-proxy", [`--config=${cfg}`], { prefix: rootless });
+      expect(r.code).toBe(1);
+      expect(r.out).toMatch(/open \/proc\/sys\/net\/netfilter\/nf_conntrack_max: permission denied/);
+      const zero = file(
+        "kp3.yaml",
+        "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nconntrack:\n  maxPerCore: 0\n  tcpEstablishedTimeout: 0s\n  tcpCloseWaitTimeout: 0s\n",
+      );
+      expect(run("kube-proxy", [`--config=${zero}`], { prefix: rootless }).out).not.toMatch(/nf_conntrack/);
+    },
+  );
   it("kube-scheduler refuses an unknown config field", () => {
-    const cfg = file("ks.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: /x\nleaderElection:\n  leaderElect: false\n  leaseDurationX: 1s\n");
+    const cfg = file(
+      "ks.yaml",
+      "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: /x\nleaderElection:\n  leaderElect: false\n  leaseDurationX: 1s\n",
+    );
     expect(run("kube-scheduler", [`--config=${cfg}`]).out).toContain('unknown field "leaderElection.leaseDurationX"');
   });
   it("kube-controller-manager refuses a missing root CA", () => {
     const sa = file("kcm-sa.key", tls.clientKey.toString(), 0o600);
-    expect(run("kube-controller-manager", ["--kubeconfig=/x", `--service-account-private-key-file=${sa}`, "--root-ca-file=/nope.crt"]).out).toContain("open /nope.crt: no such file or directory");
+    expect(
+      run("kube-controller-manager", ["--kubeconfig=/x", `--service-account-private-key-file=${sa}`, "--root-ca-file=/nope.crt"]).out,
+    ).toContain("open /nope.crt: no such file or directory");
   });
 });

@@ -12,13 +12,31 @@ import { die, log, onStop, parseFlags, readFileOrDie, VERSION } from "./lib/stri
 import { watchNodesAs } from "./lib/kube.mjs";
 
 const C = "kube-proxy";
-const S = "string", B = "bool", L = "list", I = "int";
+const S = "string",
+  B = "bool",
+  L = "list",
+  I = "int";
 // Reference: kubernetes/website .../command-line-tools-reference/kube-proxy.md
 const FLAGS = {
-  config: S, kubeconfig: S, "hostname-override": S, v: I, vmodule: L, "cluster-cidr": S, "proxy-mode": S,
-  "conntrack-max-per-core": I, "conntrack-tcp-timeout-established": S, "conntrack-tcp-timeout-close-wait": S,
-  "feature-gates": L, "bind-address": S, "healthz-bind-address": S, "metrics-bind-address": S, "nodeport-addresses": L,
-  "logging-format": S, "log-flush-frequency": S, "init-only": B, cleanup: B,
+  config: S,
+  kubeconfig: S,
+  "hostname-override": S,
+  v: I,
+  vmodule: L,
+  "cluster-cidr": S,
+  "proxy-mode": S,
+  "conntrack-max-per-core": I,
+  "conntrack-tcp-timeout-established": S,
+  "conntrack-tcp-timeout-close-wait": S,
+  "feature-gates": L,
+  "bind-address": S,
+  "healthz-bind-address": S,
+  "metrics-bind-address": S,
+  "nodeport-addresses": L,
+  "logging-format": S,
+  "log-flush-frequency": S,
+  "init-only": B,
+  cleanup: B,
 };
 const f = parseFlags(C, FLAGS);
 let cfg = {};
@@ -28,7 +46,8 @@ if (f.config) {
   } catch (e) {
     die(C, `failed to load config ${f.config}: ${e.message}`);
   }
-  if (cfg?.apiVersion !== "kubeproxy.config.k8s.io/v1alpha1" || cfg?.kind !== "KubeProxyConfiguration") die(C, `${f.config}: no kind "${cfg?.kind}" is registered for version "${cfg?.apiVersion}"`);
+  if (cfg?.apiVersion !== "kubeproxy.config.k8s.io/v1alpha1" || cfg?.kind !== "KubeProxyConfiguration")
+    die(C, `${f.config}: no kind "${cfg?.kind}" is registered for version "${cfg?.apiVersion}"`);
   const bad = unknownFields(cfg, "KubeProxyConfiguration");
   if (bad.length) die(C, `failed to load config ${f.config}: strict decoding error: ${bad.map((b) => `unknown field "${b}"`).join(", ")}`);
   const gates = unknownFeatureGates(cfg.featureGates);
@@ -46,7 +65,10 @@ const sysctl = (name) => {
   try {
     writeFileSync(file, readFileSync(file, "utf8"));
   } catch (e) {
-    die(C, `Error running ProxyServer: open ${file}: ${e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "permission denied" : e.message} (set conntrack.${name.endsWith("max") ? "maxPerCore" : "timeouts"} to 0 when rootless)`);
+    die(
+      C,
+      `Error running ProxyServer: open ${file}: ${e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS" ? "permission denied" : e.message} (set conntrack.${name.endsWith("max") ? "maxPerCore" : "timeouts"} to 0 when rootless)`,
+    );
   }
 };
 if (maxPerCore !== 0) sysctl("net/netfilter/nf_conntrack_max");
@@ -63,7 +85,14 @@ try {
     if (!have.includes("-N KUBE-SERVICES")) execFileSync("iptables", ["-w", "5", "-t", "nat", "-N", "KUBE-SERVICES"], { stdio: "pipe" });
   }
 } catch (e) {
-  die(C, `failed to program ${mode} rules: ${String(e.stderr ?? e.message).trim().split("\n")[0]}`);
+  die(
+    C,
+    `failed to program ${mode} rules: ${
+      String(e.stderr ?? e.message)
+        .trim()
+        .split("\n")[0]
+    }`,
+  );
 }
 const kubeconfig = f.kubeconfig ?? cfg.clientConnection?.kubeconfig;
 if (!kubeconfig) die(C, "no kubeconfig (neither --kubeconfig nor clientConnection.kubeconfig)");

@@ -8,20 +8,52 @@ import { watchNodesAs, loadKubeconfig } from "./lib/kube.mjs";
 import fields from "./data/k8s-config-fields.json" with { type: "json" };
 
 const C = "kube-scheduler";
-const S = "string", B = "bool", L = "list", I = "int";
+const S = "string",
+  B = "bool",
+  L = "list",
+  I = "int";
 // Reference: kubernetes/website .../command-line-tools-reference/kube-scheduler.md
 const FLAGS = {
-  config: S, kubeconfig: S, "authentication-kubeconfig": S, "authorization-kubeconfig": S, "bind-address": S, "secure-port": I,
-  "leader-elect": B, "feature-gates": L, v: I, vmodule: L, "logging-format": S, "log-flush-frequency": S, "tls-cert-file": S,
-  "tls-private-key-file": S, profiling: B, "client-ca-file": S, "requestheader-client-ca-file": S,
+  config: S,
+  kubeconfig: S,
+  "authentication-kubeconfig": S,
+  "authorization-kubeconfig": S,
+  "bind-address": S,
+  "secure-port": I,
+  "leader-elect": B,
+  "feature-gates": L,
+  v: I,
+  vmodule: L,
+  "logging-format": S,
+  "log-flush-frequency": S,
+  "tls-cert-file": S,
+  "tls-private-key-file": S,
+  profiling: B,
+  "client-ca-file": S,
+  "requestheader-client-ca-file": S,
 };
 // KubeSchedulerConfiguration v1 (k8s.io/kube-scheduler/config/v1 types.go), top level and the two nested structs read here.
-const TOP = ["apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive"];
+const TOP = [
+  "apiVersion",
+  "kind",
+  "parallelism",
+  "leaderElection",
+  "clientConnection",
+  "enableProfiling",
+  "enableContentionProfiling",
+  "percentageOfNodesToScore",
+  "podInitialBackoffSeconds",
+  "podMaxBackoffSeconds",
+  "profiles",
+  "extenders",
+  "delayCacheUntilActive",
+];
 const CLIENT = ["kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"];
 const LEADER = ["leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock", "resourceName", "resourceNamespace"];
 
 const f = parseFlags(C, FLAGS);
-for (const g of f["feature-gates"] ?? []) if (!fields.featureGates.includes(g.split("=")[0])) die(C, `unrecognized feature gate: ${g.split("=")[0]}`);
+for (const g of f["feature-gates"] ?? [])
+  if (!fields.featureGates.includes(g.split("=")[0])) die(C, `unrecognized feature gate: ${g.split("=")[0]}`);
 let kubeconfig = f.kubeconfig;
 if (f.config) {
   let cfg;
@@ -30,8 +62,13 @@ if (f.config) {
   } catch (e) {
     die(C, `couldn't decode ${f.config}: ${e.message}`);
   }
-  if (cfg?.apiVersion !== "kubescheduler.config.k8s.io/v1" || cfg?.kind !== "KubeSchedulerConfiguration") die(C, `${f.config}: no kind "${cfg?.kind}" is registered for version "${cfg?.apiVersion}"`);
-  const bad = [...unknownKeys(cfg, TOP, ""), ...unknownKeys(cfg.clientConnection, CLIENT, "clientConnection."), ...unknownKeys(cfg.leaderElection, LEADER, "leaderElection.")];
+  if (cfg?.apiVersion !== "kubescheduler.config.k8s.io/v1" || cfg?.kind !== "KubeSchedulerConfiguration")
+    die(C, `${f.config}: no kind "${cfg?.kind}" is registered for version "${cfg?.apiVersion}"`);
+  const bad = [
+    ...unknownKeys(cfg, TOP, ""),
+    ...unknownKeys(cfg.clientConnection, CLIENT, "clientConnection."),
+    ...unknownKeys(cfg.leaderElection, LEADER, "leaderElection."),
+  ];
   if (bad.length) die(C, `${f.config}: strict decoding error: ${bad.map((b) => `unknown field "${b}"`).join(", ")}`);
   kubeconfig = cfg.clientConnection?.kubeconfig ?? kubeconfig;
 }

@@ -21,21 +21,66 @@ import { apiClient, loadKubeconfig, notifyReady } from "./lib/kube.mjs";
 import { checkPair, die, loadCert, log, onStop, parseFlags, readFileOrDie, requireFlags, VERSION } from "./lib/strict.mjs";
 
 const C = "kubelet";
-const S = "string", B = "bool", L = "list", I = "int";
+const S = "string",
+  B = "bool",
+  L = "list",
+  I = "int";
 // Real kubelet flags (kubernetes v1.36 `kubelet --help`; reference: kubernetes/website
 // content/en/docs/reference/command-line-tools-reference/kubelet.md).
 const FLAGS = {
-  config: S, "config-dir": S, kubeconfig: S, "bootstrap-kubeconfig": S, "hostname-override": S, "node-ip": S,
-  "node-labels": L, "root-dir": S, "cert-dir": S, "container-runtime-endpoint": S, "image-service-endpoint": S,
-  v: I, vmodule: L, "log-flush-frequency": S, "logging-format": S, "feature-gates": L, "register-node": B,
-  "register-with-taints": L, "runtime-cgroups": S, "provider-id": S, "cloud-provider": S, "lock-file": S,
-  "exit-on-lock-contention": B, "seccomp-default": B, "runtime-request-timeout": S, "max-pods": I,
-  "pod-cidr": S, "cluster-dns": L, "cluster-domain": S, "resolv-conf": S, "fail-swap-on": B,
-  "cgroup-driver": S, "cgroups-per-qos": B, "cgroup-root": S, "enforce-node-allocatable": L,
-  "volume-plugin-dir": S, "local-storage-capacity-isolation": B, "healthz-port": I, "healthz-bind-address": S,
-  "read-only-port": I, port: I, address: S, "tls-cert-file": S, "tls-private-key-file": S, "client-ca-file": S,
-  "anonymous-auth": B, "authorization-mode": S, "authentication-token-webhook": B, "kube-reserved": L,
-  "system-reserved": L, "eviction-hard": L, "node-status-update-frequency": S, "rotate-certificates": B,
+  config: S,
+  "config-dir": S,
+  kubeconfig: S,
+  "bootstrap-kubeconfig": S,
+  "hostname-override": S,
+  "node-ip": S,
+  "node-labels": L,
+  "root-dir": S,
+  "cert-dir": S,
+  "container-runtime-endpoint": S,
+  "image-service-endpoint": S,
+  v: I,
+  vmodule: L,
+  "log-flush-frequency": S,
+  "logging-format": S,
+  "feature-gates": L,
+  "register-node": B,
+  "register-with-taints": L,
+  "runtime-cgroups": S,
+  "provider-id": S,
+  "cloud-provider": S,
+  "lock-file": S,
+  "exit-on-lock-contention": B,
+  "seccomp-default": B,
+  "runtime-request-timeout": S,
+  "max-pods": I,
+  "pod-cidr": S,
+  "cluster-dns": L,
+  "cluster-domain": S,
+  "resolv-conf": S,
+  "fail-swap-on": B,
+  "cgroup-driver": S,
+  "cgroups-per-qos": B,
+  "cgroup-root": S,
+  "enforce-node-allocatable": L,
+  "volume-plugin-dir": S,
+  "local-storage-capacity-isolation": B,
+  "healthz-port": I,
+  "healthz-bind-address": S,
+  "read-only-port": I,
+  port: I,
+  address: S,
+  "tls-cert-file": S,
+  "tls-private-key-file": S,
+  "client-ca-file": S,
+  "anonymous-auth": B,
+  "authorization-mode": S,
+  "authentication-token-webhook": B,
+  "kube-reserved": L,
+  "system-reserved": L,
+  "eviction-hard": L,
+  "node-status-update-frequency": S,
+  "rotate-certificates": B,
 };
 
 const f = parseFlags(C, FLAGS);
@@ -52,49 +97,73 @@ try {
   die(C, `failed to load kubelet config file, path: ${cfgPath}, error: ${e.message}`);
 }
 if (cfg?.apiVersion !== "kubelet.config.k8s.io/v1beta1" || cfg?.kind !== "KubeletConfiguration") {
-  die(C, `failed to load kubelet config file, path: ${cfgPath}, error: no kind "${cfg?.kind}" is registered for version "${cfg?.apiVersion}"`);
+  die(
+    C,
+    `failed to load kubelet config file, path: ${cfgPath}, error: no kind "${cfg?.kind}" is registered for version "${cfg?.apiVersion}"`,
+  );
 }
 const unknown = unknownFields(cfg, "KubeletConfiguration");
-if (unknown.length) die(C, `failed to load kubelet config file, path: ${cfgPath}, error: strict decoding error: ${unknown.map((u) => `unknown field "${u}"`).join(", ")}`);
+if (unknown.length)
+  die(
+    C,
+    `failed to load kubelet config file, path: ${cfgPath}, error: strict decoding error: ${unknown.map((u) => `unknown field "${u}"`).join(", ")}`,
+  );
 const badGates = unknownFeatureGates(cfg.featureGates);
 const flagGates = Object.fromEntries((f["feature-gates"] ?? []).map((g) => g.split("=")).map(([k, v]) => [k, v === "true"]));
 badGates.push(...unknownFeatureGates(flagGates));
 if (badGates.length) die(C, `failed to set feature gates from initial flags-based config: unrecognized feature gate: ${badGates[0]}`);
 const gates = { ...cfg.featureGates, ...flagGates };
-if (cfg.hairpinMode && !enums.HairpinMode.values.includes(cfg.hairpinMode)) die(C, `invalid configuration: hairpinMode "${cfg.hairpinMode}"`);
-if (cfg.authorization?.mode && !enums.KubeletAuthorizationMode.values.includes(cfg.authorization.mode)) die(C, `invalid configuration: authorization.mode "${cfg.authorization.mode}"`);
+if (cfg.hairpinMode && !enums.HairpinMode.values.includes(cfg.hairpinMode))
+  die(C, `invalid configuration: hairpinMode "${cfg.hairpinMode}"`);
+if (cfg.authorization?.mode && !enums.KubeletAuthorizationMode.values.includes(cfg.authorization.mode))
+  die(C, `invalid configuration: authorization.mode "${cfg.authorization.mode}"`);
 const cgroupDriver = f["cgroup-driver"] ?? cfg.cgroupDriver ?? "cgroupfs";
-if (!["cgroupfs", "systemd"].includes(cgroupDriver)) die(C, `invalid configuration: cgroupDriver "${cgroupDriver}": stock kubelets accept only cgroupfs and systemd`);
+if (!["cgroupfs", "systemd"].includes(cgroupDriver))
+  die(C, `invalid configuration: cgroupDriver "${cgroupDriver}": stock kubelets accept only cgroupfs and systemd`);
 if (cfg.authentication?.x509?.clientCAFile) loadCert(C, cfg.authentication.x509.clientCAFile, "authentication.x509.clientCAFile");
 if (cfg.tlsCertFile || cfg.tlsPrivateKeyFile) checkPair(C, cfg.tlsCertFile, cfg.tlsPrivateKeyFile, "kubelet serving");
-if (cfg.staticPodPath && !existsSync(cfg.staticPodPath)) log(C, "W", `staticPodPath ${cfg.staticPodPath} does not exist (ignored, as the kubelet does)`);
+if (cfg.staticPodPath && !existsSync(cfg.staticPodPath))
+  log(C, "W", `staticPodPath ${cfg.staticPodPath} does not exist (ignored, as the kubelet does)`);
 
 // --- host checks of a real kubelet ---------------------------------------------------------------
 const cgroupV2 = existsSync("/sys/fs/cgroup/cgroup.controllers");
 if (!cgroupV2 && cfg.failCgroupV1 !== false) {
-  die(C, "Failed to run kubelet: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release (set failCgroupV1: false to allow it)");
+  die(
+    C,
+    "Failed to run kubelet: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release (set failCgroupV1: false to allow it)",
+  );
 }
 const swapKiB = Number(/SwapTotal:\s+(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0);
-if (swapKiB > 0 && (f["fail-swap-on"] ?? cfg.failSwapOn) !== false) die(C, `Failed to run kubelet: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false`);
+if (swapKiB > 0 && (f["fail-swap-on"] ?? cfg.failSwapOn) !== false)
+  die(C, `Failed to run kubelet: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false`);
 if (!gates.KubeletInUserNamespace) {
   const uidMap = readFileSync("/proc/self/uid_map", "utf8").trim();
-  if (!/^0\s+0\s+4294967295$/.test(uidMap)) log(C, "W", "running in a user namespace without the KubeletInUserNamespace feature gate: sysctl and /dev/kmsg errors will be fatal");
+  if (!/^0\s+0\s+4294967295$/.test(uidMap))
+    log(C, "W", "running in a user namespace without the KubeletInUserNamespace feature gate: sysctl and /dev/kmsg errors will be fatal");
 }
 const cgroupsPerQOS = f["cgroups-per-qos"] ?? cfg.cgroupsPerQOS ?? true;
 const cgroupRoot = f["cgroup-root"] ?? cfg.cgroupRoot ?? "/";
 let podCgroupParent = "";
 if (cgroupsPerQOS) {
   // The ContainerManager creates the top-level pod cgroup and needs cpu, memory and pids there.
-  if (!cgroupV2) die(C, "Failed to start ContainerManager: cgroupsPerQOS needs writable cgroups; this host has cgroup v1 without delegation");
+  if (!cgroupV2)
+    die(C, "Failed to start ContainerManager: cgroupsPerQOS needs writable cgroups; this host has cgroup v1 without delegation");
   const base = `/sys/fs/cgroup${cgroupRoot === "/" ? "" : cgroupRoot}`;
   const ctl = readFileSync(`${base}/cgroup.subtree_control`, "utf8").trim().split(/\s+/);
   const missing = ["cpu", "memory", "pids"].filter((c) => !ctl.includes(c));
-  if (missing.length) die(C, `Failed to start ContainerManager: failed to initialize top level QOS containers: root container [${cgroupRoot}] doesn't exist or lacks controllers ${missing.join(", ")} in ${base}/cgroup.subtree_control`);
+  if (missing.length)
+    die(
+      C,
+      `Failed to start ContainerManager: failed to initialize top level QOS containers: root container [${cgroupRoot}] doesn't exist or lacks controllers ${missing.join(", ")} in ${base}/cgroup.subtree_control`,
+    );
   const kubepods = `${base}/kubepods`;
   try {
     mkdirSync(kubepods, { recursive: true });
   } catch (e) {
-    die(C, `Failed to start ContainerManager: mkdir ${kubepods}: ${e.code === "EACCES" || e.code === "EPERM" ? "permission denied" : e.message}`);
+    die(
+      C,
+      `Failed to start ContainerManager: mkdir ${kubepods}: ${e.code === "EACCES" || e.code === "EPERM" ? "permission denied" : e.message}`,
+    );
   }
   podCgroupParent = `${cgroupRoot === "/" ? "" : cgroupRoot}/kubepods`;
   log(C, "I", `cgroupsPerQOS: pods go below ${kubepods} (controllers: ${ctl.join(" ")})`);
@@ -104,9 +173,14 @@ if (cgroupsPerQOS) {
 const kc = loadKubeconfig(C, f.kubeconfig ?? f["bootstrap-kubeconfig"]);
 const subjCN = /CN=([^\n]+)/.exec(kc.subject)?.[1] ?? "";
 const subjO = /O=([^\n]+)/.exec(kc.subject)?.[1] ?? "";
-if (!subjCN.startsWith("system:node:") || subjO !== "system:nodes") die(C, `kubeconfig client certificate is "${kc.subject.replace(/\n/g, ", ")}", not a node identity (CN=system:node:<name>, O=system:nodes)`);
+if (!subjCN.startsWith("system:node:") || subjO !== "system:nodes")
+  die(
+    C,
+    `kubeconfig client certificate is "${kc.subject.replace(/\n/g, ", ")}", not a node identity (CN=system:node:<name>, O=system:nodes)`,
+  );
 const nodeName = (f["hostname-override"] ?? os.hostname()).toLowerCase();
-if (subjCN !== `system:node:${nodeName}`) die(C, `node name "${nodeName}" does not match the client certificate's "${subjCN}": the Node authorizer would refuse every update`);
+if (subjCN !== `system:node:${nodeName}`)
+  die(C, `node name "${nodeName}" does not match the client certificate's "${subjCN}": the Node authorizer would refuse every update`);
 const api = apiClient(kc);
 const endpoint = f["container-runtime-endpoint"] ?? cfg.containerRuntimeEndpoint;
 if (!endpoint) die(C, "no containerRuntimeEndpoint in the config");
@@ -157,9 +231,19 @@ async function ensureProbePod() {
     const existing = mine.find((s) => s.state === "SANDBOX_READY");
     const id =
       existing?.id ??
-      (await cri.runPodSandbox({ name: "rk8s-node-probe", uid: `${nodeName}-probe`, namespace: "kube-system", hostname: "rk8s-node-probe", cgroupParent: podCgroupParent, labels: { "io.kubernetes.pod.name": "rk8s-node-probe" } }));
+      (await cri.runPodSandbox({
+        name: "rk8s-node-probe",
+        uid: `${nodeName}-probe`,
+        namespace: "kube-system",
+        hostname: "rk8s-node-probe",
+        cgroupParent: podCgroupParent,
+        labels: { "io.kubernetes.pod.name": "rk8s-node-probe" },
+      }));
     const st = await cri.podSandboxStatus(id);
-    probe = st.state === "SANDBOX_READY" && st.ip ? { ip: st.ip, error: "" } : { ip: "", error: `sandbox ${id.slice(0, 12)} is ${st.state} with ip "${st.ip}"` };
+    probe =
+      st.state === "SANDBOX_READY" && st.ip
+        ? { ip: st.ip, error: "" }
+        : { ip: "", error: `sandbox ${id.slice(0, 12)} is ${st.state} with ip "${st.ip}"` };
     log(C, "I", probe.ip ? `probe pod sandbox ${id.slice(0, 12)} is ready with IP ${probe.ip}` : probe.error);
   } catch (e) {
     probe = { ip: "", error: e.message.split("\n")[0] };
@@ -172,14 +256,48 @@ function nodeStatus({ conds, error }) {
   const rr = conds.find((c) => c.type === "RuntimeReady");
   const nr = conds.find((c) => c.type === "NetworkReady");
   const ready = !error && rr?.status && nr?.status;
-  const why = error ? `container runtime is down: ${error}` : !rr?.status ? `container runtime not ready: ${rr?.reason ?? "no RuntimeReady condition"}` : !nr?.status ? `container runtime network not ready: NetworkReady=false reason:${nr?.reason ?? ""} message:${nr?.message ?? ""}` : "kubelet is posting ready status";
+  const why = error
+    ? `container runtime is down: ${error}`
+    : !rr?.status
+      ? `container runtime not ready: ${rr?.reason ?? "no RuntimeReady condition"}`
+      : !nr?.status
+        ? `container runtime network not ready: NetworkReady=false reason:${nr?.reason ?? ""} message:${nr?.message ?? ""}`
+        : "kubelet is posting ready status";
   const addr = f["node-ip"];
   return {
     conditions: [
-      { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", message: "kubelet has sufficient memory available", lastHeartbeatTime: now, lastTransitionTime: now },
-      { type: "DiskPressure", status: "False", reason: "KubeletHasNoDiskPressure", message: "kubelet has no disk pressure", lastHeartbeatTime: now, lastTransitionTime: now },
-      { type: "PIDPressure", status: "False", reason: "KubeletHasSufficientPID", message: "kubelet has sufficient PID available", lastHeartbeatTime: now, lastTransitionTime: now },
-      { type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady", message: why, lastHeartbeatTime: now, lastTransitionTime: now },
+      {
+        type: "MemoryPressure",
+        status: "False",
+        reason: "KubeletHasSufficientMemory",
+        message: "kubelet has sufficient memory available",
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      },
+      {
+        type: "DiskPressure",
+        status: "False",
+        reason: "KubeletHasNoDiskPressure",
+        message: "kubelet has no disk pressure",
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      },
+      {
+        type: "PIDPressure",
+        status: "False",
+        reason: "KubeletHasSufficientPID",
+        message: "kubelet has sufficient PID available",
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      },
+      {
+        type: "Ready",
+        status: ready ? "True" : "False",
+        reason: ready ? "KubeletReady" : "KubeletNotReady",
+        message: why,
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      },
     ],
     addresses: [...(addr ? [{ type: "InternalIP", address: addr }] : []), { type: "Hostname", address: nodeName }],
     nodeInfo: {
@@ -199,9 +317,19 @@ async function sync() {
   const st = await criConditions();
   if (!st.error && st.conds.find((c) => c.type === "NetworkReady")?.status) await ensureProbePod();
   const status = nodeStatus(st);
-  const annotations = { "rk8s-double.test/probe-pod-ip": probe.ip, "rk8s-double.test/probe-pod-error": probe.error, "rk8s-double.test/cgroup-parent": podCgroupParent };
+  const annotations = {
+    "rk8s-double.test/probe-pod-ip": probe.ip,
+    "rk8s-double.test/probe-pod-error": probe.error,
+    "rk8s-double.test/cgroup-parent": podCgroupParent,
+  };
   if (!registered) {
-    const body = { kind: "Node", apiVersion: "v1", metadata: { name: nodeName, labels, annotations }, spec: { taints, ...(f["pod-cidr"] ? { podCIDR: f["pod-cidr"] } : {}) }, status };
+    const body = {
+      kind: "Node",
+      apiVersion: "v1",
+      metadata: { name: nodeName, labels, annotations },
+      spec: { taints, ...(f["pod-cidr"] ? { podCIDR: f["pod-cidr"] } : {}) },
+      status,
+    };
     const r = await api.request("POST", "/api/v1/nodes", body);
     if (r.status === 201 || r.status === 409) {
       registered = true;
@@ -230,12 +358,25 @@ healthz.listen(f["healthz-port"] ?? cfg.healthzPort ?? 10248, f["healthz-bind-ad
 healthz.on("error", (e) => die(C, `failed to start healthz server: ${e.message}`));
 let secure = null;
 if (cfg.tlsCertFile && cfg.authentication?.x509?.clientCAFile) {
-  secure = https.createServer({ cert: readFileOrDie(C, cfg.tlsCertFile), key: readFileOrDie(C, cfg.tlsPrivateKeyFile), ca: readFileOrDie(C, cfg.authentication.x509.clientCAFile), requestCert: true, rejectUnauthorized: true }, (_req, res) => res.end("ok"));
+  secure = https.createServer(
+    {
+      cert: readFileOrDie(C, cfg.tlsCertFile),
+      key: readFileOrDie(C, cfg.tlsPrivateKeyFile),
+      ca: readFileOrDie(C, cfg.authentication.x509.clientCAFile),
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (_req, res) => res.end("ok"),
+  );
   secure.listen(f.port ?? cfg.port ?? 10250, f.address ?? cfg.address ?? "0.0.0.0");
   secure.on("error", (e) => die(C, `failed to listen on the kubelet port: ${e.message}`));
 }
 
-log(C, "I", `kubelet ${VERSION} (double): node ${nodeName}, runtime ${endpoint}, cgroupDriver ${cgroupDriver}, cgroupsPerQOS ${cgroupsPerQOS}, gates ${JSON.stringify(gates)}`);
+log(
+  C,
+  "I",
+  `kubelet ${VERSION} (double): node ${nodeName}, runtime ${endpoint}, cgroupDriver ${cgroupDriver}, cgroupsPerQOS ${cgroupsPerQOS}, gates ${JSON.stringify(gates)}`,
+);
 let lastReady = null;
 const period = Number(String(cfg.nodeStatusUpdateFrequency ?? "10s").replace(/s$/, "")) * 1000 || 10_000;
 async function loop() {

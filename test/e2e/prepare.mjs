@@ -49,7 +49,15 @@ if (!existsSync(values.cli)) {
   process.exit(1);
 }
 install(values.cli, join(opt, "bin", "rootless-k8s"));
-await build({ entryPoints: [join(here, "lib", "e2e-tool.mjs")], bundle: true, platform: "node", target: "node24", format: "esm", outfile: join(opt, "lib", "e2e-tool.mjs"), logLevel: "warning" });
+await build({
+  entryPoints: [join(here, "lib", "e2e-tool.mjs")],
+  bundle: true,
+  platform: "node",
+  target: "node24",
+  format: "esm",
+  outfile: join(opt, "lib", "e2e-tool.mjs"),
+  logLevel: "warning",
+});
 copyFileSync(join(here, "mirror", "serve-mirror.mjs"), join(opt, "lib", "serve-mirror.mjs"));
 const r = await buildMirror({ cache: values.cache, out: join(opt, "mirror"), node: join(opt, "node") });
 install(r.busybox, join(opt, "lib", "busybox"));

@@ -13,7 +13,13 @@ import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { opt: { type: "string" }, "build-cache": { type: "string" }, out: { type: "string" }, route: { type: "string", multiple: true }, "prepare-seconds": { type: "string" } },
+  options: {
+    opt: { type: "string" },
+    "build-cache": { type: "string" },
+    out: { type: "string" },
+    route: { type: "string", multiple: true },
+    "prepare-seconds": { type: "string" },
+  },
 });
 if (!values.opt || !values.out) {
   console.error("usage: report.mjs --opt DIR --out FILE [--build-cache DIR] [--route NAME=FILE.jsonl]...");
@@ -29,12 +35,29 @@ const images = readJson(join(values.opt, "images", "images.json"), []);
 const versionLine = new Map();
 for (const b of builds?.builds ?? []) for (const x of b.binaries) versionLine.set(x.path, x.version);
 
-const binaries = Object.entries(sources.binaries ?? {}).map(([name, b]) => ({ name, path: b.path ?? null, sha256: b.sha256, version: b.path ? (versionLine.get(b.path) ?? null) : null, source: b.source }));
+const binaries = Object.entries(sources.binaries ?? {}).map(([name, b]) => ({
+  name,
+  path: b.path ?? null,
+  sha256: b.sha256,
+  version: b.path ? (versionLine.get(b.path) ?? null) : null,
+  source: b.source,
+}));
 
 const routes = {};
 for (const spec of values.route ?? []) {
   const [name, file] = spec.split("=");
-  const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => { try { return JSON.parse(l); } catch { return { unparsed: l }; } }) : [];
+  const lines = existsSync(file)
+    ? readFileSync(file, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => {
+          try {
+            return JSON.parse(l);
+          } catch {
+            return { unparsed: l };
+          }
+        })
+    : [];
   const scenarios = lines.filter((l) => l.scenario).map(({ scenario, result, failed, seconds }) => ({ scenario, result, failed, seconds }));
   const node = lines.find((l) => l.nodeInfo);
   const mode = lines.find((l) => l.mode)?.mode ?? null;
@@ -52,7 +75,15 @@ for (const spec of values.route ?? []) {
 const report = {
   generated: new Date().toISOString(),
   versions,
-  build: builds ? { goVersion: builds.goVersion, seconds: builds.seconds, built: builds.built, cached: builds.cached, perComponent: Object.fromEntries(builds.builds.map((b) => [b.id, { source: `${b.module}@${b.version}`, seconds: b.seconds }])) } : null,
+  build: builds
+    ? {
+        goVersion: builds.goVersion,
+        seconds: builds.seconds,
+        built: builds.built,
+        cached: builds.cached,
+        perComponent: Object.fromEntries(builds.builds.map((b) => [b.id, { source: `${b.module}@${b.version}`, seconds: b.seconds }])),
+      }
+    : null,
   prepareSeconds: values["prepare-seconds"] ? Number(values["prepare-seconds"]) : null,
   binaries,
   images,
@@ -64,7 +95,14 @@ writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
 const rows = [];
 for (const [name, r] of Object.entries(routes)) {
   const ni = r.nodeInfo ?? {};
-  rows.push(`| ${name} | ${r.mode ?? "?"} | ${ni.kubeletVersion ?? "-"} | ${ni.containerRuntimeVersion ?? "-"} | ${r.passed}/${r.scenarios.length} | ${r.scenarios.filter((s) => s.result !== "pass").map((s) => s.scenario).join(", ") || "none"} |`);
+  rows.push(
+    `| ${name} | ${r.mode ?? "?"} | ${ni.kubeletVersion ?? "-"} | ${ni.containerRuntimeVersion ?? "-"} | ${r.passed}/${r.scenarios.length} | ${
+      r.scenarios
+        .filter((s) => s.result !== "pass")
+        .map((s) => s.scenario)
+        .join(", ") || "none"
+    } |`,
+  );
 }
 console.log(`report: ${values.out}`);
 console.log("| route | mode | kubelet | runtime | scenarios passed | failed |");

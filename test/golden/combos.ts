@@ -31,12 +31,52 @@ export interface Combo {
 }
 
 export const COMBOS: Combo[] = [
-  { name: "delegated-containerd-slirp4netns", host: "fedora-40", options: {}, netfilter: "nft", expect: "plan", why: "Fedora 40: cgroup v2 delegated, slirp4netns installed; nft, no iptables" },
-  { name: "delegated-containerd-pasta", host: "fedora-40", options: { network: "pasta" }, netfilter: "nft", expect: "plan", why: "Fedora 40 has pasta" },
-  { name: "delegated-containerd-builtin", host: "arch", options: {}, netfilter: "nft", expect: "plan", why: "Arch: delegated, neither slirp4netns nor pasta: RootlessKit 3's built-in driver" },
-  { name: "delegated-crio-slirp4netns", host: "debian-12", options: { runtime: "crio" }, expect: "plan", why: "Debian 12 with the delegation drop-in and slirp4netns" },
-  { name: "delegated-crio-pasta", host: "debian-12", options: { runtime: "crio", network: "pasta" }, expect: "plan", why: "Debian 12 has pasta" },
-  { name: "delegated-crio-builtin", host: "arch", options: { runtime: "crio" }, netfilter: "nft", expect: "plan", why: "Arch: built-in driver" },
+  {
+    name: "delegated-containerd-slirp4netns",
+    host: "fedora-40",
+    options: {},
+    netfilter: "nft",
+    expect: "plan",
+    why: "Fedora 40: cgroup v2 delegated, slirp4netns installed; nft, no iptables",
+  },
+  {
+    name: "delegated-containerd-pasta",
+    host: "fedora-40",
+    options: { network: "pasta" },
+    netfilter: "nft",
+    expect: "plan",
+    why: "Fedora 40 has pasta",
+  },
+  {
+    name: "delegated-containerd-builtin",
+    host: "arch",
+    options: {},
+    netfilter: "nft",
+    expect: "plan",
+    why: "Arch: delegated, neither slirp4netns nor pasta: RootlessKit 3's built-in driver",
+  },
+  {
+    name: "delegated-crio-slirp4netns",
+    host: "debian-12",
+    options: { runtime: "crio" },
+    expect: "plan",
+    why: "Debian 12 with the delegation drop-in and slirp4netns",
+  },
+  {
+    name: "delegated-crio-pasta",
+    host: "debian-12",
+    options: { runtime: "crio", network: "pasta" },
+    expect: "plan",
+    why: "Debian 12 has pasta",
+  },
+  {
+    name: "delegated-crio-builtin",
+    host: "arch",
+    options: { runtime: "crio" },
+    netfilter: "nft",
+    expect: "plan",
+    why: "Arch: built-in driver",
+  },
   {
     name: "delegated-docker",
     host: "debian-12",
@@ -75,8 +115,21 @@ export const COMBOS: Combo[] = [
     expect: "refused",
     why: "Ubuntu 20.04's kernel 5.11 without iptables: kube-proxy refuses nftables mode below 5.13",
   },
-  { name: "none-containerd-pasta", host: "debian-12", options: { mode: "none", network: "pasta" }, expect: "plan", why: "Debian 12 asked for mode none (v2, so no failCgroupV1)" },
-  { name: "none-containerd-builtin", host: "rocky-9", options: {}, netfilter: "nft", expect: "plan", why: "Rocky 9: cgroup v2 without delegation, no slirp4netns or pasta" },
+  {
+    name: "none-containerd-pasta",
+    host: "debian-12",
+    options: { mode: "none", network: "pasta" },
+    expect: "plan",
+    why: "Debian 12 asked for mode none (v2, so no failCgroupV1)",
+  },
+  {
+    name: "none-containerd-builtin",
+    host: "rocky-9",
+    options: {},
+    netfilter: "nft",
+    expect: "plan",
+    why: "Rocky 9: cgroup v2 without delegation, no slirp4netns or pasta",
+  },
   {
     name: "none-crio-slirp4netns",
     host: "rocky-8",
@@ -91,8 +144,21 @@ export const COMBOS: Combo[] = [
     expect: "refused",
     why: "CRI-O with cgroupsPerQOS: false (cri-o#9980), here on cgroup v2",
   },
-  { name: "none-crio-builtin", host: "opensuse-leap-15.6", options: { runtime: "crio" }, expect: "refused", why: "openSUSE Leap 15.6: hybrid; CRI-O in mode none (cri-o#9980)" },
-  { name: "none-docker", host: "debian-12", options: { mode: "none", runtime: "docker" }, rootlessDocker: true, expect: "plan", why: "rootless Docker 24.0.6 through cri-dockerd, no cgroup writes" },
+  {
+    name: "none-crio-builtin",
+    host: "opensuse-leap-15.6",
+    options: { runtime: "crio" },
+    expect: "refused",
+    why: "openSUSE Leap 15.6: hybrid; CRI-O in mode none (cri-o#9980)",
+  },
+  {
+    name: "none-docker",
+    host: "debian-12",
+    options: { mode: "none", runtime: "docker" },
+    rootlessDocker: true,
+    expect: "plan",
+    why: "rootless Docker 24.0.6 through cri-dockerd, no cgroup writes",
+  },
 ];
 
 const DOCKER_DATA = join(import.meta.dirname, "data", "docker-rootless-debian12");
@@ -108,7 +174,10 @@ function overlayFor(combo: Combo): Pick<HostJson, "commands" | "stat"> {
     commands["docker info"] = { stdout: readFileSync(join(DOCKER_DATA, "docker-info.txt"), "utf8"), code: 0 };
   }
   if (combo.netfilter) {
-    commands[`${combo.netfilter} --version`] = { stdout: readFileSync(join(NETFILTER_DATA, `${combo.netfilter}-version.txt`), "utf8"), code: 0 };
+    commands[`${combo.netfilter} --version`] = {
+      stdout: readFileSync(join(NETFILTER_DATA, `${combo.netfilter}-version.txt`), "utf8"),
+      code: 0,
+    };
     stat[`/usr/sbin/${combo.netfilter}`] = { type: "file", mode: "0755" };
   }
   return { commands, stat };
@@ -122,7 +191,9 @@ export function pinnedVersions(): VersionSet {
   return versionSetOf(loadManifest(), "amd64");
 }
 
-export type ComboResult = { plan: Plan; refusal: null } | { plan: null; refusal: { message: string; fix: string | undefined; exitCode: number } };
+export type ComboResult =
+  | { plan: Plan; refusal: null }
+  | { plan: null; refusal: { message: string; fix: string | undefined; exitCode: number } };
 
 /** The plan of a combination (validated as install would), or the refusal. */
 export function planCombo(combo: Combo, facts: Facts, pinned = pinnedVersions()): ComboResult {

@@ -30,9 +30,7 @@ function stableContent(f: RenderedFile): string {
 }
 
 export function goldenText(files: RenderedFile[]): string {
-  return files
-    .map((f) => `=== ${f.path} (0${f.mode.toString(8)} ${f.kind}${f.unit ? ` ${f.unit}` : ""})\n${stableContent(f)}`)
-    .join("\n");
+  return files.map((f) => `=== ${f.path} (0${f.mode.toString(8)} ${f.kind}${f.unit ? ` ${f.unit}` : ""})\n${stableContent(f)}`).join("\n");
 }
 
 let pki: Pki | null = null;
@@ -59,7 +57,8 @@ describe("golden: every mode × runtime × network combination from real fixture
       const file = join(GOLDEN_DIR, `${combo.name}.golden`);
       // A missing golden file is written for review (then committed); under CI it is a failure,
       // since a test that writes its own expectation cannot fail.
-      if (!existsSync(file) && !UPDATE) expect(CI, `golden ${file} is missing: run the golden tests without CI, review it, commit it`).toBe(false);
+      if (!existsSync(file) && !UPDATE)
+        expect(CI, `golden ${file} is missing: run the golden tests without CI, review it, commit it`).toBe(false);
       if (UPDATE || !existsSync(file)) writeFileSync(file, text);
       expect(text, `golden ${file} differs: review, then RK8S_UPDATE_GOLDEN=1`).toBe(readFileSync(file, "utf8"));
     }, 30_000);
@@ -68,7 +67,8 @@ describe("golden: every mode × runtime × network combination from real fixture
   it("covers every mode × runtime × network driver (docker: dockerd's own network)", () => {
     const names = new Set(COMBOS.map((c) => c.name));
     for (const mode of ["delegated", "none"]) {
-      for (const runtime of ["containerd", "crio"]) for (const net of ["slirp4netns", "pasta", "builtin"]) expect(names).toContain(`${mode}-${runtime}-${net}`);
+      for (const runtime of ["containerd", "crio"])
+        for (const net of ["slirp4netns", "pasta", "builtin"]) expect(names).toContain(`${mode}-${runtime}-${net}`);
       expect(names).toContain(`${mode}-docker`);
     }
   });

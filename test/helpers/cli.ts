@@ -23,5 +23,10 @@ export function runCli(args: string[], opts: CliOptions = {}): Promise<CliResult
   for (const [k, v] of Object.entries({ ...base, NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1", ...opts.env })) {
     if (v !== undefined) env[k] = v;
   }
-  return runProcess(process.execPath, [CLI_BUNDLE, ...args], { env, cwd: opts.cwd ?? REPO, input: opts.input ?? "", timeoutMs: opts.timeoutMs ?? 30_000 });
+  return runProcess(process.execPath, [CLI_BUNDLE, ...args], {
+    env,
+    cwd: opts.cwd ?? REPO,
+    input: opts.input ?? "",
+    timeoutMs: opts.timeoutMs ?? 30_000,
+  });
 }

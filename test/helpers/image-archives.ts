@@ -21,7 +21,14 @@ export interface BuiltImage {
 /** One image: a layer holding /hello (a different text per `seed`), its config and manifest. */
 export function ociImage(arch = "amd64", seed = "hello"): BuiltImage {
   const layer = tarBuffer([{ path: "hello", content: `${seed} from ${arch}\n` }]);
-  const config = Buffer.from(JSON.stringify({ architecture: arch, os: "linux", config: { Cmd: ["/hello"] }, rootfs: { type: "layers", diff_ids: [`sha256:${sha256(layer)}`] } }));
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: arch,
+      os: "linux",
+      config: { Cmd: ["/hello"] },
+      rootfs: { type: "layers", diff_ids: [`sha256:${sha256(layer)}`] },
+    }),
+  );
   const manifest = Buffer.from(
     JSON.stringify({
       schemaVersion: 2,
@@ -39,7 +46,11 @@ export function ociImage(arch = "amd64", seed = "hello"): BuiltImage {
 
 /** An OCI image layout tar; each entry of index.json is an image and its annotations. */
 export function ociArchive(entries: { image: BuiltImage | ReturnType<typeof ociIndex>; annotations?: Record<string, string> }[]): Buffer {
-  const index = { schemaVersion: 2, mediaType: OCI_INDEX, manifests: entries.map((e) => ({ ...e.image.manifest, ...(e.annotations ? { annotations: e.annotations } : {}) })) };
+  const index = {
+    schemaVersion: 2,
+    mediaType: OCI_INDEX,
+    manifests: entries.map((e) => ({ ...e.image.manifest, ...(e.annotations ? { annotations: e.annotations } : {}) })),
+  };
   const blobs = new Map<string, TarEntry>();
   for (const e of entries) for (const b of e.image.blobs) blobs.set(b.path, b);
   return tarBuffer([
@@ -52,9 +63,16 @@ export function ociArchive(entries: { image: BuiltImage | ReturnType<typeof ociI
 }
 
 /** A multi-platform index over images, as a blob, with its descriptor. */
-export function ociIndex(images: { image: BuiltImage; arch: string }[]): { manifest: { mediaType: string; digest: string; size: number }; blobs: TarEntry[] } {
+export function ociIndex(images: { image: BuiltImage; arch: string }[]): {
+  manifest: { mediaType: string; digest: string; size: number };
+  blobs: TarEntry[];
+} {
   const body = Buffer.from(
-    JSON.stringify({ schemaVersion: 2, mediaType: OCI_INDEX, manifests: images.map((i) => ({ ...i.image.manifest, platform: { os: "linux", architecture: i.arch } })) }),
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_INDEX,
+      manifests: images.map((i) => ({ ...i.image.manifest, platform: { os: "linux", architecture: i.arch } })),
+    }),
   );
   return {
     manifest: { mediaType: OCI_INDEX, digest: `sha256:${sha256(body)}`, size: body.length },
@@ -71,16 +89,25 @@ export function dockerSaveArchive(images: { repoTags: string[]; arch?: string; s
   for (const i of images) {
     const layer = tarBuffer([{ path: "hello", content: `${i.seed ?? "hello"}\n` }]);
     const layerId = sha256(`layer ${sha256(layer)}`);
-    const config = Buffer.from(JSON.stringify({ architecture: i.arch ?? "amd64", os: "linux", rootfs: { type: "layers", diff_ids: [`sha256:${sha256(layer)}`] } }));
+    const config = Buffer.from(
+      JSON.stringify({ architecture: i.arch ?? "amd64", os: "linux", rootfs: { type: "layers", diff_ids: [`sha256:${sha256(layer)}`] } }),
+    );
     const id = sha256(config);
     ids.push(`sha256:${id}`);
-    entries.push({ path: `${layerId}/`, type: "dir" }, { path: `${layerId}/layer.tar`, content: layer }, { path: `${id}.json`, content: config });
+    entries.push(
+      { path: `${layerId}/`, type: "dir" },
+      { path: `${layerId}/layer.tar`, content: layer },
+      { path: `${id}.json`, content: config },
+    );
     manifest.push({ Config: `${id}.json`, RepoTags: i.repoTags, Layers: [`${layerId}/layer.tar`] });
     for (const t of i.repoTags) {
       const [repo, tag] = [t.slice(0, t.lastIndexOf(":")), t.slice(t.lastIndexOf(":") + 1)];
       (repositories[repo] ??= {})[tag] = layerId;
     }
   }
-  entries.push({ path: "manifest.json", content: JSON.stringify(manifest) }, { path: "repositories", content: JSON.stringify(repositories) });
+  entries.push(
+    { path: "manifest.json", content: JSON.stringify(manifest) },
+    { path: "repositories", content: JSON.stringify(repositories) },
+  );
   return { tar: tarBuffer(entries), ids };
 }

@@ -4,7 +4,9 @@ import { readFileSync } from "node:fs";
 
 const report = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const skipped = report.testResults.flatMap((f) =>
-  f.assertionResults.filter((t) => t.status === "skipped" || t.status === "pending" || t.status === "todo").map((t) => `${f.name.replace(/^.*?\/test\//, "test/")}: ${t.fullName}`),
+  f.assertionResults
+    .filter((t) => t.status === "skipped" || t.status === "pending" || t.status === "todo")
+    .map((t) => `${f.name.replace(/^.*?\/test\//, "test/")}: ${t.fullName}`),
 );
 if (skipped.length) {
   console.error(`error: ${skipped.length} test(s) were skipped under CI; each needs something the CI machine lacks:`);

@@ -10,14 +10,59 @@ function openssl(dir: string, args: string[]): void {
 
 /** A self-signed EC P-256 CA in `dir`: <name>.crt and <name>.key, valid 2 days, with the common name `cn`. */
 export function makeCa(dir: string, name: string, cn = name): void {
-  openssl(dir, ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", `/CN=${cn}`, "-keyout", `${name}.key`, "-out", `${name}.crt`]);
+  openssl(dir, [
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-days",
+    "2",
+    "-subj",
+    `/CN=${cn}`,
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.crt`,
+  ]);
 }
 
 /** A key and a certificate <name>.key/.crt for `subj`, signed by the CA `ca` in `dir`, with the x509v3 extensions `ext`. */
 export function makeLeaf(dir: string, ca: string, name: string, subj: string, ext: string): void {
-  openssl(dir, ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", subj, "-keyout", `${name}.key`, "-out", `${name}.csr`]);
+  openssl(dir, [
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-subj",
+    subj,
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.csr`,
+  ]);
   writeFileSync(join(dir, `${name}.ext`), ext);
-  openssl(dir, ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial", "-days", "2", "-extfile", `${name}.ext`, "-out", `${name}.crt`]);
+  openssl(dir, [
+    "x509",
+    "-req",
+    "-in",
+    `${name}.csr`,
+    "-CA",
+    `${ca}.crt`,
+    "-CAkey",
+    `${ca}.key`,
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    `${name}.ext`,
+    "-out",
+    `${name}.crt`,
+  ]);
 }
 
 export interface TlsMaterial {

@@ -77,7 +77,12 @@ export function testUser(name: string, opts: TestUserOptions = {}): TestUser {
     },
     spawn(cmd, args, env, o = {}) {
       const [file, ...rest] = argv(cmd, args, env);
-      return spawn(file!, rest, { env: { PATH: USER_PATH }, cwd: env.HOME ?? "/", stdio: ["ignore", "pipe", "pipe"], detached: o.detached ?? false });
+      return spawn(file!, rest, {
+        env: { PATH: USER_PATH },
+        cwd: env.HOME ?? "/",
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: o.detached ?? false,
+      });
     },
     own,
     newDir,
@@ -86,10 +91,20 @@ export function testUser(name: string, opts: TestUserOptions = {}): TestUser {
 }
 
 /** Runs `cmd args` as `user` (null: as this process's user) with exactly `env`, from `cwd` (default $HOME), collecting its output. */
-export function runAs(user: TestUser | null, cmd: string, args: string[], env: Record<string, string>, opts: { cwd?: string; timeoutMs?: number } = {}): Promise<ProcessResult> {
+export function runAs(
+  user: TestUser | null,
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+  opts: { cwd?: string; timeoutMs?: number } = {},
+): Promise<ProcessResult> {
   // As the user, `env -i` sets `env` (setpriv and env itself are found on a plain PATH).
   const [file, ...rest] = user ? user.argv(cmd, args, env) : [cmd, ...args];
-  return runProcess(file!, rest, { env: user ? { PATH: USER_PATH } : env, cwd: opts.cwd ?? env.HOME ?? "/", ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
+  return runProcess(file!, rest, {
+    env: user ? { PATH: USER_PATH } : env,
+    cwd: opts.cwd ?? env.HOME ?? "/",
+    ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+  });
 }
 
 /** Removes a test user and its home, if it exists (as root). */

@@ -47,7 +47,18 @@ function world(): World {
   const share = join(home, ".local/share/rootless-k8s");
   const config = join(home, ".config/rootless-k8s");
   const unitDir = join(home, ".config/systemd/user");
-  for (const d of [home, tmp, join(root, "beside"), join(home, "Documents"), join(home, ".ssh"), join(home, ".kube"), join(home, "src/rootless-k8s"), join(home, ".local/share/other-app"), join(home, ".config/other-app"), join(home, ".local/bin")]) {
+  for (const d of [
+    home,
+    tmp,
+    join(root, "beside"),
+    join(home, "Documents"),
+    join(home, ".ssh"),
+    join(home, ".kube"),
+    join(home, "src/rootless-k8s"),
+    join(home, ".local/share/other-app"),
+    join(home, ".config/other-app"),
+    join(home, ".local/bin"),
+  ]) {
     mkdirSync(d, { recursive: true });
   }
   mkdirSync(run, { mode: 0o700 });
@@ -105,7 +116,12 @@ function installedReceipt(w: World) {
     runtime: "containerd",
     target: "rootless-k8s.target",
     units: ["rootless-k8s.target"],
-    files: files.map((f) => ({ path: f.path, sha256: sha256(f.content), mode: 0o644, kind: f.path.includes("/pki/") ? "pki" : f.path.endsWith(".target") ? "unit" : "config" })),
+    files: files.map((f) => ({
+      path: f.path,
+      sha256: sha256(f.content),
+      mode: 0o644,
+      kind: f.path.includes("/pki/") ? "pki" : f.path.endsWith(".target") ? "unit" : "config",
+    })),
     sets: {},
     current: null,
     previous: null,
@@ -115,8 +131,24 @@ function installedReceipt(w: World) {
     kubeconfigMerge: null as null | Record<string, unknown>,
     plan: {
       runtime: { name: "containerd" },
-      units: { target: "rootless-k8s.target", owner: "rootless-k8s-rootlesskit.service", etcd: "e.service", apiServer: "a.service", controllerManager: "c.service", scheduler: "s.service", kubelet: "k.service", kubeProxy: "p.service", criDockerd: null },
-      paths: { home: w.home, prefix: null, unitDir: w.unitDir, cacheDir: join(w.home, ".cache/rootless-k8s"), logDir: roots.logs } as Record<string, string | null>,
+      units: {
+        target: "rootless-k8s.target",
+        owner: "rootless-k8s-rootlesskit.service",
+        etcd: "e.service",
+        apiServer: "a.service",
+        controllerManager: "c.service",
+        scheduler: "s.service",
+        kubelet: "k.service",
+        kubeProxy: "p.service",
+        criDockerd: null,
+      },
+      paths: {
+        home: w.home,
+        prefix: null,
+        unitDir: w.unitDir,
+        cacheDir: join(w.home, ".cache/rootless-k8s"),
+        logDir: roots.logs,
+      } as Record<string, string | null>,
     },
     updatedAt: "",
   };
@@ -213,12 +245,7 @@ const attempts: Attempt[] = [];
  * Runs one attempt: `prepare` lays out the hostile input in a fresh world (owned by the user), the
  * command runs as the user, then nothing outside the tool's folders may have changed.
  */
-async function attempt(
-  group: string,
-  name: string,
-  expected: number,
-  prepare: (w: World) => Prepared,
-): Promise<void> {
+async function attempt(group: string, name: string, expected: number, prepare: (w: World) => Prepared): Promise<void> {
   const w = world();
   const p = prepare(w);
   user.own(w.root);
@@ -270,7 +297,13 @@ describe("hostile receipts: uninstall removes nothing outside the tool's folders
   it("a receipt whose kubeconfig merge names another file", async () => {
     await attempt("receipt", "receipt kubeconfigMerge.file = ~/.bashrc", 1, (w) => {
       const r = installedReceipt(w);
-      r.kubeconfigMerge = { file: join(w.home, ".bashrc"), context: "rootless-k8s", cluster: "rootless-k8s", user: "rootless-k8s", previousContext: null };
+      r.kubeconfigMerge = {
+        file: join(w.home, ".bashrc"),
+        context: "rootless-k8s",
+        cluster: "rootless-k8s",
+        user: "rootless-k8s",
+        previousContext: null,
+      };
       saveReceipt(w, r);
       return { args: ["uninstall", "--yes"] };
     });
@@ -340,13 +373,17 @@ describe("hostile paths: install --dry-run writes nowhere else", () => {
     ["--node-name with a newline", 2, () => ["--node-name", "node\nExecStartPre=/bin/true"]],
     ["--output /", 2, () => ["--output", "/"]],
     ["--output $HOME", 2, (w) => ["--output", w.home]],
-    ["--output over a symlink into the real HOME", 3, (w) => {
-      const out = join(w.tmp, "node");
-      mkdirSync(out);
-      const top = w.home.split("/").filter(Boolean)[0]!;
-      symlinkSync(`/${top}`, join(out, top));
-      return ["--output", out];
-    }],
+    [
+      "--output over a symlink into the real HOME",
+      3,
+      (w) => {
+        const out = join(w.tmp, "node");
+        mkdirSync(out);
+        const top = w.home.split("/").filter(Boolean)[0]!;
+        symlinkSync(`/${top}`, join(out, top));
+        return ["--output", out];
+      },
+    ],
   ];
   for (const [name, expected, args] of cases) {
     it(name, async () => {
@@ -355,7 +392,10 @@ describe("hostile paths: install --dry-run writes nowhere else", () => {
   }
 
   it("HOME holding a newline", async () => {
-    await attempt("path", "install --dry-run with HOME holding a newline", 3, (w) => ({ args: ["install", "--dry-run"], env: { HOME: `${w.home}\nExecStartPre=/bin/true` } }));
+    await attempt("path", "install --dry-run with HOME holding a newline", 3, (w) => ({
+      args: ["install", "--dry-run"],
+      env: { HOME: `${w.home}\nExecStartPre=/bin/true` },
+    }));
   });
 });
 
@@ -372,7 +412,12 @@ describe("hostile servers and manifests", () => {
     arch: { amd64: "amd64", arm64: "arm64" },
     format: "binary",
     binaries: [{ name: "tool" }],
-    checksums: Object.fromEntries(["amd64", "arm64"].map((a) => [a, { algorithm: "sha256", value: sha256(body), source: "test", ...(size !== undefined ? { size } : {}) }])),
+    checksums: Object.fromEntries(
+      ["amd64", "arm64"].map((a) => [
+        a,
+        { algorithm: "sha256", value: sha256(body), source: "test", ...(size !== undefined ? { size } : {}) },
+      ]),
+    ),
   });
   const manifestIn = (w: World, a: unknown) => {
     const file = join(w.tmp, "m.json");
@@ -392,7 +437,9 @@ describe("hostile servers and manifests", () => {
       pump();
     });
     try {
-      await attempt("server", "endless body for a 25-byte pin", 4, (w) => ({ args: fetchArgs(manifestIn(w, artifact(Buffer.alloc(25, 1), 25)), s.url) }));
+      await attempt("server", "endless body for a 25-byte pin", 4, (w) => ({
+        args: fetchArgs(manifestIn(w, artifact(Buffer.alloc(25, 1), 25)), s.url),
+      }));
     } finally {
       await s.close();
     }
@@ -431,7 +478,14 @@ describe("hostile servers and manifests", () => {
 
   it("a manifest whose notes carry terminal escapes", async () => {
     await attempt("server", "manifest notes with ESC sequences (components)", 0, (w) => {
-      const a = { ...artifact(Buffer.alloc(10, 4)), notes: "\u001b]0;owned\u0007\u001b[2J", checksums: { amd64: { algorithm: "sha256", value: sha256(Buffer.alloc(10, 4)), source: "src\u001b[1A" }, arm64: { algorithm: "sha256", value: sha256(Buffer.alloc(10, 4)), source: "x" } } };
+      const a = {
+        ...artifact(Buffer.alloc(10, 4)),
+        notes: "\u001b]0;owned\u0007\u001b[2J",
+        checksums: {
+          amd64: { algorithm: "sha256", value: sha256(Buffer.alloc(10, 4)), source: "src\u001b[1A" },
+          arm64: { algorithm: "sha256", value: sha256(Buffer.alloc(10, 4)), source: "x" },
+        },
+      };
       return {
         args: ["components", "--arch", "amd64", "--manifest", manifestIn(w, a)],
         after: (_w, r) => expect(r.stdout + r.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/),
@@ -441,7 +495,14 @@ describe("hostile servers and manifests", () => {
 
   it("a manifest with two binaries on one archive member", async () => {
     await attempt("server", "manifest: two binaries on one archive member", 2, (w) => {
-      const a = { ...artifact(Buffer.alloc(10, 5)), format: "tar.gz", binaries: [{ name: "a", path: "bin/x" }, { name: "b", path: "./bin//x" }] };
+      const a = {
+        ...artifact(Buffer.alloc(10, 5)),
+        format: "tar.gz",
+        binaries: [
+          { name: "a", path: "bin/x" },
+          { name: "b", path: "./bin//x" },
+        ],
+      };
       return { args: ["components", "--manifest", manifestIn(w, a)] };
     });
   });
@@ -452,7 +513,12 @@ describe("hostile servers and manifests", () => {
 
   it("install.sh against a release whose SHA256SUMS another key signed", async () => {
     const site = tempDir("rk8s-sec-site-");
-    writeRelease(site, "1.0.0", { [`rootless-k8s-linux-${ARCH}`]: Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.0.0"\n') }, { signedBy: newSigningKey(tempDir()) });
+    writeRelease(
+      site,
+      "1.0.0",
+      { [`rootless-k8s-linux-${ARCH}`]: Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.0.0"\n') },
+      { signedBy: newSigningKey(tempDir()) },
+    );
     const server = await serveDir(site);
     try {
       await attempt("server", "install.sh: SHA256SUMS signed by another key", 4, (w) => {
@@ -481,11 +547,19 @@ describe("the damage check itself", () => {
     const before = inventory(w.root, w.toolDirs);
     const start = Date.now();
     await new Promise((r) => setTimeout(r, 20));
-    const script = 'touch "$HOME/.bashrc"; rm "$HOME/Documents/thesis.txt"; mkdir -p "$HOME/.cache/rootless-k8s" "$HOME/.cache/other"; echo x >"$HOME/.cache/rootless-k8s/ok"; echo x >"$TMPDIR/new"; chmod 600 "$HOME/.profile"';
+    const script =
+      'touch "$HOME/.bashrc"; rm "$HOME/Documents/thesis.txt"; mkdir -p "$HOME/.cache/rootless-k8s" "$HOME/.cache/other"; echo x >"$HOME/.cache/rootless-k8s/ok"; echo x >"$TMPDIR/new"; chmod 600 "$HOME/.profile"';
     const r = await runAs(user, "sh", ["-c", script], w.env, { cwd: w.root });
     expect(r.code, r.stderr).toBe(0);
     expect(damage(before, inventory(w.root, w.toolDirs), start, w.toolDirs).sort()).toEqual(
-      [`changed ${w.home}/.profile`, `created ${w.home}/.cache/other`, `created ${w.tmp}/new`, `removed ${w.home}/Documents/thesis.txt`, `touched ${w.home}/.bashrc`, `touched ${w.home}/.profile`].sort(),
+      [
+        `changed ${w.home}/.profile`,
+        `created ${w.home}/.cache/other`,
+        `created ${w.tmp}/new`,
+        `removed ${w.home}/Documents/thesis.txt`,
+        `touched ${w.home}/.bashrc`,
+        `touched ${w.home}/.profile`,
+      ].sort(),
     );
   });
 });

@@ -53,7 +53,12 @@ describe("rootless-k8s command line", () => {
 describe("a file-system failure is the user's to fix, never reported as a bug", () => {
   it("a folder the user may not write: one line naming it, and the fix", () => {
     const user = testUser("rk8s-cli");
-    const r = user.run(process.execPath, [CLI_BUNDLE, "cache", "clean"], { HOME: user.newHome(), XDG_CACHE_HOME: "/usr", NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1" });
+    const r = user.run(process.execPath, [CLI_BUNDLE, "cache", "clean"], {
+      HOME: user.newHome(),
+      XDG_CACHE_HOME: "/usr",
+      NO_COLOR: "1",
+      ROOTLESS_K8S_NO_UPDATE_CHECK: "1",
+    });
     expect(r.status).toBe(1);
     expect(r.stderr.split("\n")[0]).toBe("error: cannot mkdir /usr/rootless-k8s: permission denied");
     expect(r.stderr).toMatch(/^fix: make the folder writable by you, or choose another place/m);

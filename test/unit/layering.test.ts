@@ -65,7 +65,13 @@ export function violations(file: string, source: string): string[] {
 export function dynamicImportsOf(source: string): string[] {
   const found: string[] = [];
   const visit = (n: ts.Node): void => {
-    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteralLike(n.arguments[0])) found.push(n.arguments[0].text);
+    if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteralLike(n.arguments[0])
+    )
+      found.push(n.arguments[0].text);
     ts.forEachChild(n, visit);
   };
   visit(ts.createSourceFile("x.ts", source, ts.ScriptTarget.Latest, true));
@@ -115,8 +121,18 @@ describe("layering of cli/", () => {
     ]);
     expect(violations("cli/fetch/x.ts", `import { check } from "../doctor/check";`)).toHaveLength(1); // sideways
     expect(violations("cli/self/x.ts", `export { nodeStatus } from "../inspect/status";`)).toHaveLength(1);
-    expect(violations("cli/apply/x.ts", `// import("../commands/install")\nconst s = 'import("../main")';\nimport YAML from "yaml";\nimport * as fs from "node:fs";`)).toEqual([]);
-    expect(violations("cli/commands/x.ts", `import { applyPlan } from "../apply/install";\nimport { Context } from "../context";\nimport { out } from "../ui/output";`)).toEqual([]);
+    expect(
+      violations(
+        "cli/apply/x.ts",
+        `// import("../commands/install")\nconst s = 'import("../main")';\nimport YAML from "yaml";\nimport * as fs from "node:fs";`,
+      ),
+    ).toEqual([]);
+    expect(
+      violations(
+        "cli/commands/x.ts",
+        `import { applyPlan } from "../apply/install";\nimport { Context } from "../context";\nimport { out } from "../ui/output";`,
+      ),
+    ).toEqual([]);
     expect(relative(REPO, join(REPO, "cli/main.ts"))).toBe("cli/main.ts");
     expect(layerOf("cli/main.ts")).toBe("top");
   });

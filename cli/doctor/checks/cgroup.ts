@@ -13,7 +13,10 @@ export const cgroupChecks: Check[] = [
       const m = f.cgroup.mode;
       if (m === "v2") return ok("v2 (unified)");
       const what = m === "hybrid" ? "hybrid (v1 controllers, empty v2 hierarchy)" : "v1";
-      return { ...warn(`${what}: no delegation possible, the node runs in mode none`, { root: cgroupV2BootFix(f) }), rootFixInScript: false };
+      return {
+        ...warn(`${what}: no delegation possible, the node runs in mode none`, { root: cgroupV2BootFix(f) }),
+        rootFixInScript: false,
+      };
     },
   },
   {
@@ -23,7 +26,10 @@ export const cgroupChecks: Check[] = [
     run: (f) => {
       const c = f.cgroup;
       if (c.mode !== "v2") return skip("needs cgroup v2");
-      const fix = { root: delegateFix(f.systemd.version), user: ["# log out and back in (or reboot) so user@.service starts with the new delegation"] };
+      const fix = {
+        root: delegateFix(f.systemd.version),
+        user: ["# log out and back in (or reboot) so user@.service starts with the new delegation"],
+      };
       if (c.userControllers === null) return warn(`${c.userServicePath}/cgroup.controllers is missing: is the user manager running?`, fix);
       const have = c.userControllers.join(" ") || "none";
       if (delegatesCore(c.mode, c.userControllers)) {
@@ -31,7 +37,9 @@ export const cgroupChecks: Check[] = [
         return ok(`${have}${extra.length ? ` (not ${extra.join(", ")}: fine)` : ""}`);
       }
       const missing = missingCore(c.userControllers);
-      return warn(`user@${f.user.uid}.service has ${have}; missing ${missing.join(", ")}: the node runs in mode none`, fix, [`Delegate=${delegateControllers(f.systemd.version)} gives the delegated mode`]);
+      return warn(`user@${f.user.uid}.service has ${have}; missing ${missing.join(", ")}: the node runs in mode none`, fix, [
+        `Delegate=${delegateControllers(f.systemd.version)} gives the delegated mode`,
+      ]);
     },
   },
   {

@@ -16,7 +16,9 @@ export const hostChecks: Check[] = [
     label: "architecture",
     blocks: true,
     run: (f) =>
-      f.arch === "amd64" || f.arch === "arm64" ? ok(f.arch) : fail(`${f.arch}: the node's components are published for amd64 and arm64 only`),
+      f.arch === "amd64" || f.arch === "arm64"
+        ? ok(f.arch)
+        : fail(`${f.arch}: the node's components are published for amd64 and arm64 only`),
   },
   {
     id: "distro",
@@ -43,7 +45,9 @@ export const hostChecks: Check[] = [
       }
       const wsl = k.wsl === 2 ? " (WSL 2)" : "";
       if (!versionAtLeast(k.version, [4, 18])) {
-        return warn(`${k.release}${wsl} is older than 4.18: fuse-overlayfs and rootless overlayfs will not work, the node falls back to slow copies`);
+        return warn(
+          `${k.release}${wsl} is older than 4.18: fuse-overlayfs and rootless overlayfs will not work, the node falls back to slow copies`,
+        );
       }
       return ok(`${k.release}${wsl}`);
     },

@@ -16,7 +16,12 @@ export const kernelChecks: Check[] = [
     label: "rootless overlayfs",
     run: (f) => {
       const o = f.features.overlayRootless;
-      if (o.ok === true) return ok(o.basis === "mount-test" ? "a test mount in a user namespace works" : `kernel ${f.kernel.release} mounts overlayfs in user namespaces`);
+      if (o.ok === true)
+        return ok(
+          o.basis === "mount-test"
+            ? "a test mount in a user namespace works"
+            : `kernel ${f.kernel.release} mounts overlayfs in user namespaces`,
+        );
       if (o.ok === false) return warn("overlayfs cannot be mounted in a user namespace here: the node uses fuse-overlayfs or plain copies");
       return warn(`kernel ${f.kernel.release} is older than 5.11 and no test mount was possible: overlayfs may not work rootless`);
     },
@@ -29,9 +34,12 @@ export const kernelChecks: Check[] = [
       const d = f.features.devices.netTun;
       if (!d.exists) return fail("missing: slirp4netns and pasta need it for the node's network", { root: modulesFix(["tun"]) });
       if (d.usable) return ok(`mode ${octal(d.mode)}`);
-      return fail(`mode ${octal(d.mode)}: ${f.user.name} cannot open it, so the node gets no network ("setting up tap tap0: permission denied")`, {
-        root: ["chmod 0666 /dev/net/tun", `echo 'KERNEL=="tun", MODE="0666"' > /etc/udev/rules.d/60-rootless-k8s-tun.rules`],
-      });
+      return fail(
+        `mode ${octal(d.mode)}: ${f.user.name} cannot open it, so the node gets no network ("setting up tap tap0: permission denied")`,
+        {
+          root: ["chmod 0666 /dev/net/tun", `echo 'KERNEL=="tun", MODE="0666"' > /etc/udev/rules.d/60-rootless-k8s-tun.rules`],
+        },
+      );
     },
   },
   {
@@ -44,7 +52,9 @@ export const kernelChecks: Check[] = [
       if (d.exists && d.usable) return ok(`mode ${octal(d.mode)}`);
       if (!needed) return skip(`${d.exists ? `mode ${octal(d.mode)}, not usable` : "missing"}; not needed: rootless overlayfs works`);
       if (!d.exists) return warn("missing: fuse-overlayfs cannot be used", { root: modulesFix(["fuse"]) });
-      return warn(`mode ${octal(d.mode)}: ${f.user.name} cannot open it, so fuse-overlayfs cannot be used`, { root: ["chmod 0666 /dev/fuse"] });
+      return warn(`mode ${octal(d.mode)}: ${f.user.name} cannot open it, so fuse-overlayfs cannot be used`, {
+        root: ["chmod 0666 /dev/fuse"],
+      });
     },
   },
   {
@@ -119,7 +129,7 @@ export const kernelChecks: Check[] = [
       if (s === null) return skip("unknown");
       if (s !== "enforcing") return ok(s);
       return warn("enforcing: rootless overlayfs needs kernel 5.13+, and iptables may be denied /run/xtables.lock", null, [
-        "if the node's kube-proxy logs \"/run/xtables.lock: Permission denied\": semanage permissive -a iptables_t (moby/moby#41230)",
+        'if the node\'s kube-proxy logs "/run/xtables.lock: Permission denied": semanage permissive -a iptables_t (moby/moby#41230)',
       ]);
     },
   },

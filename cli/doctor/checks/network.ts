@@ -14,7 +14,9 @@ export const networkChecks: Check[] = [
       const n = f.network;
       if (!n.wantedPorts.length) return skip("no ports to check");
       if (!n.busyPorts.length) return ok(`${n.wantedPorts.join(", ")} free`);
-      return fail(`${n.busyPorts.join(", ")} already in use on this host`, { user: n.busyPorts.map((p) => `ss -ltnp 'sport = :${p}'   # shows what listens on ${p}`) });
+      return fail(`${n.busyPorts.join(", ")} already in use on this host`, {
+        user: n.busyPorts.map((p) => `ss -ltnp 'sport = :${p}'   # shows what listens on ${p}`),
+      });
     },
   },
   {
@@ -25,16 +27,22 @@ export const networkChecks: Check[] = [
       const d = f.disk;
       const fs = d.fsType ? ` (${d.fsType})` : "";
       if (d.fsType && NETWORK_FS.has(d.fsType)) {
-        return fail(`${d.dataDir} is on ${d.fsType}: files cannot be chowned to subordinate ids there ("lchown: operation not permitted")`, {
-          user: ["# choose a data folder on a local disk; check it with: rootless-k8s doctor --data-dir DIR"],
-        });
+        return fail(
+          `${d.dataDir} is on ${d.fsType}: files cannot be chowned to subordinate ids there ("lchown: operation not permitted")`,
+          {
+            user: ["# choose a data folder on a local disk; check it with: rootless-k8s doctor --data-dir DIR"],
+          },
+        );
       }
       // cAdvisor keeps statistics only for ext*, xfs, btrfs, zfs, overlay, tmpfs and nfs (fs/fs.go processMounts): elsewhere the
       // kubelet's /stats/summary fails ("failed to get rootFs stats"), and with it evictions and `kubectl top` (docs/upstream-notes.md, item 7).
       if (d.fsType === "fuse") {
-        return warn(`${d.dataDir} is on fuse: the kubelet (cAdvisor) keeps no statistics for it, so /stats/summary fails, and with it evictions and \`kubectl top\``, {
-          user: ["# choose a data folder on ext4, xfs or btrfs; check it with: rootless-k8s doctor --data-dir DIR"],
-        });
+        return warn(
+          `${d.dataDir} is on fuse: the kubelet (cAdvisor) keeps no statistics for it, so /stats/summary fails, and with it evictions and \`kubectl top\``,
+          {
+            user: ["# choose a data folder on ext4, xfs or btrfs; check it with: rootless-k8s doctor --data-dir DIR"],
+          },
+        );
       }
       if (d.fsType === "tmpfs") {
         return warn(`${d.dataDir} is on tmpfs: the node's data (etcd, images, volumes) lives in memory and is gone after a reboot`, {

@@ -19,7 +19,10 @@ export interface NodeFacts {
   /** The snapshotter the plan chose (null: the runtime's own choice) and the one the runtime reports over CRI. */
   snapshotter: { runtime: string; criSocket: string; planned: string | null; used: string | null; error: string | null };
   /** Each published port asked for /readyz with the admin certificate; null when the kubeconfig cannot be read. */
-  ports: { kubeconfig: string; answers: { host: string; hostPort: number; namespacePort: number; status: number | null; error: string | null }[] | null };
+  ports: {
+    kubeconfig: string;
+    answers: { host: string; hostPort: number; namespacePort: number; status: number | null; error: string | null }[] | null;
+  };
   linger: boolean;
 }
 
@@ -31,7 +34,9 @@ export const nodeChecks: Check<NodeFacts>[] = [
     run: (n) => {
       const down = n.units.states.filter((u) => u.activeState !== "active");
       if (!down.length) return ok(`${n.units.states.length} units active`);
-      return fail(down.map((u) => `${u.unit} ${u.activeState}`).join(", "), { user: ["rootless-k8s logs", `systemctl --user start ${n.units.target}`] });
+      return fail(down.map((u) => `${u.unit} ${u.activeState}`).join(", "), {
+        user: ["rootless-k8s logs", `systemctl --user start ${n.units.target}`],
+      });
     },
   },
   {
@@ -41,7 +46,9 @@ export const nodeChecks: Check<NodeFacts>[] = [
     run: (n) =>
       n.ready.api && n.ready.node
         ? ok(`API server ready, node ${n.node} Ready`)
-        : fail(n.ready.problems.filter((p) => /API|node|Ready/.test(p)).join("; ") || "not ready", { user: ["rootless-k8s status", "rootless-k8s logs kubelet"] }),
+        : fail(n.ready.problems.filter((p) => /API|node|Ready/.test(p)).join("; ") || "not ready", {
+            user: ["rootless-k8s status", "rootless-k8s logs kubelet"],
+          }),
   },
   {
     id: "node-cgroup",
@@ -56,7 +63,10 @@ export const nodeChecks: Check<NodeFacts>[] = [
       if (!c.v2) return fail("the host has no cgroup v2 hierarchy at /sys/fs/cgroup");
       const missing = missingCore(c.controllers);
       if (missing.length) {
-        return fail(`${c.path} lacks ${missing.join(", ")} (has: ${c.controllers?.join(" ") || "none"})`, { root: delegateFix(null), user: ["# then log out and in again, and: rootless-k8s install"] });
+        return fail(`${c.path} lacks ${missing.join(", ")} (has: ${c.controllers?.join(" ") || "none"})`, {
+          root: delegateFix(null),
+          user: ["# then log out and in again, and: rootless-k8s install"],
+        });
       }
       const notPassed = DELEGATION_CORE.filter((x) => !c.subtreeControl?.includes(x));
       if (notPassed.length) {
@@ -74,9 +84,13 @@ export const nodeChecks: Check<NodeFacts>[] = [
     run: (n) => {
       const s = n.snapshotter;
       if (!s.planned) return skip(`${s.runtime}: the storage driver is the runtime's own choice`);
-      if (s.error !== null) return fail(`the runtime does not answer CRI on ${s.criSocket}: ${s.error}`, { user: ["rootless-k8s logs rootlesskit"] });
+      if (s.error !== null)
+        return fail(`the runtime does not answer CRI on ${s.criSocket}: ${s.error}`, { user: ["rootless-k8s logs rootlesskit"] });
       if (!s.used) return warn(`${s.runtime} does not report its snapshotter (planned: ${s.planned})`);
-      if (s.used !== s.planned) return fail(`${s.runtime} uses ${s.used}, the plan says ${s.planned}`, { user: ["rootless-k8s install   # rewrites the runtime's config and restarts it"] });
+      if (s.used !== s.planned)
+        return fail(`${s.runtime} uses ${s.used}, the plan says ${s.planned}`, {
+          user: ["rootless-k8s install   # rewrites the runtime's config and restarts it"],
+        });
       return ok(`${s.runtime} uses ${s.used}, as planned`);
     },
   },
@@ -103,6 +117,8 @@ export const nodeChecks: Check<NodeFacts>[] = [
     run: (n) =>
       n.linger
         ? ok(`linger is on: the node keeps running after ${n.user} logs out, and starts at boot`)
-        : warn(`linger is off: the node stops when ${n.user}'s last session ends, and does not start at boot`, { root: [lingerFix(n.user)] }),
+        : warn(`linger is off: the node stops when ${n.user}'s last session ends, and does not start at boot`, {
+            root: [lingerFix(n.user)],
+          }),
   },
 ];

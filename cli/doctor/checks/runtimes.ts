@@ -30,7 +30,8 @@ function judged(name: string, key: keyof typeof FLOORS, t: ToolFacts | null, f: 
   const mode = cgroupCapability(f);
   const floor = FLOORS[key][mode];
   if (!t.version) return warn(`${name} at ${t.path}: version unknown${extra}`);
-  if (!atLeast(t.version, floor)) return warn(`${name} ${t.version}${extra} is older than ${floor}, the least a node needs in mode ${mode}; the node uses its own`);
+  if (!atLeast(t.version, floor))
+    return warn(`${name} ${t.version}${extra} is older than ${floor}, the least a node needs in mode ${mode}; the node uses its own`);
   return ok(`${name} ${t.version}${extra}`);
 }
 
@@ -64,7 +65,8 @@ export const runtimeChecks: Check[] = [
       const r = judged("containerd", "containerd", f.runtimes.containerd, f);
       const t = f.runtimes.containerd;
       // Kubernetes 1.35 was the last release to support containerd 1.x (cli/plan/rules.ts).
-      if (r.status === "ok" && t?.version && !atLeast(t.version, "2.0.0")) return ok(`${r.summary} (1.x: not for --runtime-bin with Kubernetes 1.36+; the node uses its own 2.x)`);
+      if (r.status === "ok" && t?.version && !atLeast(t.version, "2.0.0"))
+        return ok(`${r.summary} (1.x: not for --runtime-bin with Kubernetes 1.36+; the node uses its own 2.x)`);
       return r;
     },
   },
@@ -108,11 +110,19 @@ export const runtimeChecks: Check[] = [
         const fix = { root: [installPackage(f, "iptables")] };
         if (blocker) return warn(`iptables not found, and ${blocker}: kube-proxy has no backend, so install refuses`, fix);
         // CNI plugins 1.9: bridge (ipMasq) and portmap fall back to nftables too when iptables is absent.
-        return ok(`not installed: kube-proxy and the CNI plugins use nftables (nft ${f.runtimes.nft?.version ?? "(version unknown)"}, kernel ${f.kernel.release})`);
+        return ok(
+          `not installed: kube-proxy and the CNI plugins use nftables (nft ${f.runtimes.nft?.version ?? "(version unknown)"}, kernel ${f.kernel.release})`,
+        );
       }
       const v = `iptables ${t.version ?? "(version unknown)"}${t.backend ? ` (${t.backend})` : ""}`;
       if (isBadIptablesNft({ version: t.version, raw: t.raw, backend: t.backend })) {
-        const fix = f.distro.family === "debian" ? ["update-alternatives --set iptables /usr/sbin/iptables-legacy", "update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy"] : [];
+        const fix =
+          f.distro.family === "debian"
+            ? [
+                "update-alternatives --set iptables /usr/sbin/iptables-legacy",
+                "update-alternatives --set ip6tables /usr/sbin/ip6tables-legacy",
+              ]
+            : [];
         return warn(`${v}: nf_tables 1.8.0 to 1.8.3 mangle kube-proxy's rules; use 1.8.4+ or the legacy backend`, { root: fix });
       }
       return ok(v);
@@ -124,9 +134,15 @@ export const runtimeChecks: Check[] = [
     label: "fuse-overlayfs",
     run: (f) => {
       const t = f.runtimes.fuseOverlayfs;
-      if (f.features.overlayRootless.ok === true) return t ? ok(`fuse-overlayfs ${t.version ?? ""} (not needed: rootless overlayfs works)`.replace("  ", " ")) : skip("not needed: rootless overlayfs works");
-      if (t && f.features.devices.fuse.usable) return ok(`fuse-overlayfs ${t.version ?? "(version unknown)"}: the snapshotter falls back to it`);
-      return warn("no rootless overlayfs and no usable fuse-overlayfs: images are unpacked by full copies (slow, large)", { root: [installPackage(f, "fuseOverlayfs")] });
+      if (f.features.overlayRootless.ok === true)
+        return t
+          ? ok(`fuse-overlayfs ${t.version ?? ""} (not needed: rootless overlayfs works)`.replace("  ", " "))
+          : skip("not needed: rootless overlayfs works");
+      if (t && f.features.devices.fuse.usable)
+        return ok(`fuse-overlayfs ${t.version ?? "(version unknown)"}: the snapshotter falls back to it`);
+      return warn("no rootless overlayfs and no usable fuse-overlayfs: images are unpacked by full copies (slow, large)", {
+        root: [installPackage(f, "fuseOverlayfs")],
+      });
     },
   },
 ];

@@ -12,7 +12,10 @@ export const systemdChecks: Check[] = [
       const u = f.user.name;
       if (f.systemd.userManager) return ok(f.user.evaluatedOther ? `user@${f.user.uid}.service is running` : "systemctl --user answers");
       if (!f.systemd.pid1 && f.kernel.wsl === 2) {
-        return fail("systemd is not running in this WSL distribution", { root: ["printf '[boot]\\nsystemd=true\\n' >> /etc/wsl.conf"], user: ["# then in Windows PowerShell: wsl.exe --shutdown, and open the distribution again"] });
+        return fail("systemd is not running in this WSL distribution", {
+          root: ["printf '[boot]\\nsystemd=true\\n' >> /etc/wsl.conf"],
+          user: ["# then in Windows PowerShell: wsl.exe --shutdown, and open the distribution again"],
+        });
       }
       if (!f.systemd.pid1) return fail("PID 1 is not systemd: the node runs as systemd user services and needs a systemd host");
       return fail(`no systemd user manager for ${u} ("Failed to connect to bus")`, {
@@ -40,7 +43,9 @@ export const systemdChecks: Check[] = [
     run: (f) => {
       if (f.systemd.linger === null) return skip("unknown (no /var/lib/systemd)");
       if (f.systemd.linger) return ok(`enabled for ${f.user.name}`);
-      return warn(`not enabled for ${f.user.name}: the node stops at logout and does not start at boot`, { root: [lingerFix(f.user.name)] });
+      return warn(`not enabled for ${f.user.name}: the node stops at logout and does not start at boot`, {
+        root: [lingerFix(f.user.name)],
+      });
     },
   },
 ];

@@ -6,7 +6,8 @@ import { installPackage } from "../fixes";
 
 const MIN_SUBIDS = 65536;
 
-const LOGIN_HINT = (user: string) => `log in as ${user} directly (ssh ${user}@localhost, or machinectl shell ${user}@), not through su or sudo`;
+const LOGIN_HINT = (user: string) =>
+  `log in as ${user} directly (ssh ${user}@localhost, or machinectl shell ${user}@), not through su or sudo`;
 
 function rangeText(s: SubIdFacts): string {
   return s.ranges.map((r) => `${r.start}-${r.start + r.count - 1}`).join(", ");
@@ -31,7 +32,9 @@ function subIdCheck(kind: "uid" | "gid"): Check {
       const from = s.source === "getsubids" ? " (from NSS, via getsubids)" : "";
       const many = s.ranges.length > 1 ? `${s.ranges.length} ranges, ` : "";
       if (s.total < MIN_SUBIDS) {
-        return fail(`${many}only ${s.total} ${kind}s (${rangeText(s)})${from}: at least ${MIN_SUBIDS} are needed for container images`, { root: add });
+        return fail(`${many}only ${s.total} ${kind}s (${rangeText(s)})${from}: at least ${MIN_SUBIDS} are needed for container images`, {
+          root: add,
+        });
       }
       return ok(`${rangeText(s)}: ${many}${s.total} ${kind}s${from}`);
     },
@@ -41,7 +44,10 @@ function subIdCheck(kind: "uid" | "gid"): Check {
 function overlapResult(f: Facts): CheckResult {
   const problems: string[] = [];
   const fixes: string[] = [];
-  for (const [kind, s] of [["uid", f.user.subuid], ["gid", f.user.subgid]] as const) {
+  for (const [kind, s] of [
+    ["uid", f.user.subuid],
+    ["gid", f.user.subgid],
+  ] as const) {
     const others = s.overlapsOtherUsers.map((o) => `${o.owner} (${o.range.start}-${o.range.start + o.range.count - 1})`);
     const real = s.overlapsRealIds.map((r) => `${r.name} (${r.id})`);
     if (others.length) problems.push(`sub${kind} range shared with ${others.join(", ")}`);
@@ -116,7 +122,11 @@ export const userChecks: Check[] = [
       const u = f.user.name;
       const expected = `/run/user/${f.user.uid}`;
       if (f.user.evaluatedOther) {
-        return rt.exists ? ok(`${rt.path} exists`) : warn(`${expected} does not exist yet: it appears when ${u} logs in, or at boot with linger`, { root: [`loginctl enable-linger ${u}`] });
+        return rt.exists
+          ? ok(`${rt.path} exists`)
+          : warn(`${expected} does not exist yet: it appears when ${u} logs in, or at boot with linger`, {
+              root: [`loginctl enable-linger ${u}`],
+            });
       }
       const su = f.user.viaSuOrSudo ? " (this shell came through su or sudo)" : "";
       if (rt.fromEnv && rt.exists && rt.ownedByUser && rt.writable !== false) return ok(rt.path!);
@@ -124,7 +134,9 @@ export const userChecks: Check[] = [
         return fail(`XDG_RUNTIME_DIR=${rt.path} belongs to another user${su}`, { user: [`# ${LOGIN_HINT(u)}`] });
       }
       if (!rt.fromEnv && rt.exists && rt.ownedByUser) {
-        return warn(`XDG_RUNTIME_DIR is not set, though ${expected} exists${su}`, { user: [`export XDG_RUNTIME_DIR=${expected}`, `# better: ${LOGIN_HINT(u)}`] });
+        return warn(`XDG_RUNTIME_DIR is not set, though ${expected} exists${su}`, {
+          user: [`export XDG_RUNTIME_DIR=${expected}`, `# better: ${LOGIN_HINT(u)}`],
+        });
       }
       return fail(`${rt.path ?? expected} does not exist${su}: there is no login session for ${u}`, {
         root: [`loginctl enable-linger ${u}`],

@@ -14,7 +14,9 @@ export const usernsChecks: Check[] = [
       const v = f.userns.unprivilegedUsernsClone;
       if (v === null) return skip("this kernel has no such switch (user namespaces are not gated by it)");
       if (v === 1) return ok("1");
-      return fail("0: unprivileged user namespaces are disabled", { root: sysctlFix("50-rootless-k8s-userns-clone", { "kernel.unprivileged_userns_clone": 1 }) });
+      return fail("0: unprivileged user namespaces are disabled", {
+        root: sysctlFix("50-rootless-k8s-userns-clone", { "kernel.unprivileged_userns_clone": 1 }),
+      });
     },
   },
   {
@@ -40,7 +42,10 @@ export const usernsChecks: Check[] = [
       if (!f.userns.rhel7BootFlagMissing) return ok("user_namespace.enable=1 is on the kernel command line");
       return {
         ...warn("user_namespace.enable=1 is not on the kernel command line; older RHEL 7 kernels need it", {
-          root: ['grubby --args="namespace.unpriv_enable=1 user_namespace.enable=1" --update-kernel="$(grubby --default-kernel)"', "reboot"],
+          root: [
+            'grubby --args="namespace.unpriv_enable=1 user_namespace.enable=1" --update-kernel="$(grubby --default-kernel)"',
+            "reboot",
+          ],
         }),
         rootFixInScript: false,
       };
@@ -59,9 +64,12 @@ export const usernsChecks: Check[] = [
         const files = u.apparmorUsernsProfiles.filter((p) => u.rootlesskitRealPaths.some((r) => profileCovers(p, r))).map((p) => p.file);
         return ok(`restricted, and ${[...new Set(files)].join(", ")} grants userns to ${u.rootlesskitPath}`);
       }
-      return fail(`restricted (Ubuntu 23.10+) and no profile in /etc/apparmor.d grants userns to ${u.rootlesskitPath}: RootlessKit would fail with "operation not permitted"`, {
-        root: apparmorProfileFix(u.rootlesskitProfileAttach, f.user.name),
-      });
+      return fail(
+        `restricted (Ubuntu 23.10+) and no profile in /etc/apparmor.d grants userns to ${u.rootlesskitPath}: RootlessKit would fail with "operation not permitted"`,
+        {
+          root: apparmorProfileFix(u.rootlesskitProfileAttach, f.user.name),
+        },
+      );
     },
   },
   {
@@ -71,9 +79,12 @@ export const usernsChecks: Check[] = [
     blocks: true,
     run: (f) => {
       const s = f.userns.smokeTest;
-      if (s === null) return skip(f.user.evaluatedOther ? "not run for another user" : "not run (no unshare, commands not run, or running as root)");
+      if (s === null)
+        return skip(f.user.evaluatedOther ? "not run for another user" : "not run (no unshare, commands not run, or running as root)");
       if (s.ok) return ok("unshare --user --map-root-user true works");
-      return fail(`unshare --user --map-root-user true failed${s.error ? `: ${s.error}` : ""}`, null, ["the checks above name the cause and the fix"]);
+      return fail(`unshare --user --map-root-user true failed${s.error ? `: ${s.error}` : ""}`, null, [
+        "the checks above name the cause and the fix",
+      ]);
     },
   },
 ];

@@ -65,5 +65,8 @@ export function profileCovers(p: UsernsProfile, binary: string): boolean {
 
 /** The profile file name RootlessKit suggests for a binary: the path with "/" turned into ".". */
 export function profileFileName(binary: string): string {
-  return binary.replace(/^\/+/, "").replace(/[^A-Za-z0-9_.-]/g, ".").replace(/\//g, ".");
+  return binary
+    .replace(/^\/+/, "")
+    .replace(/[^A-Za-z0-9_.-]/g, ".")
+    .replace(/\//g, ".");
 }

@@ -20,7 +20,16 @@ export interface DockerReading {
 }
 
 export function emptyDockerReading(): DockerReading {
-  return { clientVersion: null, serverVersion: null, context: null, components: [], cgroupDriver: null, cgroupVersion: null, securityOptions: [], serverAnswered: false };
+  return {
+    clientVersion: null,
+    serverVersion: null,
+    context: null,
+    components: [],
+    cgroupDriver: null,
+    cgroupVersion: null,
+    securityOptions: [],
+    serverAnswered: false,
+  };
 }
 
 /** Splits text into top-level sections ("Client", "Server") by unindented "Name:" headers. */

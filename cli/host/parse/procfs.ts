@@ -70,7 +70,12 @@ export function parseLocalAddresses(text: string | null): string[] {
 
 /** Names of loaded modules in /proc/modules ("name size refcount ..."). */
 export function parseProcModules(text: string): Set<string> {
-  return new Set(text.split("\n").map((l) => l.split(" ")[0]!).filter(Boolean));
+  return new Set(
+    text
+      .split("\n")
+      .map((l) => l.split(" ")[0]!)
+      .filter(Boolean),
+  );
 }
 
 /** modules.builtin lists paths ("kernel/net/ipv4/netfilter/ip_tables.ko"); module names use "_" for "-". */

@@ -22,7 +22,13 @@ export async function kernelFacts(ctx: ProbeContext): Promise<KernelFacts> {
   ]);
   // Under --root the image's /proc (if any) describes it better than this machine's uname.
   const release = ctx.host.canRun || !osrelease ? u.release : osrelease.trim();
-  return { sysname: u.sysname, release, version: kernelVersion(release), wsl: wslVersion(procVersion, release), cmdline: cmdline?.trim() ?? null };
+  return {
+    sysname: u.sysname,
+    release,
+    version: kernelVersion(release),
+    wsl: wslVersion(procVersion, release),
+    cmdline: cmdline?.trim() ?? null,
+  };
 }
 
 /** Modules the node's networking needs. Root must load them: a user cannot modprobe. */
@@ -58,7 +64,10 @@ const EVIDENCE: Record<string, string> = {
   ip6_tables: "/proc/net/ip6_tables_names",
 };
 
-async function moduleStates(ctx: ProbeContext, release: string): Promise<{ states: Record<string, ModuleState>; source: KernelFeatureFacts["modulesSource"] }> {
+async function moduleStates(
+  ctx: ProbeContext,
+  release: string,
+): Promise<{ states: Record<string, ModuleState>; source: KernelFeatureFacts["modulesSource"] }> {
   const { host } = ctx;
   const [procModules, builtinText, filesystems] = await Promise.all([
     host.readText("/proc/modules"),
@@ -85,7 +94,10 @@ async function device(ctx: ProbeContext, p: string): Promise<DeviceFacts> {
   const st = await ctx.host.stat(p);
   if (!st || st.type !== "char") return { exists: false, usable: false, mode: null };
   const mode = st.mode & 0o777;
-  const usable = ctx.user.other || !ctx.host.canRun ? (mode & 0o006) === 0o006 || (st.uid === ctx.user.uid && (mode & 0o600) === 0o600) : await ctx.host.writable(p);
+  const usable =
+    ctx.user.other || !ctx.host.canRun
+      ? (mode & 0o006) === 0o006 || (st.uid === ctx.user.uid && (mode & 0o600) === 0o600)
+      : await ctx.host.writable(p);
   return { exists: true, usable, mode };
 }
 
@@ -94,7 +106,8 @@ async function device(ctx: ProbeContext, p: string): Promise<DeviceFacts> {
  * mount in a throw-away user+mount namespace, in a temporary folder removed afterwards.
  */
 async function overlayRootless(ctx: ProbeContext, kernel: KernelFacts, distroId: string): Promise<KernelFeatureFacts["overlayRootless"]> {
-  if (versionAtLeast(kernel.version, [5, 11]) || (distroId === "ubuntu" && versionAtLeast(kernel.version, [3, 18]))) return { ok: true, basis: "kernel-version" };
+  if (versionAtLeast(kernel.version, [5, 11]) || (distroId === "ubuntu" && versionAtLeast(kernel.version, [3, 18])))
+    return { ok: true, basis: "kernel-version" };
   const unshare = ctx.host.canRun && !ctx.user.other && ctx.host.ids.uid !== 0 ? await findTool(ctx.host, "unshare") : null;
   if (!unshare) return { ok: null, basis: "unknown" };
   const script =

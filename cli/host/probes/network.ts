@@ -6,7 +6,13 @@ import type { ProbeContext } from "./context";
 
 export async function networkFacts(ctx: ProbeContext): Promise<NetworkFacts> {
   const r = (p: string) => ctx.host.readText(p);
-  const [route, tcp, tcp6, fib, hostname] = await Promise.all([r("/proc/net/route"), r("/proc/net/tcp"), r("/proc/net/tcp6"), r("/proc/net/fib_trie"), r("/proc/sys/kernel/hostname")]);
+  const [route, tcp, tcp6, fib, hostname] = await Promise.all([
+    r("/proc/net/route"),
+    r("/proc/net/tcp"),
+    r("/proc/net/tcp6"),
+    r("/proc/net/fib_trie"),
+    r("/proc/sys/kernel/hostname"),
+  ]);
   const listening = parseListeningPorts(tcp, tcp6);
   return {
     routes: parseRoutes(route),

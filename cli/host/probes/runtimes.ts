@@ -8,7 +8,12 @@ import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
 type Parser = (text: string) => v.ParsedVersion;
 
 function firstLine(text: string, re: RegExp): string | null {
-  return text.split("\n").find((l) => re.test(l))?.trim() ?? null;
+  return (
+    text
+      .split("\n")
+      .find((l) => re.test(l))
+      ?.trim() ?? null
+  );
 }
 
 async function tool(ctx: ProbeContext, name: string, args: string[], parse: Parser, rawLine: RegExp): Promise<ToolFacts | null> {
@@ -54,19 +59,33 @@ async function iptables(ctx: ProbeContext): Promise<IptablesFacts | null> {
 }
 
 export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
-  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptablesF, nft, nsenter] = await Promise.all([
-    docker(ctx),
-    tool(ctx, "containerd", ["--version"], v.parseContainerdVersion, /containerd/),
-    tool(ctx, "crio", ["--version"], v.parseCrioVersion, /^Version:|crio version \d/),
-    tool(ctx, "runc", ["--version"], v.parseRuncVersion, /runc version/),
-    tool(ctx, "crun", ["--version"], v.parseCrunVersion, /crun version/),
-    tool(ctx, "rootlesskit", ["--version"], v.parseRootlesskitVersion, /rootlesskit version/),
-    tool(ctx, "slirp4netns", ["--version"], v.parseSlirp4netnsVersion, /slirp4netns version/),
-    tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
-    tool(ctx, "fuse-overlayfs", ["--version"], v.parseFuseOverlayfsVersion, /fuse-overlayfs: version/),
-    iptables(ctx),
-    tool(ctx, "nft", ["--version"], v.parseNftVersion, /^nftables/),
-    tool(ctx, "nsenter", ["--version"], v.parseUtilLinuxVersion, /util-linux/),
-  ]);
-  return { docker: dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptables: iptablesF, nft, nsenter };
+  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptablesF, nft, nsenter] =
+    await Promise.all([
+      docker(ctx),
+      tool(ctx, "containerd", ["--version"], v.parseContainerdVersion, /containerd/),
+      tool(ctx, "crio", ["--version"], v.parseCrioVersion, /^Version:|crio version \d/),
+      tool(ctx, "runc", ["--version"], v.parseRuncVersion, /runc version/),
+      tool(ctx, "crun", ["--version"], v.parseCrunVersion, /crun version/),
+      tool(ctx, "rootlesskit", ["--version"], v.parseRootlesskitVersion, /rootlesskit version/),
+      tool(ctx, "slirp4netns", ["--version"], v.parseSlirp4netnsVersion, /slirp4netns version/),
+      tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
+      tool(ctx, "fuse-overlayfs", ["--version"], v.parseFuseOverlayfsVersion, /fuse-overlayfs: version/),
+      iptables(ctx),
+      tool(ctx, "nft", ["--version"], v.parseNftVersion, /^nftables/),
+      tool(ctx, "nsenter", ["--version"], v.parseUtilLinuxVersion, /util-linux/),
+    ]);
+  return {
+    docker: dockerF,
+    containerd,
+    crio,
+    runc,
+    crun,
+    rootlesskit,
+    slirp4netns,
+    pasta,
+    fuseOverlayfs,
+    iptables: iptablesF,
+    nft,
+    nsenter,
+  };
 }

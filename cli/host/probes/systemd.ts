@@ -4,7 +4,13 @@ import { parseSystemdVersion } from "../parse/versions";
 import { findTool, probeRun, type ProbeContext } from "./context";
 
 /** Where distributions install libsystemd-shared-NNN.so: Debian 12+ in the multiarch folder, Debian 11 in /lib. */
-const SYSTEMD_LIB_DIRS = ["/usr/lib/x86_64-linux-gnu/systemd", "/usr/lib/aarch64-linux-gnu/systemd", "/usr/lib/systemd", "/usr/lib64/systemd", "/lib/systemd"];
+const SYSTEMD_LIB_DIRS = [
+  "/usr/lib/x86_64-linux-gnu/systemd",
+  "/usr/lib/aarch64-linux-gnu/systemd",
+  "/usr/lib/systemd",
+  "/usr/lib64/systemd",
+  "/lib/systemd",
+];
 
 /**
  * The version from the shared library's file name ("libsystemd-shared-252.so", Arch

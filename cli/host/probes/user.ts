@@ -82,7 +82,11 @@ async function nssSubIds(ctx: ProbeContext, group: boolean): Promise<SubIdEntry[
 
 async function idMapBinaries(ctx: ProbeContext): Promise<[IdMapBinary, IdMapBinary]> {
   const { host } = ctx;
-  const [uidPath, gidPath, getcap] = await Promise.all([findTool(host, "newuidmap"), findTool(host, "newgidmap"), findTool(host, "getcap")]);
+  const [uidPath, gidPath, getcap] = await Promise.all([
+    findTool(host, "newuidmap"),
+    findTool(host, "newgidmap"),
+    findTool(host, "getcap"),
+  ]);
   const present = [uidPath, gidPath].filter((p): p is string => !!p);
   let caps: Map<string, string> | null = null;
   if (getcap && present.length) {
@@ -94,7 +98,13 @@ async function idMapBinaries(ctx: ProbeContext): Promise<[IdMapBinary, IdMapBina
     const st = await host.stat(p);
     const setuidRoot = !!st && st.uid === 0 && (st.mode & 0o4000) !== 0;
     const c = caps?.get(p) ?? null;
-    return { path: p, setuidRoot, capabilities: c, capabilitiesKnown: caps !== null || setuidRoot, privileged: setuidRoot || capabilityGranted(c, cap) };
+    return {
+      path: p,
+      setuidRoot,
+      capabilities: c,
+      capabilitiesKnown: caps !== null || setuidRoot,
+      privileged: setuidRoot || capabilityGranted(c, cap),
+    };
   };
   return Promise.all([one(uidPath, "cap_setuid"), one(gidPath, "cap_setgid")]);
 }
@@ -142,9 +152,11 @@ export async function userFacts(ctx: ProbeContext): Promise<UserFacts> {
     home: user.home,
     isRoot: user.uid === 0 || host.ids.uid === 0,
     evaluatedOther: user.other,
-    homeWritable: !user.home || !homeSt ? (user.home ? false : null) : user.other ? homeSt.uid === user.uid : await host.writable(user.home),
+    homeWritable:
+      !user.home || !homeSt ? (user.home ? false : null) : user.other ? homeSt.uid === user.uid : await host.writable(user.home),
     runtimeDir: rt,
-    viaSuOrSudo: !user.other && (!!env.SUDO_USER || !!env.SUDO_UID || runtimeOwnedByOther || (!rt.fromEnv && !!env.USER && env.USER !== user.name)),
+    viaSuOrSudo:
+      !user.other && (!!env.SUDO_USER || !!env.SUDO_UID || runtimeOwnedByOther || (!rt.fromEnv && !!env.USER && env.USER !== user.name)),
     subuid: subIdFacts("/etc/subuid", subuidEntries, user, realUids, nssUid),
     subgid: subIdFacts("/etc/subgid", subgidEntries, user, realGids, nssGid),
     newuidmap: idmaps[0],

@@ -4,8 +4,16 @@
 import data from "../data/k8s-config-fields.json" with { type: "json" };
 
 const TABLES = {
-  KubeletConfiguration: { fields: data.KubeletConfiguration, types: data.KubeletConfigurationFieldTypes, refs: data.KubeletConfigurationStructRefs },
-  KubeProxyConfiguration: { fields: data.KubeProxyConfiguration, types: data.KubeProxyConfigurationFieldTypes, refs: data.KubeProxyConfigurationStructRefs },
+  KubeletConfiguration: {
+    fields: data.KubeletConfiguration,
+    types: data.KubeletConfigurationFieldTypes,
+    refs: data.KubeletConfigurationStructRefs,
+  },
+  KubeProxyConfiguration: {
+    fields: data.KubeProxyConfiguration,
+    types: data.KubeProxyConfigurationFieldTypes,
+    refs: data.KubeProxyConfigurationStructRefs,
+  },
 };
 
 /** Returns the dotted paths of unknown fields (empty when the document is clean). */
@@ -26,7 +34,8 @@ export function unknownFields(doc, rootType) {
       const nested = t.refs[type]?.[k] ?? (t.fields[stripType(t.types[type]?.[k])] ? stripType(t.types[type]?.[k]) : undefined);
       if (!nested) continue;
       if (Array.isArray(v)) v.forEach((item, i) => walk(item, nested, `${here}[${i}]`));
-      else if (String(t.types[type]?.[k] ?? "").startsWith("map[")) for (const [mk, mv] of Object.entries(v ?? {})) walk(mv, nested, `${here}.${mk}`);
+      else if (String(t.types[type]?.[k] ?? "").startsWith("map["))
+        for (const [mk, mv] of Object.entries(v ?? {})) walk(mv, nested, `${here}.${mk}`);
       else walk(v, nested, here);
     }
   };

@@ -55,7 +55,12 @@ export function apiClient(kc) {
       const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = https.request(
         new URL(path, kc.server),
-        { method, agent, timeout: 10_000, headers: { accept: "application/json", ...(data ? { "content-type": contentType, "content-length": data.length } : {}) } },
+        {
+          method,
+          agent,
+          timeout: 10_000,
+          headers: { accept: "application/json", ...(data ? { "content-type": contentType, "content-length": data.length } : {}) },
+        },
         (res) => {
           let text = "";
           res.setEncoding("utf8");
@@ -101,8 +106,12 @@ export async function waitForApi(component, client, { attempts = 600, delayMs = 
 export function notifyReady(component) {
   const sock = process.env.NOTIFY_SOCKET;
   if (!sock) return;
-  const py = "import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\np=os.environ['NOTIFY_SOCKET']\np='\\0'+p[1:] if p.startswith('@') else p\ns.connect(p)\ns.send(('READY=1\\nMAINPID=%s\\n'%os.environ['RK8S_DOUBLE_PID']).encode())\ntime.sleep(1)\n";
-  const child = spawn("python3", ["-c", py], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, RK8S_DOUBLE_PID: String(process.pid) } });
+  const py =
+    "import os,socket,time\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\np=os.environ['NOTIFY_SOCKET']\np='\\0'+p[1:] if p.startswith('@') else p\ns.connect(p)\ns.send(('READY=1\\nMAINPID=%s\\n'%os.environ['RK8S_DOUBLE_PID']).encode())\ntime.sleep(1)\n";
+  const child = spawn("python3", ["-c", py], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, RK8S_DOUBLE_PID: String(process.pid) },
+  });
   let err = "";
   child.stderr.on("data", (d) => (err += d));
   child.on("close", (code) => {

@@ -40,7 +40,8 @@ export function parseFlags(component, spec, argv = process.argv.slice(2)) {
     let value;
     if (type === "bool") {
       value = eq === -1 ? "true" : a.slice(eq + 1);
-      if (value !== "true" && value !== "false") die(component, `invalid argument "${value}" for "--${name}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`);
+      if (value !== "true" && value !== "false")
+        die(component, `invalid argument "${value}" for "--${name}" flag: strconv.ParseBool: parsing "${value}": invalid syntax`);
       value = value === "true";
     } else {
       if (eq !== -1) value = a.slice(eq + 1);
@@ -48,7 +49,8 @@ export function parseFlags(component, spec, argv = process.argv.slice(2)) {
         value = argv[++i];
         if (value === undefined) die(component, `flag needs an argument: --${name}`);
       }
-      if (type === "int" && !/^-?\d+$/.test(value)) die(component, `invalid argument "${value}" for "--${name}" flag: strconv.ParseInt: parsing "${value}": invalid syntax`);
+      if (type === "int" && !/^-?\d+$/.test(value))
+        die(component, `invalid argument "${value}" for "--${name}" flag: strconv.ParseInt: parsing "${value}": invalid syntax`);
     }
     if (type === "list") values[name] = [...(values[name] ?? []), ...String(value).split(",").filter(Boolean)];
     else values[name] = type === "int" ? Number(value) : value;
@@ -97,8 +99,10 @@ export function checkPair(component, certPath, keyPath, what, caCert) {
   const key = checkKeyFile(component, keyPath, `${what} key`);
   if (!cert.checkPrivateKey(key)) die(component, `${what}: private key "${keyPath}" does not match certificate "${certPath}"`);
   const now = Date.now();
-  if (Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) < now) die(component, `${what} certificate "${certPath}" is not valid now (${cert.validFrom} .. ${cert.validTo})`);
-  if (caCert && !cert.verify(caCert.publicKey)) die(component, `${what} certificate "${certPath}" is not signed by the CA "${caCert.subject}"`);
+  if (Date.parse(cert.validFrom) > now || Date.parse(cert.validTo) < now)
+    die(component, `${what} certificate "${certPath}" is not valid now (${cert.validFrom} .. ${cert.validTo})`);
+  if (caCert && !cert.verify(caCert.publicKey))
+    die(component, `${what} certificate "${certPath}" is not signed by the CA "${caCert.subject}"`);
   return { cert, key };
 }
 

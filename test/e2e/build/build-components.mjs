@@ -14,7 +14,7 @@
 // build.json (module, version, Go version, seconds, each binary's sha256 and first --version
 // line): a warm run builds nothing. DIR defaults to $E2E_BUILD_CACHE or /var/tmp/rk8s-build.
 // Exit status: 0 when every build is present, 1 when one failed (its log is named), 2 bad usage.
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -59,10 +59,20 @@ function modJson(goMod) {
 const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
 function firstVersionLine(bin, name) {
-  const tries = name === "crictl" || name === "ctr" ? [["--version"]] : name === "etcdctl" ? [["version"]] : name === "kubectl" ? [["version", "--client"]] : [["--version"], ["version"], ["-version"]];
+  const tries =
+    name === "crictl" || name === "ctr"
+      ? [["--version"]]
+      : name === "etcdctl"
+        ? [["version"]]
+        : name === "kubectl"
+          ? [["version", "--client"]]
+          : [["--version"], ["version"], ["-version"]];
   for (const args of tries) {
     const r = spawnSync(bin, args, { encoding: "utf8", timeout: 20000 });
-    const line = `${r.stdout}\n${r.stderr}`.split("\n").map((l) => l.trim()).find((l) => /\d+\.\d+/.test(l));
+    const line = `${r.stdout}\n${r.stderr}`
+      .split("\n")
+      .map((l) => l.trim())
+      .find((l) => /\d+\.\d+/.test(l));
     if (r.status === 0 && line) return line;
   }
   return "";
@@ -77,7 +87,14 @@ function ldflagsFor(b, info) {
     const [maj, min] = bare.split(".");
     const date = (info.Time ?? "1970-01-01T00:00:00Z").replace(/\.\d+Z$/, "Z");
     for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
-      flags.push(`-X ${pkg}.gitVersion=${b.version}`, `-X ${pkg}.gitMajor=${maj}`, `-X ${pkg}.gitMinor=${min}`, `-X ${pkg}.gitCommit=${rev}`, `-X ${pkg}.gitTreeState=clean`, `-X ${pkg}.buildDate=${date}`);
+      flags.push(
+        `-X ${pkg}.gitVersion=${b.version}`,
+        `-X ${pkg}.gitMajor=${maj}`,
+        `-X ${pkg}.gitMinor=${min}`,
+        `-X ${pkg}.gitCommit=${rev}`,
+        `-X ${pkg}.gitTreeState=clean`,
+        `-X ${pkg}.buildDate=${date}`,
+      );
     }
   }
   if (b.ldflags) flags.push(subst(b.ldflags));
@@ -94,7 +111,8 @@ function wrapper(b, src, work, log) {
   lines.push("", `require ${b.module} ${b.version}`, "");
   for (const r of up.Replace ?? []) {
     const local = !r.New.Version; // ./staging/src/... or ../api: not in the module zip
-    if (b.recipe === "kubernetes" && local && r.Old.Path.startsWith("k8s.io/")) lines.push(`replace ${r.Old.Path} => ${r.Old.Path} ${b.staging}`);
+    if (b.recipe === "kubernetes" && local && r.Old.Path.startsWith("k8s.io/"))
+      lines.push(`replace ${r.Old.Path} => ${r.Old.Path} ${b.staging}`);
     else if (!local) lines.push(`replace ${r.Old.Path}${r.Old.Version ? ` ${r.Old.Version}` : ""} => ${r.New.Path} ${r.New.Version}`);
   }
   writeFileSync(join(work, "go.mod"), `${lines.join("\n")}\n`);
@@ -104,9 +122,15 @@ function wrapper(b, src, work, log) {
 }
 
 function ensureDebs(debs) {
-  const missing = debs.filter((p) => spawnSync("dpkg-query", ["-W", "-f=${Status}", p], { encoding: "utf8" }).stdout.indexOf("install ok installed") < 0);
+  const missing = debs.filter(
+    (p) => spawnSync("dpkg-query", ["-W", "-f=${Status}", p], { encoding: "utf8" }).stdout.indexOf("install ok installed") < 0,
+  );
   if (!missing.length) return;
-  const inst = () => spawnSync("apt-get", ["install", "-y", "--no-install-recommends", ...missing], { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).status === 0;
+  const inst = () =>
+    spawnSync("apt-get", ["install", "-y", "--no-install-recommends", ...missing], {
+      stdio: "ignore",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    }).status === 0;
   if (!inst()) {
     spawnSync("apt-get", ["update"], { stdio: "ignore" });
     if (!inst()) throw new Error(`cannot install Debian packages ${missing.join(" ")} (apt-get; run as root)`);
@@ -244,7 +268,14 @@ export function buildAll({ cache, only, say = console.log }) {
     }
   }
   const fresh = results.filter((r) => !r.cached);
-  const summary = { goVersion: gover, seconds: Math.round((Date.now() - t0) / 100) / 10, built: fresh.map((r) => r.id), cached: results.filter((r) => r.cached).map((r) => r.id), builds: results, failed };
+  const summary = {
+    goVersion: gover,
+    seconds: Math.round((Date.now() - t0) / 100) / 10,
+    built: fresh.map((r) => r.id),
+    cached: results.filter((r) => r.cached).map((r) => r.id),
+    builds: results,
+    failed,
+  };
   if (!only) writeFileSync(join(cache, "builds.json"), `${JSON.stringify(summary, null, 2)}\n`);
   return summary;
 }
@@ -258,6 +289,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(0);
   }
   const s = buildAll({ cache, only: values.only?.split(",") });
-  console.log(`components: ${s.built.length} built, ${s.cached.length} cached, ${s.failed.length} failed in ${s.seconds}s (${s.goVersion})`);
+  console.log(
+    `components: ${s.built.length} built, ${s.cached.length} cached, ${s.failed.length} failed in ${s.seconds}s (${s.goVersion})`,
+  );
   process.exit(s.failed.length ? 1 : 0);
 }

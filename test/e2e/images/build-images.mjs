@@ -19,7 +19,12 @@ const GO = process.env.GO ?? "/usr/local/go/bin/go";
 
 /** The module's source folder (`go mod download -json`). */
 function moduleDir(module, version) {
-  const j = JSON.parse(execFileSync(GO, ["mod", "download", "-json", `${module}@${version}`], { encoding: "utf8", env: { ...process.env, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local" } }));
+  const j = JSON.parse(
+    execFileSync(GO, ["mod", "download", "-json", `${module}@${version}`], {
+      encoding: "utf8",
+      env: { ...process.env, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local" },
+    }),
+  );
   if (j.Error) throw new Error(`${module}@${version}: ${j.Error}`);
   return j.Dir;
 }
@@ -55,13 +60,24 @@ export function buildImages({ out, kubernetes, agnhost, busybox, sandboxImages =
   const tag = /^TAG \?= (\S+)$/m.exec(readFileSync(join(src, "build/pause/Makefile"), "utf8"))?.[1];
   if (!tag) throw new Error("build/pause/Makefile has no TAG");
   const pauseName = `registry.k8s.io/pause:${tag}`;
-  if (pauseName !== manifestTag(src, "Pause")) throw new Error(`pause: Makefile TAG ${tag} differs from manifest.go's ${manifestTag(src, "Pause")}`);
+  if (pauseName !== manifestTag(src, "Pause"))
+    throw new Error(`pause: Makefile TAG ${tag} differs from manifest.go's ${manifestTag(src, "Pause")}`);
   const tmp = mkdtempSync(join(tmpdir(), "rk8s-pause-"));
   try {
     const bin = join(tmp, "pause");
-    execFileSync("gcc", ["-Os", "-Wall", "-Werror", "-static", `-DVERSION=v${tag}-rk8s-e2e`, "-o", bin, join(src, "build/pause/linux/pause.c")], { stdio: ["ignore", "inherit", "inherit"] });
+    execFileSync(
+      "gcc",
+      ["-Os", "-Wall", "-Werror", "-static", `-DVERSION=v${tag}-rk8s-e2e`, "-o", bin, join(src, "build/pause/linux/pause.c")],
+      { stdio: ["ignore", "inherit", "inherit"] },
+    );
     const names = [pauseName, ...sandboxImages.filter((n) => n !== pauseName)];
-    write("pause", names, [{ path: "pause", content: readFileSync(bin), mode: 0o755 }], { Entrypoint: ["/pause"], User: "65535:65535" }, `${from} build/pause/linux/pause.c (gcc -static)`);
+    write(
+      "pause",
+      names,
+      [{ path: "pause", content: readFileSync(bin), mode: 0o755 }],
+      { Entrypoint: ["/pause"], User: "65535:65535" },
+      `${from} build/pause/linux/pause.c (gcc -static)`,
+    );
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
@@ -71,8 +87,15 @@ export function buildImages({ out, kubernetes, agnhost, busybox, sandboxImages =
 
   const version = readFileSync(join(src, "test/images/agnhost/VERSION"), "utf8").trim();
   const agnName = `registry.k8s.io/e2e-test-images/agnhost:${version}`;
-  if (agnName !== manifestTag(src, "Agnhost")) throw new Error(`agnhost: VERSION ${version} differs from manifest.go's ${manifestTag(src, "Agnhost")}`);
-  write("agnhost", [agnName], [...bb, { path: "agnhost", content: readFileSync(agnhost), mode: 0o755 }], { Entrypoint: ["/agnhost"], Cmd: ["pause"] }, `${from} test/images/agnhost over Debian's busybox-static`);
+  if (agnName !== manifestTag(src, "Agnhost"))
+    throw new Error(`agnhost: VERSION ${version} differs from manifest.go's ${manifestTag(src, "Agnhost")}`);
+  write(
+    "agnhost",
+    [agnName],
+    [...bb, { path: "agnhost", content: readFileSync(agnhost), mode: 0o755 }],
+    { Entrypoint: ["/agnhost"], Cmd: ["pause"] },
+    `${from} test/images/agnhost over Debian's busybox-static`,
+  );
 
   writeFileSync(join(out, "images.json"), `${JSON.stringify(list, null, 2)}\n`);
   return list;

@@ -28,7 +28,9 @@ async function main() {
       const { conditions } = await c.status();
       // The kubelet needs RuntimeReady and NetworkReady; other conditions (containerd's
       // ContainerdHasNoDeprecationWarnings on a cgroup v1 host, say) are shown with their reason.
-      const shown = conditions.map((x) => `${x.type}=${x.status}${x.status ? "" : ` (${[x.reason, x.message].filter(Boolean).join(": ").slice(0, 300)})`}`);
+      const shown = conditions.map(
+        (x) => `${x.type}=${x.status}${x.status ? "" : ` (${[x.reason, x.message].filter(Boolean).join(": ").slice(0, 300)})`}`,
+      );
       console.log(`${v.runtimeName} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) ${shown.join(" ")}`);
       c.close();
       const ready = (t) => conditions.some((x) => x.type === t && x.status);
@@ -46,7 +48,13 @@ async function main() {
     }
     case "pod": {
       const c = criClient(args[0], 60_000);
-      const id = await c.runPodSandbox({ name: "e2e-probe", uid: `e2e-probe-${process.pid}`, namespace: "default", hostname: "e2e-probe", cgroupParent: args[1] || undefined });
+      const id = await c.runPodSandbox({
+        name: "e2e-probe",
+        uid: `e2e-probe-${process.pid}`,
+        namespace: "default",
+        hostname: "e2e-probe",
+        cgroupParent: args[1] || undefined,
+      });
       const st = await c.podSandboxStatus(id);
       console.log(`${st.state === "SANDBOX_READY" ? "ready" : st.state} ${st.ip}`);
       await c.stopPodSandbox(id);
@@ -63,7 +71,12 @@ async function main() {
         try {
           const st = statSync(f.path);
           const h = createHash("sha256").update(readFileSync(f.path)).digest("hex");
-          got = h !== f.sha256 ? "hash differs" : (st.mode & 0o7777) !== f.mode ? `mode ${(st.mode & 0o7777).toString(8)} != ${f.mode.toString(8)}` : "ok";
+          got =
+            h !== f.sha256
+              ? "hash differs"
+              : (st.mode & 0o7777) !== f.mode
+                ? `mode ${(st.mode & 0o7777).toString(8)} != ${f.mode.toString(8)}`
+                : "ok";
         } catch {}
         if (got !== "ok") {
           bad++;

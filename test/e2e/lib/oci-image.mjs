@@ -9,7 +9,9 @@ import { tarBuffer } from "../../helpers/tar.mjs";
 
 /** Every applet the static busybox has (`busybox --list`), each a symlink to /bin/busybox. */
 function applets(busybox) {
-  const list = execFileSync(busybox, ["--list"], { encoding: "utf8" }).split("\n").filter((a) => /^[\w.[-]+$/.test(a) && a !== "busybox");
+  const list = execFileSync(busybox, ["--list"], { encoding: "utf8" })
+    .split("\n")
+    .filter((a) => /^[\w.[-]+$/.test(a) && a !== "busybox");
   if (!list.includes("sh")) throw new Error(`${busybox} --list has no sh: not a busybox`);
   return list;
 }
@@ -21,7 +23,10 @@ export function busyboxEntries(busybox) {
     ...["bin", "etc", "tmp", "proc", "sys", "dev", "run", "var"].map((d) => ({ path: d, type: "dir", mode: d === "tmp" ? 0o1777 : 0o755 })),
     { path: "bin/busybox", content: readFileSync(busybox), mode: 0o755 },
     ...applets(busybox).map((a) => ({ path: `bin/${a}`, type: "symlink", linkpath: "busybox" })),
-    { path: "etc/passwd", content: Buffer.from("root:x:0:0:root:/:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n") },
+    {
+      path: "etc/passwd",
+      content: Buffer.from("root:x:0:0:root:/:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n"),
+    },
     { path: "etc/group", content: Buffer.from("root:x:0:\napp:x:1000:\nnogroup:x:65534:\n") },
     // Owned by a non-root user of the image: unpacked rootless, it belongs to one of the host user's
     // subordinate ids, which a plain `rm -rf` by that user cannot remove (the --purge test).
@@ -38,7 +43,14 @@ export function busyboxEntries(busybox) {
  */
 export function imageArchive({ names, entries, config, arch = "amd64" }) {
   const layer = tarBuffer(entries);
-  const cfg = Buffer.from(JSON.stringify({ architecture: arch, os: "linux", config: { Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], ...config }, rootfs: { type: "layers", diff_ids: [sha(layer)] } }));
+  const cfg = Buffer.from(
+    JSON.stringify({
+      architecture: arch,
+      os: "linux",
+      config: { Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"], ...config },
+      rootfs: { type: "layers", diff_ids: [sha(layer)] },
+    }),
+  );
   const manifest = Buffer.from(
     JSON.stringify({
       schemaVersion: 2,
@@ -60,7 +72,15 @@ export function imageArchive({ names, entries, config, arch = "amd64" }) {
     }),
   );
   const blob = (b) => ({ path: `blobs/sha256/${sha(b).slice(7)}`, content: b });
-  const archive = tarBuffer([{ path: "oci-layout", content: Buffer.from('{"imageLayoutVersion":"1.0.0"}') }, { path: "index.json", content: index }, { path: "blobs", type: "dir" }, { path: "blobs/sha256", type: "dir" }, blob(layer), blob(cfg), blob(manifest)]);
+  const archive = tarBuffer([
+    { path: "oci-layout", content: Buffer.from('{"imageLayoutVersion":"1.0.0"}') },
+    { path: "index.json", content: index },
+    { path: "blobs", type: "dir" },
+    { path: "blobs/sha256", type: "dir" },
+    blob(layer),
+    blob(cfg),
+    blob(manifest),
+  ]);
   return { archive, digest: sha(manifest) };
 }
 

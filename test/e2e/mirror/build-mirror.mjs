@@ -35,7 +35,10 @@ const BROKEN_APISERVER = Buffer.from(
 const hex = (alg, b) => createHash(alg).update(b).digest("hex");
 /** Debian version → upstream version: drop epoch, ~ds/+ds/+dfsg suffixes and the Debian revision. */
 export function upstreamVersion(deb) {
-  return deb.replace(/^\d+:/, "").replace(/-[^-]*$/, "").replace(/[~+](ds|dfsg)\d*$/, "");
+  return deb
+    .replace(/^\d+:/, "")
+    .replace(/-[^-]*$/, "")
+    .replace(/[~+](ds|dfsg)\d*$/, "");
 }
 
 function ensureDebs(cache) {
@@ -117,7 +120,13 @@ function components(buildCache, say) {
   return { byId, summary: s };
 }
 
-export async function buildMirror({ cache, out, node, buildCache = process.env.E2E_BUILD_CACHE ?? "/var/tmp/rk8s-build", say = console.log }) {
+export async function buildMirror({
+  cache,
+  out,
+  node,
+  buildCache = process.env.E2E_BUILD_CACHE ?? "/var/tmp/rk8s-build",
+  say = console.log,
+}) {
   void node;
   const debs = ensureDebs(cache);
   const { byId: c, summary } = components(buildCache, say);
@@ -126,7 +135,8 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
   rmSync(join(out, "manifests"), { recursive: true, force: true });
   mkdirSync(join(out, "manifests"), { recursive: true });
   const file = (p) => readFileSync(p);
-  const built = (id) => `e2e mirror: sha256 of the served file, packed from ${c[id].source} built with ${summary.goVersion} (test/e2e/build)`;
+  const built = (id) =>
+    `e2e mirror: sha256 of the served file, packed from ${c[id].source} built with ${summary.goVersion} (test/e2e/build)`;
   const exe = (path, content) => ({ path, content, mode: 0o755 });
   const common = [];
   const sources = {};
@@ -138,17 +148,31 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
   {
     const v = c.etcd.version;
     const top = `etcd-v${v}-linux-${ARCH}`;
-    const data = tarGz([{ path: top, type: "dir" }, exe(`${top}/etcd`, file(c.etcd.bin.etcd)), exe(`${top}/etcdctl`, file(c.etcdctl.bin.etcdctl))], 1);
+    const data = tarGz(
+      [{ path: top, type: "dir" }, exe(`${top}/etcd`, file(c.etcd.bin.etcd)), exe(`${top}/etcdctl`, file(c.etcdctl.bin.etcdctl))],
+      1,
+    );
     const url = `https://github.com/etcd-io/etcd/releases/download/v${v}/etcd-v${v}-linux-${ARCH}.tar.gz`;
     m.put(url, data);
-    m.put(`https://github.com/etcd-io/etcd/releases/download/v${v}/SHA256SUMS`, `${hex("sha256", data)}  etcd-v${v}-linux-${ARCH}.tar.gz\n`);
+    m.put(
+      `https://github.com/etcd-io/etcd/releases/download/v${v}/SHA256SUMS`,
+      `${hex("sha256", data)}  etcd-v${v}-linux-${ARCH}.tar.gz\n`,
+    );
     note("etcd", ["etcd"]);
     note("etcdctl", ["etcdctl"]);
     common.push(
       artifact({
-        id: "etcd", component: "etcd", version: v, format: "tar.gz", data, source: `${built("etcd")}; etcdctl from ${c.etcdctl.source}`,
+        id: "etcd",
+        component: "etcd",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: `${built("etcd")}; etcdctl from ${c.etcdctl.source}`,
         url: "https://github.com/etcd-io/etcd/releases/download/v{version}/etcd-v{version}-linux-{arch}.tar.gz",
-        binaries: [{ name: "etcd", path: "etcd-v{version}-linux-{arch}/etcd" }, { name: "etcdctl", path: "etcd-v{version}-linux-{arch}/etcdctl" }],
+        binaries: [
+          { name: "etcd", path: "etcd-v{version}-linux-{arch}/etcd" },
+          { name: "etcdctl", path: "etcd-v{version}-linux-{arch}/etcdctl" },
+        ],
         sideFiles: [{ url: "https://github.com/etcd-io/etcd/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" }],
       }),
     );
@@ -164,10 +188,21 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
     note("containerd", names);
     common.push(
       artifact({
-        id: "containerd", component: "containerd", version: v, format: "tar.gz", data, source: built("containerd"), when: { runtime: ["containerd"] },
+        id: "containerd",
+        component: "containerd",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: built("containerd"),
+        when: { runtime: ["containerd"] },
         url: "https://github.com/containerd/containerd/releases/download/v{version}/containerd-static-{version}-linux-{arch}.tar.gz",
         binaries: names.map((b) => ({ name: b, path: `bin/${b}` })),
-        sideFiles: [{ url: "https://github.com/containerd/containerd/releases/download/v{version}/containerd-static-{version}-linux-{arch}.tar.gz.sha256sum", algorithm: "sha256" }],
+        sideFiles: [
+          {
+            url: "https://github.com/containerd/containerd/releases/download/v{version}/containerd-static-{version}-linux-{arch}.tar.gz.sha256sum",
+            algorithm: "sha256",
+          },
+        ],
       }),
     );
   }
@@ -180,8 +215,15 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
     note("runc", ["runc"]);
     common.push(
       artifact({
-        id: "runc", component: "runc", version: v, format: "binary", data, source: built("runc"), when: { runtime: ["containerd"] },
-        url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.{arch}", binaries: [{ name: "runc" }],
+        id: "runc",
+        component: "runc",
+        version: v,
+        format: "binary",
+        data,
+        source: built("runc"),
+        when: { runtime: ["containerd"] },
+        url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.{arch}",
+        binaries: [{ name: "runc" }],
         sideFiles: [{ url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.sha256sum", algorithm: "sha256" }],
       }),
     );
@@ -196,10 +238,20 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
     note("cni-plugins", CNI);
     common.push(
       artifact({
-        id: "cni-plugins", component: "cni-plugins", version: v, format: "tar.gz", data, source: built("cni-plugins"),
+        id: "cni-plugins",
+        component: "cni-plugins",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: built("cni-plugins"),
         url: "https://github.com/containernetworking/plugins/releases/download/v{version}/cni-plugins-linux-{arch}-v{version}.tgz",
         binaries: CNI.map((p) => ({ name: p, path: `./${p}`, dir: "cni" })),
-        sideFiles: [{ url: "https://github.com/containernetworking/plugins/releases/download/v{version}/cni-plugins-linux-{arch}-v{version}.tgz.sha256", algorithm: "sha256" }],
+        sideFiles: [
+          {
+            url: "https://github.com/containernetworking/plugins/releases/download/v{version}/cni-plugins-linux-{arch}-v{version}.tgz.sha256",
+            algorithm: "sha256",
+          },
+        ],
       }),
     );
   }
@@ -213,10 +265,20 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
     note("crictl", ["crictl"]);
     common.push(
       artifact({
-        id: "crictl", component: "crictl", version: v, format: "tar.gz", data, source: built("crictl"),
+        id: "crictl",
+        component: "crictl",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: built("crictl"),
         url: "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz",
         binaries: [{ name: "crictl", path: "crictl" }],
-        sideFiles: [{ url: "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz.sha256", algorithm: "sha256" }],
+        sideFiles: [
+          {
+            url: "https://github.com/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz.sha256",
+            algorithm: "sha256",
+          },
+        ],
       }),
     );
   }
@@ -224,33 +286,67 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
   // slirp4netns (C, no Go module): Debian's, as slirp4netns-x86_64.
   {
     const v = c.rootlesskit.version;
-    const data = tarGz([exe("rootlesskit", file(c.rootlesskit.bin.rootlesskit)), exe("rootlessctl", file(c.rootlesskit.bin.rootlessctl))], 1);
+    const data = tarGz(
+      [exe("rootlesskit", file(c.rootlesskit.bin.rootlesskit)), exe("rootlessctl", file(c.rootlesskit.bin.rootlessctl))],
+      1,
+    );
     m.put(`https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/rootlesskit-x86_64.tar.gz`, data);
-    m.put(`https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/SHA256SUMS`, `${hex("sha256", data)}  rootlesskit-x86_64.tar.gz\n`);
+    m.put(
+      `https://github.com/rootless-containers/rootlesskit/releases/download/v${v}/SHA256SUMS`,
+      `${hex("sha256", data)}  rootlesskit-x86_64.tar.gz\n`,
+    );
     note("rootlesskit", ["rootlesskit", "rootlessctl"]);
     const slirp = file(join(debs.slirp4netns.root, "usr/bin/slirp4netns"));
     const sv = debs.slirp4netns.upstream;
     m.put(`https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/slirp4netns-x86_64`, slirp);
-    m.put(`https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/SHA256SUMS`, `${hex("sha256", slirp)}  slirp4netns-x86_64\nSOURCE_DATE_EPOCH=0\n`);
-    sources.slirp4netns = { source: `Debian 12 slirp4netns ${debs.slirp4netns.version} (${debs.slirp4netns.deb})`, sha256: hex("sha256", slirp) };
+    m.put(
+      `https://github.com/rootless-containers/slirp4netns/releases/download/v${sv}/SHA256SUMS`,
+      `${hex("sha256", slirp)}  slirp4netns-x86_64\nSOURCE_DATE_EPOCH=0\n`,
+    );
+    sources.slirp4netns = {
+      source: `Debian 12 slirp4netns ${debs.slirp4netns.version} (${debs.slirp4netns.deb})`,
+      sha256: hex("sha256", slirp),
+    };
     common.push(
       artifact({
-        id: "rootlesskit", component: "rootlesskit", version: v, format: "tar.gz", data, source: built("rootlesskit"), archToken: "x86_64",
+        id: "rootlesskit",
+        component: "rootlesskit",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: built("rootlesskit"),
+        archToken: "x86_64",
         url: "https://github.com/rootless-containers/rootlesskit/releases/download/v{version}/rootlesskit-{arch}.tar.gz",
-        binaries: [{ name: "rootlesskit", path: "rootlesskit" }, { name: "rootlessctl", path: "rootlessctl" }],
-        sideFiles: [{ url: "https://github.com/rootless-containers/rootlesskit/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" }],
+        binaries: [
+          { name: "rootlesskit", path: "rootlesskit" },
+          { name: "rootlessctl", path: "rootlessctl" },
+        ],
+        sideFiles: [
+          { url: "https://github.com/rootless-containers/rootlesskit/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" },
+        ],
       }),
       artifact({
-        id: "slirp4netns", component: "slirp4netns", version: sv, format: "binary", data: slirp, archToken: "x86_64", when: { network: ["slirp4netns"] },
+        id: "slirp4netns",
+        component: "slirp4netns",
+        version: sv,
+        format: "binary",
+        data: slirp,
+        archToken: "x86_64",
+        when: { network: ["slirp4netns"] },
         source: `e2e mirror: sha256 of the served file, Debian 12 slirp4netns ${debs.slirp4netns.version} (${debs.slirp4netns.deb}; no Go module serves it)`,
-        url: "https://github.com/rootless-containers/slirp4netns/releases/download/v{version}/slirp4netns-{arch}", binaries: [{ name: "slirp4netns" }],
-        sideFiles: [{ url: "https://github.com/rootless-containers/slirp4netns/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" }],
+        url: "https://github.com/rootless-containers/slirp4netns/releases/download/v{version}/slirp4netns-{arch}",
+        binaries: [{ name: "slirp4netns" }],
+        sideFiles: [
+          { url: "https://github.com/rootless-containers/slirp4netns/releases/download/v{version}/SHA256SUMS", algorithm: "sha256" },
+        ],
       }),
     );
   }
   // Kubernetes: kubernetes/server/bin/* of the server tarball, pinned by sha512 like upstream's
   // release notes, with the .sha512 side file dl.k8s.io has.
-  const k8sIds = Object.keys(c).filter((id) => /^kubernetes-\d+\.\d+$/.test(id)).sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1]));
+  const k8sIds = Object.keys(c)
+    .filter((id) => /^kubernetes-\d+\.\d+$/.test(id))
+    .sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1]));
   if (k8sIds.length < 2) throw new Error(`the test manifest must build two Kubernetes minors (found ${k8sIds.join(", ")})`);
   const [older, newer] = k8sIds.slice(-2).map((id) => c[id]);
   const [nmaj, nmin, npatch] = newer.version.split(".").map(Number);
@@ -259,7 +355,9 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
     { version: newer.version, k: newer, fault: "" },
     { version: `${nmaj}.${nmin}.${npatch + 1}`, k: newer, fault: "apiserver-exit" },
   ];
-  for (const id of k8sIds) for (const n of K8S) sources[`${n}@${c[id].version}`] = { source: c[id].source, path: c[id].bin[n], sha256: hex("sha256", file(c[id].bin[n])) };
+  for (const id of k8sIds)
+    for (const n of K8S)
+      sources[`${n}@${c[id].version}`] = { source: c[id].source, path: c[id].bin[n], sha256: hex("sha256", file(c[id].bin[n])) };
   const written = [];
   for (const set of sets) {
     const content = (n) => (set.fault === "apiserver-exit" && n === "kube-apiserver" ? BROKEN_APISERVER : file(set.k.bin[n]));
@@ -276,7 +374,12 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
     m.put(url, data);
     m.put(`${url}.sha512`, hex("sha512", data));
     const k8s = artifact({
-      id: "kubernetes-server", component: "kubernetes", version: set.version, format: "tar.gz", data, alg: "sha512",
+      id: "kubernetes-server",
+      component: "kubernetes",
+      version: set.version,
+      format: "tar.gz",
+      data,
+      alg: "sha512",
       source: set.fault
         ? `e2e mirror: sha512 of the served file: ${set.k.source}, its kube-apiserver replaced by one that exits (rollback test)`
         : `e2e mirror: sha512 of the served file, packed from ${set.k.source} built with ${summary.goVersion} (test/e2e/build)`,
@@ -302,7 +405,14 @@ export async function buildMirror({ cache, out, node, buildCache = process.env.E
   writeFileSync(join(out, "manifests", `k8s-${skewVersion}.json`), JSON.stringify(skew, null, 2) + "\n");
   const versions = { install: older.version, upgrade: newer.version, broken: sets[2].version, skew: skewVersion };
   writeFileSync(join(out, "versions.json"), JSON.stringify(versions, null, 2) + "\n");
-  writeFileSync(join(out, "sources.json"), JSON.stringify({ goVersion: summary.goVersion, buildSeconds: summary.seconds, built: summary.built, cached: summary.cached, binaries: sources }, null, 2) + "\n");
+  writeFileSync(
+    join(out, "sources.json"),
+    JSON.stringify(
+      { goVersion: summary.goVersion, buildSeconds: summary.seconds, built: summary.built, cached: summary.cached, binaries: sources },
+      null,
+      2,
+    ) + "\n",
+  );
   return { manifests: written, versions, busybox: join(debs["busybox-static"].root, "bin/busybox"), summary };
 }
 
@@ -315,4 +425,3 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const r = await buildMirror({ cache: values.cache, out: values.out, node: values.node });
   for (const f of r.manifests) console.log(f);
 }
-

@@ -8,7 +8,9 @@ import * as http from "node:http";
 import { join, normalize } from "node:path";
 import { parseArgs } from "node:util";
 
-const { values } = parseArgs({ options: { dir: { type: "string" }, port: { type: "string", default: "0" }, "port-file": { type: "string" }, log: { type: "string" } } });
+const { values } = parseArgs({
+  options: { dir: { type: "string" }, port: { type: "string", default: "0" }, "port-file": { type: "string" }, log: { type: "string" } },
+});
 if (!values.dir) {
   console.error("usage: serve-mirror.mjs --dir DIR [--port N] [--port-file FILE] [--log FILE]");
   process.exit(2);
@@ -67,7 +69,12 @@ const server = http.createServer(async (req, res) => {
     }
     stats.ranges++;
     log(`206 ${req.method} ${url.pathname} bytes=${start}-${end}`);
-    res.writeHead(206, { "content-length": end - start + 1, "content-range": `bytes ${start}-${end}/${st.size}`, etag, "accept-ranges": "bytes" });
+    res.writeHead(206, {
+      "content-length": end - start + 1,
+      "content-range": `bytes ${start}-${end}/${st.size}`,
+      etag,
+      "accept-ranges": "bytes",
+    });
     if (req.method === "HEAD") return res.end();
     if (!rate) stats.bytes += end - start + 1;
     return throttled(createReadStream(file, { start, end }), res);

@@ -18,7 +18,14 @@ const env = { HOME: H, XDG_RUNTIME_DIR: "/run/user/1000" };
 const own = ownFolders(env, null, 1000);
 const roots: OwnedRoots = own.roots;
 const receipt = (over: Partial<Receipt> = {}): Receipt =>
-  ({ roots, files: [{ path: `${H}/.config/systemd/user/rootless-k8s.target`, sha256: "x", mode: 0o644, kind: "unit" }], sets: {}, currentLink: `${roots.versions}/current`, kubeconfigMerge: null, ...over }) as unknown as Receipt;
+  ({
+    roots,
+    files: [{ path: `${H}/.config/systemd/user/rootless-k8s.target`, sha256: "x", mode: 0o644, kind: "unit" }],
+    sets: {},
+    currentLink: `${roots.versions}/current`,
+    kubeconfigMerge: null,
+    ...over,
+  }) as unknown as Receipt;
 
 describe("mayRemovePath", () => {
   it("allows our unit files and paths strictly inside the tool's own folders", () => {
@@ -44,15 +51,21 @@ describe("checkReceiptPaths", () => {
   it("refuses a receipt whose folders are not the tool's, whatever their name", () => {
     expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: H } }), own)).toThrow(UserError);
     expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: "/home" } }), own)).toThrow(UserError);
-    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: `${H}/src/rootless-k8s` } }), own)).toThrow(/not the tool's data folder/);
-    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, runtime: "relative/rootless-k8s" } }), own)).toThrow(/not the tool's runtime folder/);
+    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, data: `${H}/src/rootless-k8s` } }), own)).toThrow(
+      /not the tool's data folder/,
+    );
+    expect(() => checkReceiptPaths(receipt({ roots: { ...roots, runtime: "relative/rootless-k8s" } }), own)).toThrow(
+      /not the tool's runtime folder/,
+    );
   });
   it("accepts folders of the --prefix given now, and refuses a prefix that is $HOME or /", () => {
     const p = ownFolders(env, `${H}/k8s`, 1000);
     expect(() => checkReceiptPaths(receipt({ roots: p.roots, files: [], currentLink: `${H}/k8s/versions/current` }), p)).not.toThrow();
     for (const bad of [H, "/", "/home"]) {
       const o = ownFolders(env, bad, 1000);
-      expect(() => checkReceiptPaths(receipt({ roots: o.roots, files: [], currentLink: `${bad}/versions/current` }), o)).toThrow(/home folder/);
+      expect(() => checkReceiptPaths(receipt({ roots: o.roots, files: [], currentLink: `${bad}/versions/current` }), o)).toThrow(
+        /home folder/,
+      );
     }
   });
 });
@@ -68,7 +81,12 @@ describe("subordinate ids", () => {
     expect(subIdRanges(text, "dave", 1002)).toEqual([]);
   });
   it("maps our id to 0 and the ranges from 1 on", () => {
-    expect(idMapArgs(42, 1000, [{ start: 100000, count: 65536 }, { start: 400000, count: 10 }])).toEqual(["42", "0", "1000", "1", "1", "100000", "65536", "65537", "400000", "10"]);
+    expect(
+      idMapArgs(42, 1000, [
+        { start: 100000, count: 65536 },
+        { start: 400000, count: 10 },
+      ]),
+    ).toEqual(["42", "0", "1000", "1", "1", "100000", "65536", "65537", "400000", "10"]);
   });
 });
 
@@ -111,7 +129,10 @@ describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-ro
     // Bundle a tiny runner that calls the product's removal, and run it as the user.
     const runner = join(work, "runner.cjs");
     const entry = join(work, "runner.ts");
-    writeFileSync(entry, `import { removeTrees, currentIdentity } from ${JSON.stringify(join(REPO, "cli/apply/remove.ts"))};\nremoveTrees(process.argv.slice(2), currentIdentity).then(() => console.log("removed"), (e) => { console.error(e.message); process.exit(1); });\n`);
+    writeFileSync(
+      entry,
+      `import { removeTrees, currentIdentity } from ${JSON.stringify(join(REPO, "cli/apply/remove.ts"))};\nremoveTrees(process.argv.slice(2), currentIdentity).then(() => console.log("removed"), (e) => { console.error(e.message); process.exit(1); });\n`,
+    );
     await build({ entryPoints: [entry], bundle: true, platform: "node", format: "cjs", outfile: runner, logLevel: "error" });
     chmodSync(runner, 0o644);
 

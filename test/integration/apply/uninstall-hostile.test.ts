@@ -22,7 +22,11 @@ interface Layout {
   config: string;
   unitDir: string;
   receiptFile: string;
-  receipt: Record<string, unknown> & { files: { path: string; sha256: string; mode: number; kind: string }[]; roots: Record<string, string>; plan: { paths: Record<string, string | null> } };
+  receipt: Record<string, unknown> & {
+    files: { path: string; sha256: string; mode: number; kind: string }[];
+    roots: Record<string, string>;
+    plan: { paths: Record<string, string | null> };
+  };
 }
 
 /** A home with the default layout of an installed node: one unit, one config, the PKI, data, and the user's own files. */
@@ -33,7 +37,17 @@ function layout(prefix?: (home: string) => string): Layout {
   const share = p ?? join(home, ".local/share/rootless-k8s");
   const config = p ? join(p, "config") : join(home, ".config/rootless-k8s");
   const unitDir = join(home, ".config/systemd/user");
-  for (const d of [share, join(share, "data"), join(share, "versions"), join(config, "pki"), unitDir, join(home, "Documents"), join(home, ".ssh"), join(home, "src/rootless-k8s")]) mkdirSync(d, { recursive: true });
+  for (const d of [
+    share,
+    join(share, "data"),
+    join(share, "versions"),
+    join(config, "pki"),
+    unitDir,
+    join(home, "Documents"),
+    join(home, ".ssh"),
+    join(home, "src/rootless-k8s"),
+  ])
+    mkdirSync(d, { recursive: true });
   const files = [
     { path: join(unitDir, "rootless-k8s.target"), content: "[Unit]\n" },
     { path: join(config, "kubelet.yaml"), content: "kind: KubeletConfiguration\n" },
@@ -43,9 +57,21 @@ function layout(prefix?: (home: string) => string): Layout {
   writeFileSync(join(home, "Documents", "thesis.txt"), "years of work");
   writeFileSync(join(home, ".ssh", "id_ed25519"), "PRIVATE KEY");
   writeFileSync(join(home, "src/rootless-k8s", "main.go"), "package main");
-  writeFileSync(join(home, "notes.yaml"), "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: [{name: rootless-k8s, context: {}}]\n");
+  writeFileSync(
+    join(home, "notes.yaml"),
+    "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: [{name: rootless-k8s, context: {}}]\n",
+  );
   writeFileSync(join(share, "data", "etcd.db"), "etcd");
-  const roots = { state: share, data: join(share, "data"), config, pki: join(config, "pki"), runtime: join(run, "rootless-k8s"), versions: join(share, "versions"), logs: join(p ?? join(home, ".local/state/rootless-k8s"), "logs"), libexec: join(share, "libexec") };
+  const roots = {
+    state: share,
+    data: join(share, "data"),
+    config,
+    pki: join(config, "pki"),
+    runtime: join(run, "rootless-k8s"),
+    versions: join(share, "versions"),
+    logs: join(p ?? join(home, ".local/state/rootless-k8s"), "logs"),
+    libexec: join(share, "libexec"),
+  };
   const receipt = {
     schemaVersion: 1,
     tool: "0.0.0",
@@ -54,7 +80,12 @@ function layout(prefix?: (home: string) => string): Layout {
     runtime: "containerd",
     target: "rootless-k8s.target",
     units: ["rootless-k8s.target"],
-    files: files.map((f) => ({ path: f.path, sha256: sha(f.content), mode: 0o644, kind: f.path.includes("/pki/") ? "pki" : f.path.endsWith(".target") ? "unit" : "config" })),
+    files: files.map((f) => ({
+      path: f.path,
+      sha256: sha(f.content),
+      mode: 0o644,
+      kind: f.path.includes("/pki/") ? "pki" : f.path.endsWith(".target") ? "unit" : "config",
+    })),
     sets: {},
     current: null,
     previous: null,
@@ -64,7 +95,17 @@ function layout(prefix?: (home: string) => string): Layout {
     kubeconfigMerge: null,
     plan: {
       runtime: { name: "containerd" },
-      units: { target: "rootless-k8s.target", owner: "rootless-k8s-rootlesskit.service", etcd: "e.service", apiServer: "a.service", controllerManager: "c.service", scheduler: "s.service", kubelet: "k.service", kubeProxy: "p.service", criDockerd: null },
+      units: {
+        target: "rootless-k8s.target",
+        owner: "rootless-k8s-rootlesskit.service",
+        etcd: "e.service",
+        apiServer: "a.service",
+        controllerManager: "c.service",
+        scheduler: "s.service",
+        kubelet: "k.service",
+        kubeProxy: "p.service",
+        criDockerd: null,
+      },
       paths: { home, prefix: p ?? null, unitDir, cacheDir: p ? join(p, "cache") : join(home, ".cache/rootless-k8s"), logDir: roots.logs },
     },
     updatedAt: "",
@@ -125,7 +166,9 @@ describe("uninstall removes only listed files inside the tool's own folders (iss
       save(l);
       const r = uninstall(l);
       expect(r.code).toBe(1);
-      expect(r.stderr.split("\n")[0]).toMatch(/^error: refusing to uninstall: the receipt lists .* which lies outside the tool's own folders/);
+      expect(r.stderr.split("\n")[0]).toMatch(
+        /^error: refusing to uninstall: the receipt lists .* which lies outside the tool's own folders/,
+      );
       expectUserFilesIntact(l);
       expect(existsSync(join(l.unitDir, "rootless-k8s.target"))).toBe(true);
     });
@@ -144,7 +187,12 @@ describe("uninstall removes only listed files inside the tool's own folders (iss
 
   it("refuses kubeconfigMerge.file pointing anywhere but ~/.kube/config", () => {
     const l = layout();
-    l.receipt.kubeconfigMerge = { file: join(l.home, "notes.yaml"), context: "rootless-k8s", cluster: "rootless-k8s", user: "rootless-k8s-admin" };
+    l.receipt.kubeconfigMerge = {
+      file: join(l.home, "notes.yaml"),
+      context: "rootless-k8s",
+      cluster: "rootless-k8s",
+      user: "rootless-k8s-admin",
+    };
     save(l);
     const r = uninstall(l);
     expect(r.code).toBe(1);

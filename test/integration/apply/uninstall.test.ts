@@ -16,13 +16,36 @@ const user = testUser("rk8s-uninst");
 function writeReceipt(home: string, roots: Record<string, string>, plan: unknown): void {
   const share = join(home, ".local/share/rootless-k8s");
   mkdirSync(share, { recursive: true });
-  const receipt = { schemaVersion: 1, tool: "0.0.0", state: "installed", mode: "none", runtime: "containerd", target: "rootless-k8s.target", units: [], files: [], sets: {}, current: null, previous: null, currentLink: join(share, "versions/current"), roots, createdDirs: [], kubeconfigMerge: null, plan, updatedAt: "" };
+  const receipt = {
+    schemaVersion: 1,
+    tool: "0.0.0",
+    state: "installed",
+    mode: "none",
+    runtime: "containerd",
+    target: "rootless-k8s.target",
+    units: [],
+    files: [],
+    sets: {},
+    current: null,
+    previous: null,
+    currentLink: join(share, "versions/current"),
+    roots,
+    createdDirs: [],
+    kubeconfigMerge: null,
+    plan,
+    updatedAt: "",
+  };
   writeFileSync(join(share, "receipt.json"), JSON.stringify(receipt));
 }
 
 function uninstall(home: string, args: string[]) {
   user.own(home);
-  const r = user.run(process.execPath, [CLI_BUNDLE, "uninstall", "--yes", ...args], { HOME: home, USER: user.name, NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1" });
+  const r = user.run(process.execPath, [CLI_BUNDLE, "uninstall", "--yes", ...args], {
+    HOME: home,
+    USER: user.name,
+    NO_COLOR: "1",
+    ROOTLESS_K8S_NO_UPDATE_CHECK: "1",
+  });
   return { code: r.status, stderr: r.stderr };
 }
 
@@ -31,11 +54,20 @@ describe("uninstall judges the receipt's folders", () => {
     const home = user.newHome();
     writeFileSync(join(home, "keep.txt"), "mine");
     const share = join(home, ".local/share/rootless-k8s");
-    const roots = { state: share, data: home, config: join(home, ".config/rootless-k8s"), pki: join(home, ".config/rootless-k8s/pki"), runtime: join(home, ".run/rootless-k8s"), versions: join(share, "versions") };
+    const roots = {
+      state: share,
+      data: home,
+      config: join(home, ".config/rootless-k8s"),
+      pki: join(home, ".config/rootless-k8s/pki"),
+      runtime: join(home, ".run/rootless-k8s"),
+      versions: join(share, "versions"),
+    };
     writeReceipt(home, roots, { paths: { home: "/nonexistent", prefix: "/" } });
     const r = uninstall(home, ["--purge"]);
     expect(r.code).toBe(1);
-    expect(r.stderr.split("\n")[0]).toBe(`error: refusing to remove files: the receipt's data folder "${home}" is not the tool's data folder ${share}/data`);
+    expect(r.stderr.split("\n")[0]).toBe(
+      `error: refusing to remove files: the receipt's data folder "${home}" is not the tool's data folder ${share}/data`,
+    );
     expect(r.stderr).toMatch(/^fix: the receipt was edited or damaged/m);
     expect(readFileSync(join(home, "keep.txt"), "utf8")).toBe("mine");
   });
@@ -43,9 +75,34 @@ describe("uninstall judges the receipt's folders", () => {
   it("accepts folders below the --prefix given on the command line", () => {
     const home = user.newHome();
     const prefix = join(home, "k8s");
-    const roots = { state: prefix, data: join(prefix, "data"), config: join(prefix, "config"), pki: join(prefix, "config/pki"), runtime: `/run/user/${user.uid}/rootless-k8s`, versions: join(prefix, "versions") };
+    const roots = {
+      state: prefix,
+      data: join(prefix, "data"),
+      config: join(prefix, "config"),
+      pki: join(prefix, "config/pki"),
+      runtime: `/run/user/${user.uid}/rootless-k8s`,
+      versions: join(prefix, "versions"),
+    };
     mkdirSync(prefix, { recursive: true });
-    const receipt = { schemaVersion: 1, tool: "0.0.0", state: "installed", mode: "none", runtime: "containerd", target: "rootless-k8s.target", units: [], files: [], sets: {}, current: null, previous: null, currentLink: join(prefix, "versions/current"), roots, createdDirs: [], kubeconfigMerge: null, plan: { paths: { home, prefix } }, updatedAt: "" };
+    const receipt = {
+      schemaVersion: 1,
+      tool: "0.0.0",
+      state: "installed",
+      mode: "none",
+      runtime: "containerd",
+      target: "rootless-k8s.target",
+      units: [],
+      files: [],
+      sets: {},
+      current: null,
+      previous: null,
+      currentLink: join(prefix, "versions/current"),
+      roots,
+      createdDirs: [],
+      kubeconfigMerge: null,
+      plan: { paths: { home, prefix } },
+      updatedAt: "",
+    };
     writeFileSync(join(prefix, "receipt.json"), JSON.stringify(receipt));
     const r = uninstall(home, ["--prefix", prefix]);
     // Past the folder check; here the next step needs the user's systemd, which this test user has not.
@@ -72,7 +129,17 @@ describe("unmergeKubeconfig", () => {
   it("takes our context, cluster and user out and keeps the user's own (0600)", async () => {
     const { home, file } = kubeDir();
     const theirs = { name: "work", cluster: { server: "https://k8s.example:6443" } };
-    writeFileSync(file, JSON.stringify({ apiVersion: "v1", kind: "Config", "current-context": "rootless-k8s", clusters: [...ours.clusters, theirs], users: ours.users, contexts: ours.contexts }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        "current-context": "rootless-k8s",
+        clusters: [...ours.clusters, theirs],
+        users: ours.users,
+        contexts: ours.contexts,
+      }),
+    );
     const removed: string[] = [];
     expect(await unmergeKubeconfig({ file, ...m }, home, removed)).toBeNull();
     const left = YAML.parse(readFileSync(file, "utf8")) as Record<string, unknown>;

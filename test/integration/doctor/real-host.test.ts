@@ -53,7 +53,11 @@ describe.skipIf(!isRoot)("doctor on this machine", () => {
     const j = JSON.parse(r.stdout) as DoctorJson;
     expect(j.host.distro).toMatchObject({ id: "debian", versionId: "12", family: "debian" });
     expect(j.host.cgroup).toEqual({ mode: "hybrid", delegatedControllers: [] });
-    expect(j.host.user).toMatchObject({ name: USER, subuid: [{ start: SUBID_START, count: 65536 }], subgid: [{ start: SUBID_START, count: 65536 }] });
+    expect(j.host.user).toMatchObject({
+      name: USER,
+      subuid: [{ start: SUBID_START, count: 65536 }],
+      subgid: [{ start: SUBID_START, count: 65536 }],
+    });
     expect(check(j, "not-root").status).toBe("ok");
     expect(check(j, "subuid").status).toBe("ok");
     expect(check(j, "subid-overlap").status).toBe("ok");
@@ -63,7 +67,8 @@ describe.skipIf(!isRoot)("doctor on this machine", () => {
     expect(check(j, "cgroup-delegation").status).toBe("skip");
     const tunMode = statSync("/dev/net/tun").mode & 0o777;
     expect(check(j, "dev-net-tun").status).toBe((tunMode & 0o006) === 0o006 ? "ok" : "fail");
-    if (!pid1IsSystemd()) expect(check(j, "user-manager")).toMatchObject({ status: "fail", summary: expect.stringContaining("PID 1 is not systemd") });
+    if (!pid1IsSystemd())
+      expect(check(j, "user-manager")).toMatchObject({ status: "fail", summary: expect.stringContaining("PID 1 is not systemd") });
     expect(j.mode).toBe("none");
     expect(j.reasons[0]).toMatch(/hybrid/);
     const failed = j.checks.filter((c) => c.status === "fail").length;

@@ -11,7 +11,15 @@ import { sha256File } from "../../helpers/hash";
 import { serveDir, type StaticServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
 import { isRoot, runAs, type TestUser } from "../../helpers/user";
-import { addRelease, BINARY_NAME, installUser, listFiles, newSigningKey, testBinary, writeRelease } from "../../unit/binary/release-fixture";
+import {
+  addRelease,
+  BINARY_NAME,
+  installUser,
+  listFiles,
+  newSigningKey,
+  testBinary,
+  writeRelease,
+} from "../../unit/binary/release-fixture";
 
 /** The repository's copy: no release key written in yet. */
 const INSTALL_SH = join(REPO, "scripts", "install.sh");
@@ -116,7 +124,13 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     expect(r.stdout).toContain(`installed rootless-k8s ${VERSION} to ${bin}`);
     expect(r.stdout).toContain(`is not on your PATH. For bash, add this line to ${home}/.bashrc:`);
     expect(r.stdout).toContain(`  export PATH="${home}/.local/bin:$PATH"`);
-    expect(newRequests(from)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/SHA256SUMS.sig`, `/${VERSION}/${BINARY_NAME}`]);
+    expect(newRequests(from)).toEqual([
+      "/install.sh",
+      "/latest.txt",
+      `/${VERSION}/SHA256SUMS`,
+      `/${VERSION}/SHA256SUMS.sig`,
+      `/${VERSION}/${BINARY_NAME}`,
+    ]);
     expect(listFiles(home)).toEqual([".local/bin/rootless-k8s"]);
     expect(listFiles(tmp)).toEqual([]);
   });
@@ -159,7 +173,13 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     expect((await runAs(user, bin, ["--version"], env)).stdout.trim()).toBe(`rootless-k8s ${VERSION}`);
     expect(r.stdout).toContain(`  export PATH="${home}/.local/bin:$PATH"`);
     const reqs = server.requests.slice(from);
-    expect(reqs.map((q) => q.path)).toEqual(["/install.sh", "/latest.txt", `/${VERSION}/SHA256SUMS`, `/${VERSION}/SHA256SUMS.sig`, `/${VERSION}/${BINARY_NAME}`]);
+    expect(reqs.map((q) => q.path)).toEqual([
+      "/install.sh",
+      "/latest.txt",
+      `/${VERSION}/SHA256SUMS`,
+      `/${VERSION}/SHA256SUMS.sig`,
+      `/${VERSION}/${BINARY_NAME}`,
+    ]);
     for (const q of reqs) expect(q.agent).toMatch(/^Wget\//);
   });
 
@@ -179,7 +199,12 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     expect(r.stdout).toContain(`verified SHA-256 ${binSum}`);
     expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
     const none = newHome();
-    const refused = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(none, userDir("tmp"), { PATH: binWithout("sha256sum", "shasum") }));
+    const refused = await runAs(
+      user,
+      "sh",
+      [released, INSECURE, "--no-start"],
+      envFor(none, userDir("tmp"), { PATH: binWithout("sha256sum", "shasum") }),
+    );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("error: neither sha256sum nor shasum is installed, so the download cannot be verified");
     expect(listFiles(none)).toEqual([]);
@@ -187,7 +212,12 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
 
   it("says which downloader is missing when neither curl nor wget is installed", async () => {
     const home = newHome();
-    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("curl", "wget") }));
+    const r = await runAs(
+      user,
+      "sh",
+      [released, INSECURE, "--no-start"],
+      envFor(home, userDir("tmp"), { PATH: binWithout("curl", "wget") }),
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("error: curl is not installed, and neither is wget");
     expect(r.stderr).toContain("fix: install curl");
@@ -230,7 +260,12 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
   it("prints no PATH line when the folder is already on PATH, and honours ROOTLESS_K8S_INSTALL_DIR", async () => {
     const home = newHome();
     const dir = join(home, "tools");
-    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { ROOTLESS_K8S_INSTALL_DIR: dir, PATH: `${dir}:/usr/bin:/bin` }));
+    const r = await runAs(
+      user,
+      "sh",
+      [released, INSECURE, "--no-start"],
+      envFor(home, userDir("tmp"), { ROOTLESS_K8S_INSTALL_DIR: dir, PATH: `${dir}:/usr/bin:/bin` }),
+    );
     expect(r.code).toBe(0);
     expect(sha256File(join(dir, "rootless-k8s"))).toBe(binSum);
     expect(r.stdout).not.toContain("not on your PATH");
@@ -239,9 +274,19 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
 
   it("--modify-path puts the folder on PATH for bash, zsh and fish, backing up the rc file, once", async () => {
     const cases = [
-      { shell: "/bin/bash", rc: ".bashrc", before: "# my bashrc\nalias ll='ls -l'\n", check: ["bash", "-c", ". ~/.bashrc; rootless-k8s --version"] },
+      {
+        shell: "/bin/bash",
+        rc: ".bashrc",
+        before: "# my bashrc\nalias ll='ls -l'\n",
+        check: ["bash", "-c", ". ~/.bashrc; rootless-k8s --version"],
+      },
       { shell: "/usr/bin/zsh", rc: ".zshrc", before: undefined, check: ["zsh", "-c", "source ~/.zshrc; rootless-k8s --version"] },
-      { shell: "/usr/bin/fish", rc: ".config/fish/conf.d/rootless-k8s.fish", before: undefined, check: ["fish", "-c", "rootless-k8s --version"] },
+      {
+        shell: "/usr/bin/fish",
+        rc: ".config/fish/conf.d/rootless-k8s.fish",
+        before: undefined,
+        check: ["fish", "-c", "rootless-k8s --version"],
+      },
     ];
     for (const c of cases) {
       const home = newHome();
@@ -297,7 +342,12 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
       chmodSync(fake, 0o755);
       writeFileSync(join(fake, "uname"), `#!/bin/sh\necho "${uname}"\n`, { mode: 0o755 });
       const home = newHome();
-      const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: `${fake}:/usr/bin:/bin` }));
+      const r = await runAs(
+        user,
+        "sh",
+        [released, INSECURE, "--no-start"],
+        envFor(home, userDir("tmp"), { PATH: `${fake}:/usr/bin:/bin` }),
+      );
       expect(r.code).toBe(3);
       expect(r.stderr.split("\n")[0]).toContain(message);
       expect(listFiles(home)).toEqual([]);
@@ -326,7 +376,12 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
       const badServer = await serveDir(bad);
       try {
         const home = newHome();
-        const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { ROOTLESS_K8S_DOWNLOAD_URL: badServer.url }));
+        const r = await runAs(
+          user,
+          "sh",
+          [released, INSECURE, "--no-start"],
+          envFor(home, userDir("tmp"), { ROOTLESS_K8S_DOWNLOAD_URL: badServer.url }),
+        );
         expect(r.code).toBe(4);
         expect(r.stderr).toContain(message);
         expect(badServer.paths()).not.toContain(`/${VERSION}/${BINARY_NAME}`);
@@ -341,7 +396,9 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     const home = newHome();
     const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("openssl") }));
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain("warning: openssl 3 is not installed, so the release signature cannot be checked here: only the SHA-256 of the binary is checked");
+    expect(r.stderr).toContain(
+      "warning: openssl 3 is not installed, so the release signature cannot be checked here: only the SHA-256 of the binary is checked",
+    );
     expect(r.stdout).not.toContain("verified the ed25519 signature");
     expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
     const withSsl = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(newHome(), userDir("tmp")));

@@ -33,16 +33,27 @@ describe.skipIf(!isRoot || !hasTmux)("interactive install through `curl | sh` in
 
   it("shows the questions, takes the answers typed in the terminal, and a no changes nothing", async () => {
     const home = user.newHome();
-    const env = { HOME: home, PATH: "/usr/bin:/bin", SHELL: "/bin/bash", TERM: "xterm", LANG: "C.UTF-8", ROOTLESS_K8S_DOWNLOAD_URL: server.url, ROOTLESS_K8S_NO_UPDATE_CHECK: "1" };
+    const env = {
+      HOME: home,
+      PATH: "/usr/bin:/bin",
+      SHELL: "/bin/bash",
+      TERM: "xterm",
+      LANG: "C.UTF-8",
+      ROOTLESS_K8S_DOWNLOAD_URL: server.url,
+      ROOTLESS_K8S_NO_UPDATE_CHECK: "1",
+    };
 
     // The checks this host fails for this user (no systemd user manager here) are named with
     // --ignore-check, so the install goes on to its questions, as the doctor's fix lines say.
     const doctor = await runAs(user, join(binDir, BINARY_NAME), ["doctor", "--json"], env);
-    const failing = (JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks.filter((c) => c.status === "fail").map((c) => c.id);
+    const failing = (JSON.parse(doctor.stdout) as { checks: { id: string; status: string }[] }).checks
+      .filter((c) => c.status === "fail")
+      .map((c) => c.id);
     const installArgs = [...failing.flatMap((id) => ["--ignore-check", id]), "--api-port", String(await freePort())].join(" ");
 
     const sock = join(home, "tmux.sock");
-    const tmux = (...args: string[]) => execFileSync("tmux", ["-S", sock, ...args], { encoding: "utf8", uid: user.uid, gid: user.gid, env });
+    const tmux = (...args: string[]) =>
+      execFileSync("tmux", ["-S", sock, ...args], { encoding: "utf8", uid: user.uid, gid: user.gid, env });
     const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "install");
     const waitFor = async (re: RegExp, ms = 60_000) => {
       for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (re.test(screen())) return;

@@ -30,7 +30,13 @@ beforeAll(async () => {
 
 /** The bundled CLI as the test user, with a clean environment and the temporary HOME. */
 function cli(args: string[]) {
-  const r = user.run(process.execPath, [CLI_BUNDLE, ...args], { HOME: home, USER: user.name, XDG_RUNTIME_DIR: runtimeDir, NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1" });
+  const r = user.run(process.execPath, [CLI_BUNDLE, ...args], {
+    HOME: home,
+    USER: user.name,
+    XDG_RUNTIME_DIR: runtimeDir,
+    NO_COLOR: "1",
+    ROOTLESS_K8S_NO_UPDATE_CHECK: "1",
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -40,7 +46,9 @@ function cli(args: string[]) {
  */
 function expectedCode(): { code: 0 | 3; failing: string[] } {
   const d = cli(["doctor", "--json"]);
-  const failing = (JSON.parse(d.stdout) as { checks: { id: string; status: string }[] }).checks.filter((c) => c.status === "fail").map((c) => c.id);
+  const failing = (JSON.parse(d.stdout) as { checks: { id: string; status: string }[] }).checks
+    .filter((c) => c.status === "fail")
+    .map((c) => c.id);
   return { code: failing.length ? 3 : 0, failing };
 }
 
@@ -77,7 +85,12 @@ describe("install --dry-run on this machine", () => {
     const r = cli(["install", "--dry-run", "--json", "--api-port", apiPort]);
     const out = JSON.parse(r.stdout) as {
       schemaVersion: number;
-      plan: { mode: { name: string }; kubelet: { failCgroupV1: boolean | null; cgroupsPerQOS: boolean }; node: { labels: Record<string, string> }; paths: { home: string } };
+      plan: {
+        mode: { name: string };
+        kubelet: { failCgroupV1: boolean | null; cgroupsPerQOS: boolean };
+        node: { labels: Record<string, string> };
+        paths: { home: string };
+      };
       files: { path: string; mode: string; kind: string; sha256: string; state: string }[];
       blockingChecks: { id: string }[];
       wouldInstall: boolean;
@@ -118,7 +131,9 @@ describe("install --dry-run on this machine", () => {
 describe("install --dry-run --output on a full disk", () => {
   it("stops with one line naming the file and the fix, never as a bug", () => {
     const mnt = tempDir("rk8s-dryrun-full-");
-    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=16k,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], { encoding: "utf8" });
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=16k,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], {
+      encoding: "utf8",
+    });
     if (mounted.status !== 0) {
       console.log(`skip the full-disk case: cannot mount a tmpfs (${mounted.stderr.trim()})`);
       return;
@@ -178,13 +193,23 @@ describe("install --dry-run --bundle plans the version set that install fetches"
   // A bundle made from another manifest (the built-in one with Kubernetes relabelled 1.35.9). Install
   // takes a bundle's own versions only with --trust-bundle; otherwise it fetches the built-in set and
   // checks the bundle's files against its pins. The dry run must plan the same set.
-  const builtin = JSON.parse(readFileSync(join(REPO, "assets/components.json"), "utf8")) as { artifacts: { component: string; version: string }[] };
+  const builtin = JSON.parse(readFileSync(join(REPO, "assets/components.json"), "utf8")) as {
+    artifacts: { component: string; version: string }[];
+  };
   const builtinK8s = builtin.artifacts.find((a) => a.component === "kubernetes")!.version;
   const bundle = join(work, "other-manifest.tar");
   beforeAll(() => {
     const other = structuredClone(builtin);
     for (const a of other.artifacts) if (a.component === "kubernetes") a.version = "1.35.9";
-    const index = { schema: 1, kind: "rootless-k8s-bundle", createdBy: "test", createdAt: "2025-01-01T00:00:00Z", arch: process.arch === "arm64" ? "arm64" : "amd64", manifest: other, files: [] };
+    const index = {
+      schema: 1,
+      kind: "rootless-k8s-bundle",
+      createdBy: "test",
+      createdAt: "2025-01-01T00:00:00Z",
+      arch: process.arch === "arm64" ? "arm64" : "amd64",
+      manifest: other,
+      files: [],
+    };
     writeFileSync(bundle, tarBuffer([{ path: "rootless-k8s-bundle.json", content: JSON.stringify(index) }]));
   });
   const k8sOf = (args: string[]) => {

@@ -29,13 +29,26 @@ beforeAll(async () => {
 });
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = user.run(process.execPath, [CLI_BUNDLE, "install", "--dry-run", "--api-port", apiPort, ...args], { HOME: home, USER: user.name, XDG_RUNTIME_DIR: runtimeDir, NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1", ...env });
+  const r = user.run(process.execPath, [CLI_BUNDLE, "install", "--dry-run", "--api-port", apiPort, ...args], {
+    HOME: home,
+    USER: user.name,
+    XDG_RUNTIME_DIR: runtimeDir,
+    NO_COLOR: "1",
+    ROOTLESS_K8S_NO_UPDATE_CHECK: "1",
+    ...env,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** What a dry run answers on this machine: 3 when doctor, as the same user, finds a failing check, else 0. */
 function expectedCode(): 0 | 3 {
-  const r = user.run(process.execPath, [CLI_BUNDLE, "doctor", "--json"], { HOME: home, USER: user.name, XDG_RUNTIME_DIR: runtimeDir, NO_COLOR: "1", ROOTLESS_K8S_NO_UPDATE_CHECK: "1" });
+  const r = user.run(process.execPath, [CLI_BUNDLE, "doctor", "--json"], {
+    HOME: home,
+    USER: user.name,
+    XDG_RUNTIME_DIR: runtimeDir,
+    NO_COLOR: "1",
+    ROOTLESS_K8S_NO_UPDATE_CHECK: "1",
+  });
   return (JSON.parse(r.stdout) as { checks: { status: string }[] }).checks.some((c) => c.status === "fail") ? 3 : 0;
 }
 
@@ -52,7 +65,9 @@ describe("--output DIR writes below DIR only (issue 16, defect 4)", () => {
     symlinkSync(victim, join(out, top));
     const r = cli(["--output", out]);
     expect(r.code).toBe(3);
-    expect(r.stderr.split("\n")[0]).toMatch(new RegExp(`^error: refusing to write below --output ${out}: ${out}/${top} is a symbolic link`));
+    expect(r.stderr.split("\n")[0]).toMatch(
+      new RegExp(`^error: refusing to write below --output ${out}: ${out}/${top} is a symbolic link`),
+    );
     expect(r.stderr).not.toMatch(/This is a bug/);
     expect(listing(victim)).toEqual(["keep.txt"]);
     expect(listing(home)).toEqual([]);
@@ -65,7 +80,9 @@ describe("--output DIR writes below DIR only (issue 16, defect 4)", () => {
     user.own(out);
     const r = cli(["--output", out]);
     expect(r.code).toBe(3);
-    expect(r.stderr.split("\n")[0]).toMatch(/^error: refusing to write below --output .*node: it is not empty and no earlier --output made it/);
+    expect(r.stderr.split("\n")[0]).toMatch(
+      /^error: refusing to write below --output .*node: it is not empty and no earlier --output made it/,
+    );
     expect(listing(victim)).toEqual(["keep.txt"]);
   });
 
@@ -119,7 +136,10 @@ describe("no path or name can inject lines into what install renders (issue 16, 
     expect(r.code).toBe(expectedCode());
     const unit = readFileSync(join(out, home, ".config/systemd/user/rootless-k8s-kubelet.service"), "utf8");
     // Every word that holds the prefix is one quoted systemd word, with % and (in arguments) $ escaped.
-    const exec = unit.slice(unit.indexOf("ExecStart=")).split("\n").filter((l) => l.includes("odd dir"));
+    const exec = unit
+      .slice(unit.indexOf("ExecStart="))
+      .split("\n")
+      .filter((l) => l.includes("odd dir"));
     expect(exec[0]).toMatch(/^ExecStart="[^"]*odd dir \$HOME \\"q\\" 'a' %%n \\\\x\/[^"]*"/);
     const args = exec.slice(1).filter((l) => l.startsWith("  "));
     expect(args.length).toBeGreaterThan(0);

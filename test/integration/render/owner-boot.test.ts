@@ -32,7 +32,8 @@ function skipReason(): string | null {
   const missing = tools.filter((t) => !which(t));
   if (missing.length) return `missing ${missing.join(", ")} (apt-get install rootlesskit slirp4netns containerd uidmap)`;
   const tun = statSync("/dev/net/tun", { throwIfNoEntry: false });
-  if (!tun || (tun.mode & 0o006) !== 0o006) return "/dev/net/tun is not usable by ordinary users (Debian's udev makes it 0666; here: chmod 0666 /dev/net/tun)";
+  if (!tun || (tun.mode & 0o006) !== 0o006)
+    return "/dev/net/tun is not usable by ordinary users (Debian's udev makes it 0666; here: chmod 0666 /dev/net/tun)";
   const rk = spawnSync("rootlesskit", ["--version"], { encoding: "utf8" }).stdout;
   if (!/version 1\./.test(rk)) return `this test drives RootlessKit 1.x (found: ${rk.trim()})`;
   return null;
@@ -61,7 +62,11 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
     // Debian's containerd 1.6 runs only Kubernetes up to 1.35 (KEP-4033; validatePlan refuses
     // 1.36 with it). This test boots the runtime alone, so the plan names 1.35.
     debian.components = { ...debian.components, rootlesskit: "1.1.0", kubernetes: "1.35.0" };
-    plan = buildPlan(facts, { runtimeBin: which("containerd"), runtimeBinVersion: "1.6.20", network: "slirp4netns", apiPort: await freePort("0.0.0.0") }, debian);
+    plan = buildPlan(
+      facts,
+      { runtimeBin: which("containerd"), runtimeBinVersion: "1.6.20", network: "slirp4netns", apiPort: await freePort("0.0.0.0") },
+      debian,
+    );
     validatePlan(plan, facts);
     for (const f of folders(plan)) mkdirSync(f.path, { recursive: true, mode: f.mode });
     for (const f of renderNode(plan, await generatePki(plan))) {
@@ -102,7 +107,11 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
   });
 
   it("the runtime's READY=1 reaches NOTIFY_SOCKET, and RootlessKit writes child_pid", async () => {
-    await waitFor(() => /READY=1/.test(notified), 45_000, () => `READY=1 (owner output: ${ownerLog})`);
+    await waitFor(
+      () => /READY=1/.test(notified),
+      45_000,
+      () => `READY=1 (owner output: ${ownerLog})`,
+    );
     const pidFile = join(plan.paths.rootlesskitStateDir, "child_pid");
     await waitFor(() => existsSync(pidFile), 10_000, "child_pid");
     expect(Number(readFileSync(pidFile, "utf8"))).toBeGreaterThan(1);
@@ -110,12 +119,23 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
 
   it("the enter script runs commands inside: root in the user namespace, the node's own /var/lib/kubelet", () => {
     const enter = layout(plan).scripts.enter;
-    const r = user.run(enter, ["sh", "-c", "id -u; cat /var/lib/kubelet/marker; cat /proc/self/uid_map | head -1; test -L /run/containerd && echo shared || echo private"], {
-      HOME: home,
-      XDG_RUNTIME_DIR: runtimeDir,
-    });
+    const r = user.run(
+      enter,
+      [
+        "sh",
+        "-c",
+        "id -u; cat /var/lib/kubelet/marker; cat /proc/self/uid_map | head -1; test -L /run/containerd && echo shared || echo private",
+      ],
+      {
+        HOME: home,
+        XDG_RUNTIME_DIR: runtimeDir,
+      },
+    );
     expect(r.stderr).toBe("");
-    const [uid, marker, map, run] = r.stdout.trim().split("\n").map((l) => l.trim().replace(/\s+/g, " "));
+    const [uid, marker, map, run] = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.trim().replace(/\s+/g, " "));
     expect(uid).toBe("0");
     expect(marker).toBe("ours");
     expect(map).toBe(`0 ${user.uid} 1`);

@@ -31,7 +31,10 @@ function materialize(plan: Plan, pki: Pki): string[] {
   symlinkSync(plan.versions.id, plan.paths.currentLink);
   if (plan.runtime.docker) {
     // The user's own rootless Docker unit, as dockerd-rootless-setuptool.sh writes it.
-    writeFileSync(join(plan.paths.unitDir, "docker.service"), "[Unit]\nDescription=Docker (rootless)\n\n[Service]\nType=notify\nExecStart=/bin/true\n");
+    writeFileSync(
+      join(plan.paths.unitDir, "docker.service"),
+      "[Unit]\nDescription=Docker (rootless)\n\n[Service]\nType=notify\nExecStart=/bin/true\n",
+    );
   }
   return files.filter((f) => f.kind === "unit").map((f) => f.path);
 }

@@ -3,7 +3,19 @@
 // (plain http, so every run passes --insecure-http), and a non-root user whose ~/.local/bin holds
 // the running binary.
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,7 +32,9 @@ describe("self-upgrade under node (the bundle, not the binary)", () => {
   it("refuses plainly: there is no binary to replace", async () => {
     const r = await runCli(["self-upgrade", "--insecure-http", "--base-url", "http://127.0.0.1:9"]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain("error: self-upgrade replaces the rootless-k8s binary, but this is the JavaScript bundle running under node");
+    expect(r.stderr).toContain(
+      "error: self-upgrade replaces the rootless-k8s binary, but this is the JavaScript bundle running under node",
+    );
     expect(r.stderr).toMatch(/^fix: /m);
   });
 
@@ -72,7 +86,11 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     for (const p of [join(home, ".local"), dir, bin]) chownSync(p, user.uid, user.gid);
     return { home, dir, bin, env: { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url } };
   };
-  const binaryRequests = (from: number) => server.paths().slice(from).filter((p) => p.endsWith(BINARY_NAME));
+  const binaryRequests = (from: number) =>
+    server
+      .paths()
+      .slice(from)
+      .filter((p) => p.endsWith(BINARY_NAME));
 
   beforeAll(async () => {
     v1 = testBinary("1.0.0");
@@ -92,7 +110,12 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     writeRelease(base, "1.5.0", { [BINARY_NAME]: Buffer.from("#!/bin/sh\nexec sleep 60\n") }, { latest: false });
     // 1.6.0 a program that leaves a mark when run (a dry run must never run it);
     // 1.7.0 a swapped binary with matching sums, signed by another key; 1.8.0 not signed at all.
-    writeRelease(base, "1.6.0", { [BINARY_NAME]: Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.6.0"\n') }, { latest: false });
+    writeRelease(
+      base,
+      "1.6.0",
+      { [BINARY_NAME]: Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.6.0"\n') },
+      { latest: false },
+    );
     const swapped = Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.7.0"\n');
     writeRelease(base, "1.7.0", { [BINARY_NAME]: swapped }, { latest: false, signedBy: newSigningKey(tempDir()) });
     writeRelease(base, "1.8.0", { [BINARY_NAME]: swapped }, { latest: false, signedBy: null });
@@ -171,7 +194,10 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
 
   it("installs a pinned older version with --to (a downgrade), from --base-url over the environment", async () => {
     const { bin, env } = installed("1.1.0");
-    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "v1.0.0", "--base-url", server.url], { ...env, ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9" });
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "v1.0.0", "--base-url", server.url], {
+      ...env,
+      ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9",
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("upgraded rootless-k8s 1.1.0 → 1.0.0");
     expect((await runAs(user, bin, ["--version"], env)).stdout.trim()).toBe("rootless-k8s 1.0.0");
@@ -192,7 +218,9 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     const { dir, bin, env } = installed();
     const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "1.2.0"], env);
     expect(r.code).toBe(4);
-    expect(r.stderr).toContain('error: the new binary failed its smoke test: `--version` printed "rootless-k8s 1.1.0", expected "rootless-k8s 1.2.0"');
+    expect(r.stderr).toContain(
+      'error: the new binary failed its smoke test: `--version` printed "rootless-k8s 1.1.0", expected "rootless-k8s 1.2.0"',
+    );
     expect(r.stderr).toContain(`${bin} is unchanged`);
     expect(sha256File(bin)).toBe(sum1());
     expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
@@ -227,8 +255,12 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
       chownSync(ca, user.uid, user.gid);
       const untrusted = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--base-url", secure.url], env);
       expect(untrusted.code).toBe(5);
-      expect(untrusted.stderr).toMatch(/^error: could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m);
-      expect(untrusted.stderr).toContain("fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)");
+      expect(untrusted.stderr).toMatch(
+        /^error: could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m,
+      );
+      expect(untrusted.stderr).toContain(
+        "fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)",
+      );
       const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--base-url", secure.url, "--ca-file", ca], env);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain("upgraded rootless-k8s 1.0.0 → 1.1.0");
@@ -254,9 +286,15 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     chmodSync(bin, 0o755);
     const home = user.newHome();
     const from = server.requests.length;
-    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], {
+      HOME: home,
+      PATH: "/usr/bin:/bin",
+      ROOTLESS_K8S_DOWNLOAD_URL: server.url,
+    });
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`error: cannot replace ${bin}: ${dir} is not writable by you (uid ${user.uid}; the folder belongs to root, mode 755)`);
+    expect(r.stderr).toContain(
+      `error: cannot replace ${bin}: ${dir} is not writable by you (uid ${user.uid}; the folder belongs to root, mode 755)`,
+    );
     expect(r.stderr).toContain("fix: install rootless-k8s into a folder you own");
     expect(server.requests.length).toBe(from);
     expect(sha256File(bin)).toBe(sum1());
@@ -320,7 +358,9 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
   it("a full disk stops the download, removes it and leaves the old binary", async () => {
     const mnt = tempDir("rk8s-full-");
     const size = Math.ceil(statSync(join(v1, BINARY_NAME)).size / 1048576) + 20;
-    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size}m,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], { encoding: "utf8" });
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size}m,uid=${user.uid},gid=${user.gid},mode=0755`, "tmpfs", mnt], {
+      encoding: "utf8",
+    });
     if (mounted.status !== 0) {
       console.log(`skip the full-disk case: cannot mount a tmpfs (${mounted.stderr.trim()})`);
       return;
@@ -331,7 +371,11 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
       chmodSync(bin, 0o755);
       chownSync(bin, user.uid, user.gid);
       const home = user.newHome();
-      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], { HOME: home, PATH: "/usr/bin:/bin", ROOTLESS_K8S_DOWNLOAD_URL: server.url });
+      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], {
+        HOME: home,
+        PATH: "/usr/bin:/bin",
+        ROOTLESS_K8S_DOWNLOAD_URL: server.url,
+      });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`error: no space left to download ${server.url}/1.1.0/${BINARY_NAME}`);
       expect(r.stderr).toContain("fix: free some disk space and run this again");

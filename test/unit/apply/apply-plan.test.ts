@@ -4,7 +4,6 @@
 // the rendered admin kubeconfig (mutual TLS), and the real receipt.
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import * as https from "node:https";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyPlan } from "../../../cli/apply/apply-plan";
@@ -23,7 +22,15 @@ import { baseFacts, upstreamVersions } from "../plan/facts-builder";
 function capture(): Output & { lines: string[] } {
   const lines: string[] = [];
   const style = makeStyle(false);
-  return { style, errStyle: style, interactive: false, ci: true, lines, out: (l = "") => void lines.push(l), err: (l = "") => void lines.push(l) };
+  return {
+    style,
+    errStyle: style,
+    interactive: false,
+    ci: true,
+    lines,
+    out: (l = "") => void lines.push(l),
+    err: (l = "") => void lines.push(l),
+  };
 }
 
 /** A user manager that records its calls; starting the target starts the loopback API server. */
@@ -67,7 +74,16 @@ class FakeManager implements SystemdUser {
   async resetFailed() {}
   async state(unit: string): Promise<UnitState> {
     const on = this.active.has(unit);
-    return { unit, activeState: on ? "active" : "inactive", subState: on ? "running" : "dead", result: "success", loadState: "loaded", mainPid: 0, nRestarts: 0, needDaemonReload: false };
+    return {
+      unit,
+      activeState: on ? "active" : "inactive",
+      subState: on ? "running" : "dead",
+      result: "success",
+      loadState: "loaded",
+      mainPid: 0,
+      nRestarts: 0,
+      needDaemonReload: false,
+    };
   }
   async unitLogs() {
     return { source: "journal", lines: [] } as never;
@@ -81,10 +97,20 @@ class FakeManager implements SystemdUser {
     if (this.server) return;
     const pki = this.plan.paths.pkiDir;
     const k8s = this.plan.versions.components.kubernetes;
-    const node = { metadata: { name: this.plan.node.name, labels: {} as Record<string, string> }, spec: {}, status: { conditions: [{ type: "Ready", status: "True" }], nodeInfo: { kubeletVersion: `v${k8s}` } } };
+    const node = {
+      metadata: { name: this.plan.node.name, labels: {} as Record<string, string> },
+      spec: {},
+      status: { conditions: [{ type: "Ready", status: "True" }], nodeInfo: { kubeletVersion: `v${k8s}` } },
+    };
     const readyAt = Date.now() + this.notReadyMs;
     this.server = https.createServer(
-      { cert: readFileSync(join(pki, "apiserver.crt")), key: readFileSync(join(pki, "apiserver.key")), ca: readFileSync(join(pki, "ca.crt")), requestCert: true, rejectUnauthorized: true },
+      {
+        cert: readFileSync(join(pki, "apiserver.crt")),
+        key: readFileSync(join(pki, "apiserver.key")),
+        ca: readFileSync(join(pki, "ca.crt")),
+        requestCert: true,
+        rejectUnauthorized: true,
+      },
       (req, res) => {
         this.requests.push(`${req.method} ${req.url}`);
         let body = "";
@@ -93,7 +119,11 @@ class FakeManager implements SystemdUser {
           if (req.url === "/readyz") return res.writeHead(this.readyz).end(this.readyz === 200 ? "ok" : "etcd failed");
           if (req.url === "/version") return res.writeHead(200).end(JSON.stringify({ gitVersion: `v${k8s}` }));
           node.status.conditions[0]!.status = Date.now() >= readyAt ? "True" : "False";
-          if (req.method === "PATCH") Object.assign(node.metadata.labels, (JSON.parse(body) as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {});
+          if (req.method === "PATCH")
+            Object.assign(
+              node.metadata.labels,
+              (JSON.parse(body) as { metadata?: { labels?: Record<string, string> } }).metadata?.labels ?? {},
+            );
           res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node));
         });
       },
@@ -127,8 +157,19 @@ async function setUp(options: Partial<PlanOptions> = {}) {
   mkdirSync(first.paths.versionBinDir, { recursive: true });
   const bin = join(first.paths.versionBinDir, "kubelet");
   writeFileSync(bin, "#!/bin/sh\n", { mode: 0o755 });
-  const set = { id: first.versions.id, binDir: first.paths.versionBinDir, versions: { ...first.versions.components }, binaries: [{ path: bin, sha256: sha256("#!/bin/sh\n"), mode: 0o755, kind: "binary" as const }] };
-  const previous = { sets: { [set.id]: set }, files: [], createdDirs: [], kubeconfigMerge: null, state: "uninstalled" } as unknown as Receipt;
+  const set = {
+    id: first.versions.id,
+    binDir: first.paths.versionBinDir,
+    versions: { ...first.versions.components },
+    binaries: [{ path: bin, sha256: sha256("#!/bin/sh\n"), mode: 0o755, kind: "binary" as const }],
+  };
+  const previous = {
+    sets: { [set.id]: set },
+    files: [],
+    createdDirs: [],
+    kubeconfigMerge: null,
+    state: "uninstalled",
+  } as unknown as Receipt;
   return { home, plan, first, previous };
 }
 
@@ -152,17 +193,31 @@ class GaveUpManager extends FakeManager {
   override async state(unit: string): Promise<UnitState> {
     const s = await super.state(unit);
     const starts = this.calls.filter((c) => c.startsWith("start ")).length;
-    if (unit === this.gaveUp && (!this.reset.includes(unit) || starts < 2)) return { ...s, activeState: "failed", subState: "failed", result: "start-limit-hit", nRestarts: 5 };
+    if (unit === this.gaveUp && (!this.reset.includes(unit) || starts < 2))
+      return { ...s, activeState: "failed", subState: "failed", result: "start-limit-hit", nRestarts: 5 };
     return s;
   }
 }
 
-async function apply(plan: Plan, previous: Receipt | null, opts: { readyz?: number; merge?: boolean; timeoutMs?: number; systemd?: FakeManager } = {}) {
+async function apply(
+  plan: Plan,
+  previous: Receipt | null,
+  opts: { readyz?: number; merge?: boolean; timeoutMs?: number; systemd?: FakeManager } = {},
+) {
   const out = capture();
   const systemd = opts.systemd ?? new FakeManager(plan, opts.readyz);
   managers.push(systemd);
   const ctx: Context = { out, env: {}, cwd: "/", stdinIsTTY: false, signal: new AbortController().signal };
-  const run = applyPlan(ctx, { plan, previous, components: null, progress: await createProgress(out), merge: opts.merge ?? false, timeoutMs: opts.timeoutMs ?? 20_000, source: {}, systemd });
+  const run = applyPlan(ctx, {
+    plan,
+    previous,
+    components: null,
+    progress: await createProgress(out),
+    merge: opts.merge ?? false,
+    timeoutMs: opts.timeoutMs ?? 20_000,
+    source: {},
+    systemd,
+  });
   return { run, systemd, out };
 }
 
@@ -234,7 +289,9 @@ describe("applyPlan", () => {
   it("a node that never gets ready fails the step, and the receipt says which step failed", async () => {
     const { first, previous } = await setUp();
     const { run } = await apply(first, previous, { readyz: 500, timeoutMs: 1500 });
-    await expect(run).rejects.toThrow(/^step "ready" failed: the API server did not answer \/readyz within 2 s \(last: HTTP 500 etcd failed\)/);
+    await expect(run).rejects.toThrow(
+      /^step "ready" failed: the API server did not answer \/readyz within 2 s \(last: HTTP 500 etcd failed\)/,
+    );
     expect(await readReceipt(first.paths.receipt)).toMatchObject({ state: "failed", failedStep: "ready" });
   });
 });

@@ -11,7 +11,19 @@ describe("imageLoader", () => {
     const plan = buildPlan(baseFacts(), {}, versions);
     expect(imageLoader(plan, "/tmp/busybox.tar")).toEqual({
       cmd: "/home/alice/.local/share/rootless-k8s/versions/current/bin/ctr",
-      argv: ["--address", "/run/user/1000/rootless-k8s/containerd/containerd.sock", "--namespace", "k8s.io", "images", "import", "--platform", "linux/amd64", "--snapshotter", plan.runtime.snapshotter!.name, "/tmp/busybox.tar"],
+      argv: [
+        "--address",
+        "/run/user/1000/rootless-k8s/containerd/containerd.sock",
+        "--namespace",
+        "k8s.io",
+        "images",
+        "import",
+        "--platform",
+        "linux/amd64",
+        "--snapshotter",
+        plan.runtime.snapshotter!.name,
+        "/tmp/busybox.tar",
+      ],
       socket: "/run/user/1000/rootless-k8s/containerd/containerd.sock",
     });
     expect(imageLoader(plan, "/x").argv).not.toContain("--no-unpack");
@@ -21,9 +33,27 @@ describe("imageLoader", () => {
     expect(imageLoader(plan, "/x").cmd).toBe("/usr/bin/ctr");
   });
   it("docker: docker load on the user's rootless dockerd; CRI-O: refused, naming skopeo (exit 3)", () => {
-    const docker = { path: "/usr/bin/docker", clientVersion: "24.0.7", version: "24.0.7", serverVersion: "24.0.7", serverReachable: true, rootless: true, cgroupDriver: "cgroupfs", cgroupVersion: "1" as const, socket: "unix:///run/user/1000/docker.sock" };
-    const plan = buildPlan(withFacts(baseFacts(), (x) => (x.runtimes.docker = docker as never)), { runtime: "docker" }, versions);
-    expect(imageLoader(plan, "/x")).toEqual({ cmd: "docker", argv: ["--host", "unix:///run/user/1000/docker.sock", "load", "--input", "/x"], socket: "/run/user/1000/docker.sock" });
+    const docker = {
+      path: "/usr/bin/docker",
+      clientVersion: "24.0.7",
+      version: "24.0.7",
+      serverVersion: "24.0.7",
+      serverReachable: true,
+      rootless: true,
+      cgroupDriver: "cgroupfs",
+      cgroupVersion: "1" as const,
+      socket: "unix:///run/user/1000/docker.sock",
+    };
+    const plan = buildPlan(
+      withFacts(baseFacts(), (x) => (x.runtimes.docker = docker as never)),
+      { runtime: "docker" },
+      versions,
+    );
+    expect(imageLoader(plan, "/x")).toEqual({
+      cmd: "docker",
+      argv: ["--host", "unix:///run/user/1000/docker.sock", "load", "--input", "/x"],
+      socket: "/run/user/1000/docker.sock",
+    });
     const crio = buildPlan(baseFacts(), { runtime: "crio" }, versions);
     const e = userErrorFrom(() => imageLoader(crio, "/x"));
     expect(e.exitCode).toBe(3);

@@ -8,7 +8,14 @@ import { baseFacts, upstreamVersions } from "../plan/facts-builder";
 
 const plain = buildPlan(baseFacts(), {}, upstreamVersions());
 const tainted = buildPlan(baseFacts(), { taintNone: true }, upstreamVersions());
-const view = (labels: Record<string, string>, taints: NodeView["taints"]): NodeView => ({ name: plain.node.name, ready: true, conditions: [], kubeletVersion: "v1.36.0", labels, taints });
+const view = (labels: Record<string, string>, taints: NodeView["taints"]): NodeView => ({
+  name: plain.node.name,
+  ready: true,
+  conditions: [],
+  kubeletVersion: "v1.36.0",
+  labels,
+  taints,
+});
 
 describe("nodePatch", () => {
   it("is null when the node already has the plan's labels and taints", () => {

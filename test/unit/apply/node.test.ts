@@ -22,7 +22,16 @@ describe("restartsFor", () => {
     expect(restartsFor(plan, [{ kind: "config", unit: u.kubelet }], new Set())).toEqual([u.kubelet]);
   });
   it("restarts a unit whose own file changed, in start order with the others", () => {
-    expect(restartsFor(plan, [{ kind: "unit", unit: u.kubeProxy }, { kind: "unit", unit: u.apiServer }], new Set())).toEqual([u.apiServer, u.kubeProxy]);
+    expect(
+      restartsFor(
+        plan,
+        [
+          { kind: "unit", unit: u.kubeProxy },
+          { kind: "unit", unit: u.apiServer },
+        ],
+        new Set(),
+      ),
+    ).toEqual([u.apiServer, u.kubeProxy]);
   });
   it("restarts everything when a file every component reads changed (CA, env)", () => {
     expect(restartsFor(plan, [{ kind: "pki", unit: u.target }], new Set())).toEqual(startOrder(plan));
@@ -50,18 +59,29 @@ describe("binaries and versions → units", () => {
   it("a Kubernetes-only upgrade restarts the control plane and the node agents, never the runtime", () => {
     const bin = (n: string, h: string, dir = "/v/a/bin") => ({ path: `${dir}/${n}`, sha256: h });
     const from = [bin("kubelet", "1"), bin("kube-apiserver", "2"), bin("containerd", "3"), bin("cni/bridge", "4"), bin("kubectl", "5")];
-    const to = [bin("kubelet", "9", "/v/b/bin"), bin("kube-apiserver", "8", "/v/b/bin"), bin("containerd", "3", "/v/b/bin"), bin("cni/bridge", "4", "/v/b/bin"), bin("kubectl", "7", "/v/b/bin")];
+    const to = [
+      bin("kubelet", "9", "/v/b/bin"),
+      bin("kube-apiserver", "8", "/v/b/bin"),
+      bin("containerd", "3", "/v/b/bin"),
+      bin("cni/bridge", "4", "/v/b/bin"),
+      bin("kubectl", "7", "/v/b/bin"),
+    ];
     const changed = unitsWithNewBinaries(plan, from, to, "/v/b/bin", "/v/a/bin");
     expect([...changed].sort()).toEqual([u.apiServer, u.kubelet].sort());
     expect(restartsFor(plan, [], changed)).toEqual([u.apiServer, u.kubelet]);
   });
   it("a first install restarts everything it runs", () => {
-    const to = [{ path: "/b/kubelet", sha256: "1" }, { path: "/b/etcd", sha256: "2" }];
+    const to = [
+      { path: "/b/kubelet", sha256: "1" },
+      { path: "/b/etcd", sha256: "2" },
+    ];
     expect([...unitsWithNewBinaries(plan, null, to, "/b", null)].sort()).toEqual([u.etcd, u.kubelet].sort());
   });
   it("a dry run derives the restarts from component versions", () => {
     const from = { kubernetes: "1.36.0", etcd: "3.6.14", containerd: "2.3.4" };
-    expect([...unitsWithNewVersions(plan, from, { ...from, kubernetes: "1.37.0" })].sort()).toEqual([u.apiServer, u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy].sort());
+    expect([...unitsWithNewVersions(plan, from, { ...from, kubernetes: "1.37.0" })].sort()).toEqual(
+      [u.apiServer, u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy].sort(),
+    );
     expect([...unitsWithNewVersions(plan, from, { ...from, containerd: "2.3.5" })]).toEqual([u.owner]);
   });
 });

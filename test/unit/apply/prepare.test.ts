@@ -12,7 +12,15 @@ import { fixtureHost } from "../../helpers/fixture-host";
 function capture(): Output & { lines: string[] } {
   const lines: string[] = [];
   const style = makeStyle(false);
-  return { style, errStyle: style, interactive: false, ci: true, lines, out: (l = "") => void lines.push(`out: ${l}`), err: (l = "") => void lines.push(l) };
+  return {
+    style,
+    errStyle: style,
+    interactive: false,
+    ci: true,
+    lines,
+    out: (l = "") => void lines.push(`out: ${l}`),
+    err: (l = "") => void lines.push(l),
+  };
 }
 
 describe("refuseOnBlocking", () => {

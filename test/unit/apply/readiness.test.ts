@@ -28,23 +28,26 @@ function node(ready: boolean) {
 
 beforeAll(async () => {
   tls = makeTlsFixture();
-  const api = https.createServer({ key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-    const cn = (req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject?.CN ?? "";
-    seen.push({ path: req.url ?? "", cn: String(cn) });
-    if (req.url === "/readyz") {
-      if (readyzFailures > 0) {
-        readyzFailures--;
-        res.writeHead(500).end("[-]etcd failed: reason withheld\nreadyz check failed\n");
-      } else res.writeHead(200).end("ok");
-      return;
-    }
-    if (req.url === "/api/v1/nodes/n1") {
-      if (nodeState === "absent") res.writeHead(404).end(JSON.stringify({ kind: "Status", code: 404 }));
-      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node(nodeState === "ready")));
-      return;
-    }
-    res.writeHead(404).end();
-  });
+  const api = https.createServer(
+    { key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      const cn = (req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject?.CN ?? "";
+      seen.push({ path: req.url ?? "", cn: String(cn) });
+      if (req.url === "/readyz") {
+        if (readyzFailures > 0) {
+          readyzFailures--;
+          res.writeHead(500).end("[-]etcd failed: reason withheld\nreadyz check failed\n");
+        } else res.writeHead(200).end("ok");
+        return;
+      }
+      if (req.url === "/api/v1/nodes/n1") {
+        if (nodeState === "absent") res.writeHead(404).end(JSON.stringify({ kind: "Status", code: 404 }));
+        else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node(nodeState === "ready")));
+        return;
+      }
+      res.writeHead(404).end();
+    },
+  );
   server = await listen(api);
   url = server.url;
 });

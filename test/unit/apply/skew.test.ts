@@ -10,7 +10,9 @@ describe("skewProblem", () => {
     expect(skewProblem(set("1.36.4"), set("1.37.0"))).toBeNull();
   });
   it("refuses skipping a minor, naming the next step", () => {
-    expect(skewProblem(set("1.36.0"), set("1.38.0"))).toBe("Kubernetes 1.36.0 → 1.38.0 skips 1 minor version: upgrade one minor at a time (1.36 → 1.37 first)");
+    expect(skewProblem(set("1.36.0"), set("1.38.0"))).toBe(
+      "Kubernetes 1.36.0 → 1.38.0 skips 1 minor version: upgrade one minor at a time (1.36 → 1.37 first)",
+    );
     expect(skewProblem(set("1.36.0"), set("1.39.2"))).toMatch(/skips 2 minor versions/);
   });
   it("refuses a downgrade and a major change", () => {
@@ -19,7 +21,9 @@ describe("skewProblem", () => {
     expect(skewProblem(set("1.37.0"), set("2.0.0"))).toMatch(/major/);
   });
   it("refuses a kubelet newer than the API server when a set pins them apart", () => {
-    expect(skewProblem(set("1.36.0"), set("1.37.0", { kubelet: "1.37.1", "kube-apiserver": "1.37.0" }))).toMatch(/kubelet \(1\.37\.1\) would be newer than the API server \(1\.37\.0\)/);
+    expect(skewProblem(set("1.36.0"), set("1.37.0", { kubelet: "1.37.1", "kube-apiserver": "1.37.0" }))).toMatch(
+      /kubelet \(1\.37\.1\) would be newer than the API server \(1\.37\.0\)/,
+    );
     expect(skewProblem(set("1.36.0"), set("1.37.0", { kubelet: "1.36.3", "kube-apiserver": "1.37.0" }))).toBeNull();
   });
   it("refuses etcd going back a minor", () => {

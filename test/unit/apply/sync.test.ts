@@ -15,11 +15,42 @@ beforeEach(() => {
   dir = tempDir("rk8s-sync-");
 });
 
-const file = (p: string, content: string, mode = 0o644, extra: Partial<RenderedFile> = {}): RenderedFile => ({ path: join(dir, p), content, mode, kind: "config", ...extra });
+const file = (p: string, content: string, mode = 0o644, extra: Partial<RenderedFile> = {}): RenderedFile => ({
+  path: join(dir, p),
+  content,
+  mode,
+  kind: "config",
+  ...extra,
+});
 
 function receiptWith(files: RenderedFile[]): Receipt {
-  const roots = { state: join(dir, "s/rootless-k8s"), data: join(dir, "s/rootless-k8s/data"), config: join(dir, "c/rootless-k8s"), pki: join(dir, "c/rootless-k8s/pki"), runtime: join(dir, "r/rootless-k8s"), versions: join(dir, "s/rootless-k8s/versions") };
-  return { schemaVersion: 1, tool: "0.0.0", state: "installed", mode: "none", runtime: "containerd", target: "rootless-k8s.target", units: [], files: files.map(toReceiptFile), sets: {}, current: null, previous: null, currentLink: join(dir, "current"), roots, createdDirs: [], kubeconfigMerge: null, plan: null, updatedAt: "" };
+  const roots = {
+    state: join(dir, "s/rootless-k8s"),
+    data: join(dir, "s/rootless-k8s/data"),
+    config: join(dir, "c/rootless-k8s"),
+    pki: join(dir, "c/rootless-k8s/pki"),
+    runtime: join(dir, "r/rootless-k8s"),
+    versions: join(dir, "s/rootless-k8s/versions"),
+  };
+  return {
+    schemaVersion: 1,
+    tool: "0.0.0",
+    state: "installed",
+    mode: "none",
+    runtime: "containerd",
+    target: "rootless-k8s.target",
+    units: [],
+    files: files.map(toReceiptFile),
+    sets: {},
+    current: null,
+    previous: null,
+    currentLink: join(dir, "current"),
+    roots,
+    createdDirs: [],
+    kubeconfigMerge: null,
+    plan: null,
+    updatedAt: "",
+  };
 }
 
 describe("diffFiles and writeFiles", () => {

@@ -8,8 +8,20 @@ import { tempDir } from "../../helpers/temp";
 
 describe("parseUnitState", () => {
   it("reads the properties systemctl show prints", () => {
-    const s = parseUnitState("k.service", "ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nLoadState=loaded\nMainPID=0\nNRestarts=3\nNeedDaemonReload=no\n");
-    expect(s).toEqual({ unit: "k.service", activeState: "activating", subState: "auto-restart", result: "exit-code", loadState: "loaded", mainPid: 0, nRestarts: 3, needDaemonReload: false });
+    const s = parseUnitState(
+      "k.service",
+      "ActiveState=activating\nSubState=auto-restart\nResult=exit-code\nLoadState=loaded\nMainPID=0\nNRestarts=3\nNeedDaemonReload=no\n",
+    );
+    expect(s).toEqual({
+      unit: "k.service",
+      activeState: "activating",
+      subState: "auto-restart",
+      result: "exit-code",
+      loadState: "loaded",
+      mainPid: 0,
+      nRestarts: 3,
+      needDaemonReload: false,
+    });
     expect(isFailing(s)).toBe(true);
   });
   it("says unknown for a unit systemd does not answer about, and failing only when it is", () => {

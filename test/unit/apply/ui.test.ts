@@ -8,7 +8,15 @@ import { makeStyle, type Output } from "../../../cli/ui/output";
 function captured(): Output & { lines: string[] } {
   const lines: string[] = [];
   const style = makeStyle(false);
-  return { lines, style, errStyle: style, interactive: false, ci: true, out: (l = "") => lines.push(`out: ${l}`), err: (l = "") => lines.push(`err: ${l}`) };
+  return {
+    lines,
+    style,
+    errStyle: style,
+    interactive: false,
+    ci: true,
+    out: (l = "") => lines.push(`out: ${l}`),
+    err: (l = "") => lines.push(`err: ${l}`),
+  };
 }
 
 describe("progress off a terminal", () => {
@@ -37,14 +45,30 @@ describe("progress off a terminal", () => {
 
 describe("questions without a person to ask", () => {
   it("takes the unattended answers and says so, under --yes or off a terminal", async () => {
-    for (const opts of [{ yes: true, stdinIsTTY: true }, { yes: false, stdinIsTTY: false }]) {
+    for (const opts of [
+      { yes: true, stdinIsTTY: true },
+      { yes: false, stdinIsTTY: false },
+    ]) {
       const out = captured();
       const p = createPrompter({ out, ...opts });
       expect(p.interactive).toBe(false);
       expect(await p.confirm("Install this node?", { default: false, unattended: true })).toBe(true);
-      expect(await p.select("Runtime?", [{ value: "containerd", name: "c" }, { value: "docker", name: "d" }], { default: "docker", unattended: "containerd" })).toBe("containerd");
+      expect(
+        await p.select(
+          "Runtime?",
+          [
+            { value: "containerd", name: "c" },
+            { value: "docker", name: "d" },
+          ],
+          { default: "docker", unattended: "containerd" },
+        ),
+      ).toBe("containerd");
       expect(await p.input("Port?", { default: "6444", unattended: "6445" })).toBe("6445");
-      expect(out.lines).toEqual(["err: ? Install this node? -> yes (not asked)", "err: ? Runtime? -> containerd (not asked)", "err: ? Port? -> 6445 (not asked)"]);
+      expect(out.lines).toEqual([
+        "err: ? Install this node? -> yes (not asked)",
+        "err: ? Runtime? -> containerd (not asked)",
+        "err: ? Port? -> 6445 (not asked)",
+      ]);
     }
   });
 });

@@ -35,9 +35,18 @@ const flagsOf = (spec: CommandSpec) => [
 describe("bash completion", () => {
   /** COMPREPLY for the words typed so far (the last one is being completed). */
   const complete = (...words: string[]) =>
-    execFileSync("bash", ["-c", `source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _rootless_k8s; printf '%s\\n' "\${COMPREPLY[@]}"`, scripts.bash!, ...words], {
-      encoding: "utf8",
-    })
+    execFileSync(
+      "bash",
+      [
+        "-c",
+        `source "$0"; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _rootless_k8s; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        scripts.bash!,
+        ...words,
+      ],
+      {
+        encoding: "utf8",
+      },
+    )
       .split("\n")
       .filter(Boolean);
 
@@ -47,7 +56,9 @@ describe("bash completion", () => {
 
   it("completes command names and aliases", () => {
     expect(complete("rootless-k8s", "self")).toEqual(["self-upgrade"]);
-    expect(complete("rootless-k8s", "")).toEqual(expect.arrayContaining([...commands.map((c) => c.name), "versions", "--help", "--version"]));
+    expect(complete("rootless-k8s", "")).toEqual(
+      expect.arrayContaining([...commands.map((c) => c.name), "versions", "--help", "--version"]),
+    );
   });
 
   it("completes every flag of every command from its spec, also under an alias", () => {
@@ -70,7 +81,10 @@ describe("bash completion", () => {
 
 describe("fish completion", () => {
   const complete = (line: string) =>
-    execFileSync("fish", ["--no-config", "-c", `source $argv[1]; complete -C"${line}"`, scripts.fish!], { encoding: "utf8", env: { ...process.env, HOME: dir } })
+    execFileSync("fish", ["--no-config", "-c", `source $argv[1]; complete -C"${line}"`, scripts.fish!], {
+      encoding: "utf8",
+      env: { ...process.env, HOME: dir },
+    })
       .split("\n")
       .filter(Boolean)
       .map((l) => l.split("\t"));
@@ -79,9 +93,17 @@ describe("fish completion", () => {
     expect(complete("rootless-k8s self")).toEqual([["self-upgrade", "Replace this binary with a newer verified release"]]);
     for (const s of specs) {
       const got = complete(`rootless-k8s ${s.name} --`).map((l) => l[0]);
-      expect(got.sort(), s.name).toEqual(flagsOf(s.spec).filter((f) => f.startsWith("--")).sort());
+      expect(got.sort(), s.name).toEqual(
+        flagsOf(s.spec)
+          .filter((f) => f.startsWith("--"))
+          .sort(),
+      );
     }
-    expect(complete("rootless-k8s completion ").map((l) => l[0]).sort()).toEqual(["bash", "fish", "zsh"]);
+    expect(
+      complete("rootless-k8s completion ")
+        .map((l) => l[0])
+        .sort(),
+    ).toEqual(["bash", "fish", "zsh"]);
   });
 });
 
@@ -103,7 +125,17 @@ describe("zsh completion", () => {
       }
       throw new Error(`screen never matched ${re}:\n${screen()}`);
     };
-    tmux("new-session", "-d", "-s", session, "-x", "150", "-y", "40", `env -i HOME=${home} ZDOTDIR=${home} TERM=xterm PATH=/usr/bin:/bin zsh -i`);
+    tmux(
+      "new-session",
+      "-d",
+      "-s",
+      session,
+      "-x",
+      "150",
+      "-y",
+      "40",
+      `env -i HOME=${home} ZDOTDIR=${home} TERM=xterm PATH=/usr/bin:/bin zsh -i`,
+    );
     try {
       await waitFor(/^% ?$/m);
       tmux("send-keys", "-t", session, "rootless-k8s self-up", "Tab");

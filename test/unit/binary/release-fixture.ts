@@ -56,7 +56,9 @@ export function testSigningKey(): SigningKey {
 }
 
 function publicKeyOf(file: string): string {
-  return createPublicKey(createPrivateKey(readFileSync(file))).export({ format: "der", type: "spki" }).toString("base64");
+  return createPublicKey(createPrivateKey(readFileSync(file)))
+    .export({ format: "der", type: "spki" })
+    .toString("base64");
 }
 
 /** The raw ed25519 signature of `data` by `key`, as SHA256SUMS.sig holds it. */
@@ -66,7 +68,10 @@ export function signWith(key: SigningKey, data: Buffer | string): Buffer {
 
 /** The repository's install.sh with `key` written in, as scripts/release.sh publishes it. */
 export function installShWithKey(key: SigningKey = testSigningKey()): string {
-  return readFileSync(join(REPO, "scripts", "install.sh"), "utf8").replace(/^ROOTLESS_K8S_RELEASE_KEY=.*$/m, `ROOTLESS_K8S_RELEASE_KEY=${key.publicKey}`);
+  return readFileSync(join(REPO, "scripts", "install.sh"), "utf8").replace(
+    /^ROOTLESS_K8S_RELEASE_KEY=.*$/m,
+    `ROOTLESS_K8S_RELEASE_KEY=${key.publicKey}`,
+  );
 }
 
 /** A folder holding `rootless-k8s-linux-<arch>` (default: this machine's) built at `version`, and its SHA256SUMS. */
@@ -90,7 +95,8 @@ export function testBinary(version: string, arch: "amd64" | "arm64" = ARCH): str
     rmSync(bundle, { force: true });
   }
   for (const old of readdirSync(CACHE)) {
-    if (old.startsWith(`${name}-`) && old !== `${name}-${key}` && !old.endsWith(".tmp")) rmSync(join(CACHE, old), { recursive: true, force: true });
+    if (old.startsWith(`${name}-`) && old !== `${name}-${key}` && !old.endsWith(".tmp"))
+      rmSync(join(CACHE, old), { recursive: true, force: true });
   }
   return out;
 }

@@ -14,18 +14,36 @@ const KEY = testSigningKey();
 /** A build folder with a binary double for this arch that says `version`, and its SHA256SUMS. */
 function buildDouble(version: string, extra = "", key: SigningKey = KEY): string {
   const dir = tempDir("rk8s-build-double-");
-  writeFileSync(join(dir, `rootless-k8s-linux-${ARCH}`), `#!/bin/sh\n# binary double ${extra} key ${key.publicKey}\necho "rootless-k8s ${version}"\n`, { mode: 0o755 });
+  writeFileSync(
+    join(dir, `rootless-k8s-linux-${ARCH}`),
+    `#!/bin/sh\n# binary double ${extra} key ${key.publicKey}\necho "rootless-k8s ${version}"\n`,
+    { mode: 0o755 },
+  );
   execFileSync("sh", ["-c", "sha256sum rootless-k8s-linux-* > SHA256SUMS"], { cwd: dir });
   return dir;
 }
 const release = (args: string[], env: Record<string, string | undefined> = { ROOTLESS_K8S_SIGNING_KEY: KEY.file }) =>
-  spawnSync("bash", [join(REPO, "scripts", "release.sh"), ...args], { encoding: "utf8", env: { ...process.env, ROOTLESS_K8S_SIGNING_KEY: undefined, ...env } as NodeJS.ProcessEnv });
+  spawnSync("bash", [join(REPO, "scripts", "release.sh"), ...args], {
+    encoding: "utf8",
+    env: { ...process.env, ROOTLESS_K8S_SIGNING_KEY: undefined, ...env } as NodeJS.ProcessEnv,
+  });
 
 /** Whether `dir`/SHA256SUMS.sig verifies with `publicKey` under `openssl pkeyutl`, as install.sh checks it. */
 function opensslVerifies(dir: string, publicKey: string): boolean {
   const pem = join(tempDir(), "pub.pem");
   writeFileSync(pem, `-----BEGIN PUBLIC KEY-----\n${publicKey}\n-----END PUBLIC KEY-----\n`);
-  const r = spawnSync("openssl", ["pkeyutl", "-verify", "-pubin", "-inkey", pem, "-rawin", "-in", join(dir, "SHA256SUMS"), "-sigfile", join(dir, "SHA256SUMS.sig")]);
+  const r = spawnSync("openssl", [
+    "pkeyutl",
+    "-verify",
+    "-pubin",
+    "-inkey",
+    pem,
+    "-rawin",
+    "-in",
+    join(dir, "SHA256SUMS"),
+    "-sigfile",
+    join(dir, "SHA256SUMS.sig"),
+  ]);
   return r.status === 0;
 }
 
@@ -34,7 +52,13 @@ describe("scripts/release.sh", () => {
     const out = join(tempDir("rk8s-rel-"), "site");
     const r = release(["--from", buildDouble("2.0.0"), out]);
     expect(r.status, r.stderr).toBe(0);
-    expect(listFiles(out)).toEqual(["2.0.0/SHA256SUMS", "2.0.0/SHA256SUMS.sig", `2.0.0/rootless-k8s-linux-${ARCH}`, "install.sh", "latest.txt"]);
+    expect(listFiles(out)).toEqual([
+      "2.0.0/SHA256SUMS",
+      "2.0.0/SHA256SUMS.sig",
+      `2.0.0/rootless-k8s-linux-${ARCH}`,
+      "install.sh",
+      "latest.txt",
+    ]);
     expect(readFileSync(join(out, "latest.txt"), "utf8")).toBe("2.0.0\n");
     // install.sh is the repository's, with the public key written in; the signature verifies with it.
     expect(readFileSync(join(out, "install.sh"), "utf8")).toBe(installShWithKey(KEY));

@@ -60,7 +60,9 @@ describe("doctor command line", () => {
     const plain = await runCli(["doctor", "--root", root("ubuntu-22.04"), "--user", "testuser"]);
     expect(plain.stdout).not.toMatch(/\x1b\[/);
     expect(plain.stdout).toMatch(/Verdict: none/);
-    const forced = await runCli(["doctor", "--root", root("ubuntu-22.04"), "--user", "testuser"], { env: { NO_COLOR: undefined, FORCE_COLOR: "1" } });
+    const forced = await runCli(["doctor", "--root", root("ubuntu-22.04"), "--user", "testuser"], {
+      env: { NO_COLOR: undefined, FORCE_COLOR: "1" },
+    });
     expect(forced.stdout).toMatch(/\x1b\[1mVerdict:/);
   });
 });

@@ -18,18 +18,30 @@ async function run(name: string, opts: GatherOptions = {}, dir?: string) {
   return { facts, d: diagnose(facts) };
 }
 
-const ids = (d: ReturnType<typeof diagnose>, status: string) => d.outcomes.filter((o) => o.status === status).map((o) => o.id).sort();
+const ids = (d: ReturnType<typeof diagnose>, status: string) =>
+  d.outcomes
+    .filter((o) => o.status === status)
+    .map((o) => o.id)
+    .sort();
 
 /** Per fixture: verdict, failing checks, warning checks. */
 const EXPECTED: Record<string, { mode: string; fail: string[]; warn: string[] }> = {
   "ubuntu-20.04": { mode: "none", fail: [], warn: ["cgroup-version", "inotify", "iptables", "linger"] },
   "ubuntu-22.04": { mode: "none", fail: [], warn: ["cgroup-delegation", "inotify", "iptables", "linger"] },
   "ubuntu-24.04": { mode: "blocked", fail: ["apparmor-userns"], warn: ["inotify", "iptables", "linger"] },
-  "debian-10": { mode: "blocked", fail: ["userns-clone"], warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "linger", "overlayfs"] },
+  "debian-10": {
+    mode: "blocked",
+    fail: ["userns-clone"],
+    warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "linger", "overlayfs"],
+  },
   "debian-11": { mode: "none", fail: [], warn: ["cgroup-delegation", "fuse-overlayfs", "inotify", "iptables", "overlayfs"] },
   "debian-12": { mode: "delegated", fail: [], warn: ["inotify"] },
   "fedora-40": { mode: "delegated", fail: [], warn: ["inotify", "iptables", "selinux"] },
-  "rocky-8": { mode: "none", fail: [], warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "linger", "overlayfs", "selinux"] },
+  "rocky-8": {
+    mode: "none",
+    fail: [],
+    warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "linger", "overlayfs", "selinux"],
+  },
   "rocky-9": { mode: "none", fail: [], warn: ["cgroup-delegation", "inotify", "iptables", "linger", "selinux"] },
   "centos-7": {
     mode: "blocked",
@@ -38,14 +50,22 @@ const EXPECTED: Record<string, { mode: string; fail: string[]; warn: string[] }>
   },
   "opensuse-leap-15.6": { mode: "none", fail: [], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables", "linger"] },
   arch: { mode: "delegated", fail: [], warn: ["iptables"] },
-  "alpine-3.18": { mode: "none", fail: ["runtime-dir", "user-manager"], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"] },
+  "alpine-3.18": {
+    mode: "none",
+    fail: ["runtime-dir", "user-manager"],
+    warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"],
+  },
   "wsl2-ubuntu-22.04": { mode: "none", fail: ["user-manager"], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"] },
   "wsl1-ubuntu-18.04": { mode: "blocked", fail: ["kernel", "user-manager"], warn: ["cgroup-version", "dbus-user-session", "iptables"] },
 };
 
 describe("verdict and checks on every fixture host", () => {
   it("has an expectation for every fixture", () => {
-    expect(Object.keys(EXPECTED).sort()).toEqual(readdirSync(FIXTURE_HOSTS).filter((n) => existsSync(join(FIXTURE_HOSTS, n, "host.json"))).sort());
+    expect(Object.keys(EXPECTED).sort()).toEqual(
+      readdirSync(FIXTURE_HOSTS)
+        .filter((n) => existsSync(join(FIXTURE_HOSTS, n, "host.json")))
+        .sort(),
+    );
   });
   it.each(Object.entries(EXPECTED))("%s", async (name, want) => {
     const { d } = await run(name);
@@ -73,7 +93,8 @@ describe("the verdict says why", () => {
     expect(v2.d.reasons[0]).toBe("cgroup v2, but user@1000.service has memory pids: cpu not delegated (cpu, memory and pids must all be)");
     expect(v2.d.givesUp).toEqual(NONE_GIVES_UP);
     const text = NONE_GIVES_UP.join(" ");
-    for (const w of ["per-pod resource limits", "QoS", "kube-reserved", "system-reserved", "eviction", "metrics"]) expect(text).toContain(w);
+    for (const w of ["per-pod resource limits", "QoS", "kube-reserved", "system-reserved", "eviction", "metrics"])
+      expect(text).toContain(w);
   });
   it("blocked: lists the blocking failures only", async () => {
     const { d } = await run("centos-7");
@@ -82,14 +103,20 @@ describe("the verdict says why", () => {
   it("running as root is a failing check that blocks, never a crash", async () => {
     const facts = await gatherFacts(fixtureHost("debian-12", { ids: { uid: 0, gid: 0 }, env: { HOME: "/root", USER: "root" } }));
     const d = diagnose(facts);
-    expect(d.outcomes.find((o) => o.id === "not-root")).toMatchObject({ status: "fail", summary: "running as root: a rootless node runs as an ordinary user" });
+    expect(d.outcomes.find((o) => o.id === "not-root")).toMatchObject({
+      status: "fail",
+      summary: "running as root: a rootless node runs as an ordinary user",
+    });
     expect(d.mode).toBe("blocked");
     expect(rootScript(d.outcomes, facts)).toContain("Nothing to fix for root itself");
   });
   it("root evaluating a user with --user is fine", async () => {
     const facts = await gatherFacts(fixtureHost("debian-12", { ids: { uid: 0, gid: 0 } }), { user: "user1" });
     const d = diagnose(facts);
-    expect(d.outcomes.find((o) => o.id === "not-root")).toMatchObject({ status: "ok", summary: "evaluating user1 (uid 1000) on its behalf" });
+    expect(d.outcomes.find((o) => o.id === "not-root")).toMatchObject({
+      status: "ok",
+      summary: "evaluating user1 (uid 1000) on its behalf",
+    });
     expect(d.mode).toBe("delegated");
   });
 });
@@ -108,7 +135,10 @@ describe("fixes fit the distribution", () => {
   });
   it("subordinate ids: a free range above the existing ones, for this user", async () => {
     const facts = await gatherFacts(fixtureHost("debian-12"), {});
-    const noSub = { ...facts, user: { ...facts.user, subuid: { ...facts.user.subuid, ranges: [], total: 0, matchedBy: null, source: null } } };
+    const noSub = {
+      ...facts,
+      user: { ...facts.user, subuid: { ...facts.user.subuid, ranges: [], total: 0, matchedBy: null, source: null } },
+    };
     const o = diagnose(noSub).outcomes.find((x) => x.id === "subuid")!;
     expect(o.status).toBe("fail");
     expect(o.fix!.root).toEqual(["touch /etc/subuid", "usermod --add-subuids 196608-262143 user1"]);
@@ -168,7 +198,10 @@ describe("the root script", () => {
       }
     }
     const after = await run("debian-12", {}, dir);
-    expect(after.d.outcomes.find((o) => o.id === "inotify")).toMatchObject({ status: "ok", summary: "max_user_watches 524288, max_user_instances 512" });
+    expect(after.d.outcomes.find((o) => o.id === "inotify")).toMatchObject({
+      status: "ok",
+      summary: "max_user_watches 524288, max_user_instances 512",
+    });
     expect(rootScript(after.d.outcomes, after.facts)).toContain("# Nothing to fix as root.");
   });
 
@@ -180,7 +213,9 @@ describe("the root script", () => {
     const [profileCmd, load] = before.d.outcomes.find((o) => o.id === "apparmor-userns")!.fix!.root;
     expect(load).toBe("apparmor_parser -r /etc/apparmor.d/rootless-k8s.user1.rootlesskit");
     expect(rootScript(before.d.outcomes, before.facts)).toContain(profileCmd!);
-    expect(profileCmd).toContain("profile rootless-k8s.user1.rootlesskit /home/user1/.local/share/rootless-k8s/versions/*/bin/rootlesskit flags=(unconfined) {");
+    expect(profileCmd).toContain(
+      "profile rootless-k8s.user1.rootlesskit /home/user1/.local/share/rootless-k8s/versions/*/bin/rootlesskit flags=(unconfined) {",
+    );
     execFileSync("sh", ["-c", profileCmd!.replace("cat > /etc/apparmor.d/", `cat > ${dir}/root/etc/apparmor.d/`)]);
     const after = await run("ubuntu-24.04", {}, dir);
     expect(after.d.outcomes.find((o) => o.id === "apparmor-userns")).toMatchObject({ status: "ok" });

@@ -14,27 +14,44 @@ const check = (id: string, f: Facts) => {
 
 describe("kernel modules", () => {
   it("says what a missing br_netfilter breaks: Service traffic between two pods of the node", () => {
-    const r = check("kernel-modules", withFacts(baseFacts(), (f) => (f.features.modules = { overlay: "loaded", br_netfilter: "missing" })));
+    const r = check(
+      "kernel-modules",
+      withFacts(baseFacts(), (f) => (f.features.modules = { overlay: "loaded", br_netfilter: "missing" })),
+    );
     expect(r.status).toBe("warn");
-    expect(r.summary).toMatch(/^not loaded: br_netfilter; a user cannot load modules; without br_netfilter, .*Service whose endpoint is another pod of this node .*bypass the Service NAT/);
+    expect(r.summary).toMatch(
+      /^not loaded: br_netfilter; a user cannot load modules; without br_netfilter, .*Service whose endpoint is another pod of this node .*bypass the Service NAT/,
+    );
     expect(r.fix?.root.join("\n")).toContain("modprobe -a br_netfilter");
   });
   it("does not mention it when only another module is missing", () => {
-    const r = check("kernel-modules", withFacts(baseFacts(), (f) => (f.features.modules = { br_netfilter: "loaded", xt_nat: "missing" })));
+    const r = check(
+      "kernel-modules",
+      withFacts(baseFacts(), (f) => (f.features.modules = { br_netfilter: "loaded", xt_nat: "missing" })),
+    );
     expect(r.summary).toBe("not loaded: xt_nat; a user cannot load modules");
   });
 });
 
 describe("inotify", () => {
   it("names cAdvisor's watches on the host's cgroup tree and what happens when they run out", () => {
-    const r = check("inotify", withFacts(baseFacts(), (f) => (f.features.inotifyMaxUserWatches = 8192)));
+    const r = check(
+      "inotify",
+      withFacts(baseFacts(), (f) => (f.features.inotifyMaxUserWatches = 8192)),
+    );
     expect(r.status).toBe("warn");
-    expect(r.summary).toMatch(/cAdvisor watches every directory of the host's cgroup tree .*charged to alice, and the kubelet exits when it runs out/);
+    expect(r.summary).toMatch(
+      /cAdvisor watches every directory of the host's cgroup tree .*charged to alice, and the kubelet exits when it runs out/,
+    );
   });
 });
 
 describe("data folder file system", () => {
-  const on = (fsType: string) => check("disk", withFacts(baseFacts(), (f) => (f.disk = { ...f.disk, fsType })));
+  const on = (fsType: string) =>
+    check(
+      "disk",
+      withFacts(baseFacts(), (f) => (f.disk = { ...f.disk, fsType })),
+    );
   it("warns on fuse: cAdvisor keeps no statistics, /stats/summary fails", () => {
     expect(on("fuse")).toMatchObject({ status: "warn", summary: expect.stringMatching(/is on fuse: .*\/stats\/summary fails/) });
   });

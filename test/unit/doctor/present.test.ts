@@ -63,12 +63,22 @@ describe("showOutcomes: the one presenter", () => {
       plain,
       { name: "id" },
     );
-    expect(lines).toEqual(["    ok  a   a summary", "  warn  bb  bb summary", "            more", "            fix (you):  do it", "                        then this"]);
+    expect(lines).toEqual([
+      "    ok  a   a summary",
+      "  warn  bb  bb summary",
+      "            more",
+      "            fix (you):  do it",
+      "                        then this",
+    ]);
   });
 });
 
 describe("blockingFailures: the one policy of install and upgrade", () => {
-  const outcomes = [outcome({ id: "ports", status: "fail" }), outcome({ id: "subuid", status: "fail" }), outcome({ id: "inotify", status: "warn" })];
+  const outcomes = [
+    outcome({ id: "ports", status: "fail" }),
+    outcome({ id: "subuid", status: "fail" }),
+    outcome({ id: "inotify", status: "warn" }),
+  ];
   it("stops on every failure not named with --ignore-check; warnings never stop", () => {
     expect(blockingFailures(outcomes, [], [], [6443]).map((o) => o.id)).toEqual(["ports", "subuid"]);
     expect(blockingFailures(outcomes, ["subuid"], [], [6443]).map((o) => o.id)).toEqual(["ports"]);
@@ -114,7 +124,11 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
     user: "alice",
     node: "box",
     mode: "delegated",
-    units: { owner: "rootless-k8s-rootlesskit.service", target: "rootless-k8s.target", states: [{ unit: "rootless-k8s.target", activeState: "active" }] },
+    units: {
+      owner: "rootless-k8s-rootlesskit.service",
+      target: "rootless-k8s.target",
+      states: [{ unit: "rootless-k8s.target", activeState: "active" }],
+    },
     ready: { api: true, node: true, problems: [] },
     ownerCgroup: { path: "/user.slice/u/rk", v2: true, controllers: ["cpu", "memory", "pids"], subtreeControl: ["cpu", "memory", "pids"] },
     snapshotter: { runtime: "containerd", criSocket: "/run/c.sock", planned: "overlayfs", used: "overlayfs", error: null },
@@ -142,13 +156,22 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
       units: { ...healthy.units, states: [{ unit: "rootless-k8s-kubelet.service", activeState: "failed" }] },
       ownerCgroup: { ...healthy.ownerCgroup!, subtreeControl: ["memory"] },
       snapshotter: { ...healthy.snapshotter, used: "native" },
-      ports: { ...healthy.ports, answers: [{ host: "127.0.0.1", hostPort: 6443, namespacePort: 6443, status: null, error: "ECONNREFUSED" }] },
+      ports: {
+        ...healthy.ports,
+        answers: [{ host: "127.0.0.1", hostPort: 6443, namespacePort: 6443, status: null, error: "ECONNREFUSED" }],
+      },
       linger: false,
     });
     expect(bad["node-units"]).toMatchObject({ status: "fail", summary: "rootless-k8s-kubelet.service failed" });
-    expect(bad["node-cgroup"]).toMatchObject({ status: "fail", summary: "/user.slice/u/rk/cgroup.subtree_control lacks cpu, pids: the kubelet cannot create pod cgroups" });
+    expect(bad["node-cgroup"]).toMatchObject({
+      status: "fail",
+      summary: "/user.slice/u/rk/cgroup.subtree_control lacks cpu, pids: the kubelet cannot create pod cgroups",
+    });
     expect(bad["node-snapshotter"]).toMatchObject({ status: "fail", summary: "containerd uses native, the plan says overlayfs" });
-    expect(bad["node-ports"]).toMatchObject({ status: "fail", summary: "1 of 1 published ports do not answer: 127.0.0.1:6443 → 6443: ECONNREFUSED" });
+    expect(bad["node-ports"]).toMatchObject({
+      status: "fail",
+      summary: "1 of 1 published ports do not answer: 127.0.0.1:6443 → 6443: ECONNREFUSED",
+    });
     expect(bad["node-linger"]).toMatchObject({ status: "warn", fix: { root: ["loginctl enable-linger alice"], user: [] } });
     const missing = by({ ...healthy, ownerCgroup: { ...healthy.ownerCgroup!, controllers: ["cpu"] } });
     expect(missing["node-cgroup"]!.summary).toBe("/user.slice/u/rk lacks memory, pids (has: cpu)");
@@ -156,7 +179,13 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
   });
 
   it("skips what does not apply: the cgroup in mode none, a runtime's own storage choice, no published port", () => {
-    const r = by({ ...healthy, mode: "none", ownerCgroup: null, snapshotter: { ...healthy.snapshotter, planned: null, used: null }, ports: { ...healthy.ports, answers: [] } });
+    const r = by({
+      ...healthy,
+      mode: "none",
+      ownerCgroup: null,
+      snapshotter: { ...healthy.snapshotter, planned: null, used: null },
+      ports: { ...healthy.ports, answers: [] },
+    });
     expect([r["node-cgroup"]!.status, r["node-snapshotter"]!.status, r["node-ports"]!.status]).toEqual(["skip", "skip", "skip"]);
     expect(by({ ...healthy, ports: { ...healthy.ports, answers: null } })["node-ports"]!.summary).toBe("cannot read /k/admin.conf");
   });

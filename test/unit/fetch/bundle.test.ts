@@ -33,7 +33,13 @@ describe("offline bundles", () => {
   ]);
   const runc = randomBody(70_000, 31);
   const arts = [
-    testArtifact({ id: "etcd", path: "/etcd/v1.0.0/etcd-v1.0.0-linux-amd64.tar.gz", body: etcdTar, format: "tar.gz", binaries: [{ name: "etcd", path: "etcd-v{version}-linux-{arch}/etcd" }] }),
+    testArtifact({
+      id: "etcd",
+      path: "/etcd/v1.0.0/etcd-v1.0.0-linux-amd64.tar.gz",
+      body: etcdTar,
+      format: "tar.gz",
+      binaries: [{ name: "etcd", path: "etcd-v{version}-linux-{arch}/etcd" }],
+    }),
     testArtifact({ id: "runc", path: "/runc/v1.0.0/runc.amd64", body: runc, algorithm: "sha512" }),
   ];
   const manifest = manifestOf(arts);
@@ -43,7 +49,12 @@ describe("offline bundles", () => {
     server.serve("/etcd/v1.0.0/etcd-v1.0.0-linux-amd64.tar.gz", etcdTar);
     server.serve("/runc/v1.0.0/runc.amd64", runc);
     work = tempDir("rk8s-bundle-");
-    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "online-cache"), mirror: server.url, http: FAST, env: {} });
+    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), {
+      cacheDir: join(work, "online-cache"),
+      mirror: server.url,
+      http: FAST,
+      env: {},
+    });
     bundle = join(work, "bundle.tar");
     await writeBundle(fetched, manifest, "amd64", bundle);
     await server.close();
@@ -69,7 +80,11 @@ describe("offline bundles", () => {
   it("installs with no network at all, verifying every file again", async () => {
     const cacheDir = join(work, "offline-cache");
     const requests = server.requests.length;
-    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir, bundle, env: { HTTPS_PROXY: "http://127.0.0.1:9" } });
+    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), {
+      cacheDir,
+      bundle,
+      env: { HTTPS_PROXY: "http://127.0.0.1:9" },
+    });
     expect(fetched.map((f) => [f.artifact.id, f.source])).toEqual([
       ["etcd", "bundle"],
       ["runc", "bundle"],
@@ -94,7 +109,10 @@ describe("offline bundles", () => {
 
   it("refuses a bundle whose checksums differ from the pins, unless --trust-bundle", async () => {
     const newer = randomBody(70_000, 99);
-    const pinned = manifestOf([arts[0]!, testArtifact({ id: "runc", version: "2.0.0", path: "/runc/v2.0.0/runc.amd64", body: newer, algorithm: "sha512" })]);
+    const pinned = manifestOf([
+      arts[0]!,
+      testArtifact({ id: "runc", version: "2.0.0", path: "/runc/v2.0.0/runc.amd64", body: newer, algorithm: "sha512" }),
+    ]);
     const cacheDir = join(work, "offline-cache");
     const e = await userErrorOf(fetchArtifacts(allArtifactsFor(pinned, "amd64"), { cacheDir, bundle }));
     expect(e.exitCode).toBe(4);
@@ -133,7 +151,9 @@ describe("offline bundles", () => {
     writeFileSync(other, tarGz([{ path: "hello.txt", content: "hi" }]));
     const e = await userErrorOf(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: other }));
     expect(e.message).toBe(`${other} is not a usable rootless-k8s bundle: its first entry is "hello.txt", not rootless-k8s-bundle.json`);
-    const missing = await userErrorOf(fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: join(work, "nope.tar") }));
+    const missing = await userErrorOf(
+      fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: join(work, "nope.tar") }),
+    );
     expect(missing.exitCode).toBe(2);
   });
 });

@@ -28,20 +28,49 @@ describe("rootless-k8s components", () => {
   });
 
   it("gives the same as JSON, also as `versions`", async () => {
-    const r = await runCli(["versions", "--json", "--runtime", "docker", "--network", "slirp4netns", "--arch", "amd64"], { env: { XDG_CACHE_HOME: tempDir() } });
+    const r = await runCli(["versions", "--json", "--runtime", "docker", "--network", "slirp4netns", "--arch", "amd64"], {
+      env: { XDG_CACHE_HOME: tempDir() },
+    });
     expect(r.code).toBe(0);
     const data = JSON.parse(r.stdout);
     expect(data.versionSet.versions.kubernetes).toBe("1.36.0");
-    expect(data.components.map((c: { id: string }) => c.id)).toEqual(["kubernetes-server", "etcd", "cni-plugins", "crictl", "rootlesskit", "slirp4netns", "cri-dockerd"]);
+    expect(data.components.map((c: { id: string }) => c.id)).toEqual([
+      "kubernetes-server",
+      "etcd",
+      "cni-plugins",
+      "crictl",
+      "rootlesskit",
+      "slirp4netns",
+      "cri-dockerd",
+    ]);
     expect(data.components[0]).toMatchObject({ size: null, cached: false, checksum: { algorithm: "sha512" } });
   });
 
   it("refuses a --manifest without checksums in one line (exit 2)", async () => {
     const file = join(tempDir(), "m.json");
-    writeFileSync(file, JSON.stringify({ schema: 1, name: "x", artifacts: [{ id: "a", component: "a", version: "1", url: "https://x/a", arch: { amd64: "amd64" }, format: "binary", binaries: [{ name: "a" }] }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        schema: 1,
+        name: "x",
+        artifacts: [
+          {
+            id: "a",
+            component: "a",
+            version: "1",
+            url: "https://x/a",
+            arch: { amd64: "amd64" },
+            format: "binary",
+            binaries: [{ name: "a" }],
+          },
+        ],
+      }),
+    );
     const r = await runCli(["components", "--manifest", file]);
     expect(r.code).toBe(2);
-    expect(r.stderr.split("\n")[0]).toBe(`error: manifest ${file}: artifact "a" checksums.amd64 is missing; every artifact needs a pinned sha256 or sha512 for each arch it lists`);
+    expect(r.stderr.split("\n")[0]).toBe(
+      `error: manifest ${file}: artifact "a" checksums.amd64 is missing; every artifact needs a pinned sha256 or sha512 for each arch it lists`,
+    );
     expect(r.stderr).toMatch(/^fix: /m);
     expect(r.stderr).not.toMatch(NO_TRACE);
   });
@@ -66,7 +95,14 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
         schema: 1,
         name: "loopback set",
         artifacts: [
-          testArtifact({ id: "crictl", version: "1.36.0", path: "/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz", body: crictlTar, format: "tar.gz", binaries: [{ name: "crictl", path: "crictl" }] }),
+          testArtifact({
+            id: "crictl",
+            version: "1.36.0",
+            path: "/kubernetes-sigs/cri-tools/releases/download/v{version}/crictl-v{version}-linux-{arch}.tar.gz",
+            body: crictlTar,
+            format: "tar.gz",
+            binaries: [{ name: "crictl", path: "crictl" }],
+          }),
           testArtifact({ id: "runc", version: "1.4.3", path: "/opencontainers/runc/releases/download/v{version}/runc.{arch}", body: big }),
         ],
       }),
@@ -112,15 +148,21 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
     const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--bundle", out], { env: offline });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain("runc 1.4.3 for amd64: 2.9 MiB from the bundle");
-    expect(readdirSync(join(home, "offline-cache", "rootless-k8s", "blobs", "sha256")).sort()).toEqual([sha256(crictlTar), sha256(big)].sort());
+    expect(readdirSync(join(home, "offline-cache", "rootless-k8s", "blobs", "sha256")).sort()).toEqual(
+      [sha256(crictlTar), sha256(big)].sort(),
+    );
   });
 
   it("shows one progress line with bytes, speed and ETA on a terminal", async () => {
     server.fault("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", { kind: "rate", bytesPerSec: 3_000_000 });
-    const cmd = [process.execPath, CLI_BUNDLE, "cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url].map((a) => `'${a}'`).join(" ");
+    const cmd = [process.execPath, CLI_BUNDLE, "cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url]
+      .map((a) => `'${a}'`)
+      .join(" ");
     const { CI: _ci, ...noCi } = { ...process.env, ...env() };
     // `script` gives the CLI a pseudo-terminal; stty sets a width, as a real terminal has.
-    const tty = spawn("script", ["-qfec", `stty cols 120 rows 40; ${cmd}`, "/dev/null"], { env: { ...noCi, TERM: "xterm", NO_COLOR: "1" } });
+    const tty = spawn("script", ["-qfec", `stty cols 120 rows 40; ${cmd}`, "/dev/null"], {
+      env: { ...noCi, TERM: "xterm", NO_COLOR: "1" },
+    });
     let out = "";
     tty.stdout.on("data", (d) => (out += d));
     expect(await new Promise((r) => tty.on("exit", r))).toBe(0);
@@ -131,16 +173,24 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
   });
 
   it("refuses a bundle path in a missing folder before downloading anything (exit 2)", async () => {
-    const r = await runCli(["bundle", "-o", join(home, "missing", "b.tar"), "--manifest", manifestFile, "--mirror", server.url], { env: env() });
+    const r = await runCli(["bundle", "-o", join(home, "missing", "b.tar"), "--manifest", manifestFile, "--mirror", server.url], {
+      env: env(),
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr.split("\n")[0]).toBe(`error: -o ${join(home, "missing", "b.tar")}: the folder ${join(home, "missing")} does not exist or is not writable`);
+    expect(r.stderr.split("\n")[0]).toBe(
+      `error: -o ${join(home, "missing", "b.tar")}: the folder ${join(home, "missing")} does not exist or is not writable`,
+    );
     expect(server.requests).toHaveLength(0);
   });
 
   it("names the URL and version on a 404 (exit 5), with a fix and no stack trace", async () => {
-    const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", `${server.url}/nothing-here`], { env: env() });
+    const r = await runCli(["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", `${server.url}/nothing-here`], {
+      env: env(),
+    });
     expect(r.code).toBe(5);
-    expect(r.stderr).toMatch(/^error: not found \(HTTP 404\): http:\/\/127\.0\.0\.1:\d+\/nothing-here\/\S+ \((crictl 1\.36\.0|runc 1\.4\.3) for amd64\)$/m);
+    expect(r.stderr).toMatch(
+      /^error: not found \(HTTP 404\): http:\/\/127\.0\.0\.1:\d+\/nothing-here\/\S+ \((crictl 1\.36\.0|runc 1\.4\.3) for amd64\)$/m,
+    );
     expect(r.stderr).toMatch(/^fix: /m);
     expect(r.stderr).not.toMatch(NO_TRACE);
   });
@@ -148,7 +198,10 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
   it("stops on Ctrl-C mid-download (exit 130) and the next run resumes with a Range request", async () => {
     server.fault("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", { kind: "rate", bytesPerSec: 1_000_000 });
     const args = ["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url, "--concurrency", "1"];
-    const child = spawn(process.execPath, [CLI_BUNDLE, ...args], { env: { ...process.env, ...env(), NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CLI_BUNDLE, ...args], {
+      env: { ...process.env, ...env(), NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
@@ -158,7 +211,9 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
     }
     child.kill("SIGINT");
     expect(await exited).toBe(130);
-    expect(stderr).toMatch(/^error: interrupted while downloading runc 1\.4\.3 for amd64 \(\d+(\.\d)? [KM]iB kept; re-running resumes it\)$/m);
+    expect(stderr).toMatch(
+      /^error: interrupted while downloading runc 1\.4\.3 for amd64 \(\d+(\.\d)? [KM]iB kept; re-running resumes it\)$/m,
+    );
     const kept = statSync(join(partDir(), part()!)).size;
     expect(kept).toBeGreaterThan(0);
     expect(kept).toBeLessThan(big.length);
@@ -175,16 +230,22 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
 
   it("refuses to clean the cache while a download holds it (exit 6), and takes over after the holder is killed", async () => {
     server.fault("/opencontainers/runc/releases/download/v1.4.3/runc.amd64", { kind: "rate", bytesPerSec: 200_000 });
-    const child = spawn(process.execPath, [CLI_BUNDLE, "cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url], {
-      env: { ...process.env, ...env() },
-      stdio: "ignore",
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI_BUNDLE, "cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url],
+      {
+        env: { ...process.env, ...env() },
+        stdio: "ignore",
+      },
+    );
     const exited = new Promise((r) => child.on("exit", r));
     const lockDir = join(home, "cache", "rootless-k8s", "lock");
     for (let i = 0; i < 200 && !existsSync(join(lockDir, "owner.json")); i++) await new Promise((r) => setTimeout(r, 25));
     const busy = await runCli(["cache", "clean"], { env: env() });
     expect(busy.code).toBe(6);
-    expect(busy.stderr.split("\n")[0]).toMatch(new RegExp(`^error: a rootless-k8s download into this cache \\(pid ${child.pid} on .+\\) holds the lock ${lockDir}$`));
+    expect(busy.stderr.split("\n")[0]).toMatch(
+      new RegExp(`^error: a rootless-k8s download into this cache \\(pid ${child.pid} on .+\\) holds the lock ${lockDir}$`),
+    );
     child.kill("SIGKILL");
     await exited;
     const clean = await runCli(["cache", "clean"], { env: env() });
@@ -203,13 +264,23 @@ describe("a private CA from NODE_EXTRA_CA_CERTS", () => {
       const manifestFile = join(home, "m.json");
       writeFileSync(
         manifestFile,
-        JSON.stringify({ schema: 1, name: "tls", artifacts: [testArtifact({ id: "runc", version: "1.4.3", path: "/opencontainers/runc/releases/download/v{version}/runc.{arch}", body })] }),
+        JSON.stringify({
+          schema: 1,
+          name: "tls",
+          artifacts: [
+            testArtifact({ id: "runc", version: "1.4.3", path: "/opencontainers/runc/releases/download/v{version}/runc.{arch}", body }),
+          ],
+        }),
       );
       const args = ["cache", "fetch", "--arch", "amd64", "--manifest", manifestFile, "--mirror", server.url];
       const untrusted = await runCli(args, { env: { XDG_CACHE_HOME: join(home, "a"), CI: "true" } });
       expect(untrusted.code).toBe(5);
-      expect(untrusted.stderr).toMatch(/^error: could not download runc 1\.4\.3 for amd64: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m);
-      expect(untrusted.stderr).toContain("fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)");
+      expect(untrusted.stderr).toMatch(
+        /^error: could not download runc 1\.4\.3 for amd64: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/m,
+      );
+      expect(untrusted.stderr).toContain(
+        "fix: if a proxy or mirror uses a private CA, pass it with --ca-file FILE (or NODE_EXTRA_CA_CERTS=FILE)",
+      );
       const trusted = await runCli(args, { env: { XDG_CACHE_HOME: join(home, "b"), CI: "true", NODE_EXTRA_CA_CERTS: ca.caFile } });
       expect(trusted.code, trusted.stderr).toBe(0);
       const viaFlag = await runCli([...args, "--ca-file", ca.caFile], { env: { XDG_CACHE_HOME: join(home, "c"), CI: "true" } });

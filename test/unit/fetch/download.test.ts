@@ -219,7 +219,12 @@ describe("side files published next to the artifact", () => {
   let cacheDir: string;
   const body = randomBody(50_000, 3);
   const path = "/containerd/containerd/releases/download/v2.3.4/containerd-static-2.3.4-linux-amd64.tar.gz";
-  const withSide = testArtifact({ id: "containerd", path, body, sideFiles: [{ url: `${UPSTREAM}${path}.sha256sum`, algorithm: "sha256" }] });
+  const withSide = testArtifact({
+    id: "containerd",
+    path,
+    body,
+    sideFiles: [{ url: `${UPSTREAM}${path}.sha256sum`, algorithm: "sha256" }],
+  });
 
   beforeEach(async () => {
     server = await startServer();
@@ -296,7 +301,9 @@ describe("https", () => {
       kind: "redirect",
       to: `${plain.url}/opencontainers/runc/releases/download/v1.4.3/runc.amd64`,
     });
-    const e = await userErrorOf(fetchArtifacts([resolved(art)], { cacheDir, mirror: server.url, caFile: tlsMaterial.caFile, http: FAST, env: {} }));
+    const e = await userErrorOf(
+      fetchArtifacts([resolved(art)], { cacheDir, mirror: server.url, caFile: tlsMaterial.caFile, http: FAST, env: {} }),
+    );
     expect(e.exitCode).toBe(4);
     expect(e.message).toContain("refused a redirect from https to http");
     expect(plain.requests).toHaveLength(0);
@@ -358,7 +365,12 @@ it("keeps cache folders private to the user", async () => {
   try {
     const body = randomBody(1000, 2);
     server.serve("/x.bin", body);
-    await fetchArtifacts([resolved(testArtifact({ id: "x", path: "/x.bin", body }))], { cacheDir, mirror: server.url, http: FAST, env: {} });
+    await fetchArtifacts([resolved(testArtifact({ id: "x", path: "/x.bin", body }))], {
+      cacheDir,
+      mirror: server.url,
+      http: FAST,
+      env: {},
+    });
     expect(statSync(cacheDir).mode & 0o777).toBe(0o700);
   } finally {
     await server.close();

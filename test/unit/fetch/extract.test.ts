@@ -92,7 +92,10 @@ describe("installBinaries", () => {
   });
 
   it("drops setuid and setgid bits and never keeps the archive's owner", async () => {
-    const f = fetchedArchive([{ path: "bin/containerd", content: "x", mode: 0o6755, uid: 1234, gid: 4321 }], [{ name: "containerd", path: "bin/containerd" }]);
+    const f = fetchedArchive(
+      [{ path: "bin/containerd", content: "x", mode: 0o6755, uid: 1234, gid: 4321 }],
+      [{ name: "containerd", path: "bin/containerd" }],
+    );
     const dest = join(work, "bin");
     await installBinaries([f], dest);
     const st = statSync(join(dest, "containerd"));
@@ -113,18 +116,33 @@ describe("installBinaries", () => {
   const hostile: [string, TarEntry[], RegExp][] = [
     ["a path with ..", [{ path: "bin/../../../etc/evil", content: "x" }], /"bin\/\.\.\/\.\.\/\.\.\/etc\/evil" contains "\.\."/],
     ["an absolute path", [{ path: "/etc/evil", content: "x" }], /"\/etc\/evil" is an absolute path/],
-    ["a symlink to an absolute path", [{ path: "bin/link", type: "symlink", linkpath: "/etc/passwd" }], /symlink "bin\/link" points to the absolute path/],
-    ["a symlink that escapes", [{ path: "bin/link", type: "symlink", linkpath: "../../outside" }], /symlink "bin\/link" points outside the archive/],
-    ["a hard link that escapes", [{ path: "bin/hl", type: "hardlink", linkpath: "../x" }], /hard link "bin\/hl" points outside the archive/],
+    [
+      "a symlink to an absolute path",
+      [{ path: "bin/link", type: "symlink", linkpath: "/etc/passwd" }],
+      /symlink "bin\/link" points to the absolute path/,
+    ],
+    [
+      "a symlink that escapes",
+      [{ path: "bin/link", type: "symlink", linkpath: "../../outside" }],
+      /symlink "bin\/link" points outside the archive/,
+    ],
+    [
+      "a hard link that escapes",
+      [{ path: "bin/hl", type: "hardlink", linkpath: "../x" }],
+      /hard link "bin\/hl" points outside the archive/,
+    ],
     ["a character device", [{ path: "dev/null", type: "char" }], /"dev\/null" is a device file/],
     ["a fifo", [{ path: "pipe", type: "fifo" }], /"pipe" is a fifo/],
   ];
   for (const [what, bad, message] of hostile) {
     it(`refuses an archive with ${what}, and leaves nothing behind (exit 4)`, async () => {
-      const f = fetchedArchive([{ path: "bin/containerd", content: "good" }, ...bad, { path: "bin/ctr", content: "good" }], [
-        { name: "containerd", path: "bin/containerd" },
-        { name: "ctr", path: "bin/ctr" },
-      ]);
+      const f = fetchedArchive(
+        [{ path: "bin/containerd", content: "good" }, ...bad, { path: "bin/ctr", content: "good" }],
+        [
+          { name: "containerd", path: "bin/containerd" },
+          { name: "ctr", path: "bin/ctr" },
+        ],
+      );
       const dest = join(work, "bin");
       const e = await userErrorOf(installBinaries([f], dest));
       expect(e.exitCode).toBe(4);
@@ -150,10 +168,13 @@ describe("installBinaries", () => {
   });
 
   it("says which member is missing when the layout does not match the manifest", async () => {
-    const f = fetchedArchive([{ path: "bin/containerd", content: "x" }], [
-      { name: "containerd", path: "bin/containerd" },
-      { name: "ctr", path: "bin/ctr" },
-    ]);
+    const f = fetchedArchive(
+      [{ path: "bin/containerd", content: "x" }],
+      [
+        { name: "containerd", path: "bin/containerd" },
+        { name: "ctr", path: "bin/ctr" },
+      ],
+    );
     const e = await userErrorOf(installBinaries([f], join(work, "bin")));
     expect(e.exitCode).toBe(4);
     expect(e.message).toBe('etcd.tar.gz (etcd 1.0.0 for amd64) has no member "bin/ctr"');
@@ -163,8 +184,12 @@ describe("installBinaries", () => {
   it("refuses a file that is not a tar archive", async () => {
     const file = join(work, "junk.tar.gz");
     writeFileSync(file, randomBody(4096, 9));
-    const a = resolved(testArtifact({ id: "junk", path: "/junk.tar.gz", body: readFileSync(file), format: "tar.gz", binaries: [{ name: "x", path: "x" }] }));
-    const e = await userErrorOf(installBinaries([{ artifact: a, file, size: 4096, source: "cache", verification: "test" }], join(work, "bin")));
+    const a = resolved(
+      testArtifact({ id: "junk", path: "/junk.tar.gz", body: readFileSync(file), format: "tar.gz", binaries: [{ name: "x", path: "x" }] }),
+    );
+    const e = await userErrorOf(
+      installBinaries([{ artifact: a, file, size: 4096, source: "cache", verification: "test" }], join(work, "bin")),
+    );
     expect(e.exitCode).toBe(4);
     expect(e.message).toMatch(/^refused junk\.tar\.gz \(junk 1\.0\.0 for amd64\): is not a readable tar archive/);
     expect(leftovers(work)).toEqual([]);
@@ -172,7 +197,10 @@ describe("installBinaries", () => {
 
   it("leaves nothing behind when aborted (exit 130)", async () => {
     const big = randomBody(8_000_000, 12);
-    const f = fetchedArchive([{ path: "kubernetes/server/bin/kubelet", content: big }], [{ name: "kubelet", path: "kubernetes/server/bin/kubelet" }]);
+    const f = fetchedArchive(
+      [{ path: "kubernetes/server/bin/kubelet", content: big }],
+      [{ name: "kubelet", path: "kubernetes/server/bin/kubelet" }],
+    );
     const ac = new AbortController();
     ac.abort();
     const e = await userErrorOf(installBinaries([f], join(work, "bin"), { signal: ac.signal }));
@@ -189,7 +217,13 @@ describe("installBinaries", () => {
     execFileSync("tar", ["-czf", file, "-C", src, "kubernetes"]);
     const data = readFileSync(file);
     const a = resolved(
-      testArtifact({ id: "kubernetes-server", path: "/kubernetes-server-linux-amd64.tar.gz", body: data, format: "tar.gz", binaries: [{ name: "kube-apiserver", path: `${long}kube-apiserver` }] }),
+      testArtifact({
+        id: "kubernetes-server",
+        path: "/kubernetes-server-linux-amd64.tar.gz",
+        body: data,
+        format: "tar.gz",
+        binaries: [{ name: "kube-apiserver", path: `${long}kube-apiserver` }],
+      }),
     );
     const dest = join(work, "out");
     await installBinaries([{ artifact: a, file, size: data.length, source: "cache", verification: "test" }], dest);

@@ -47,7 +47,10 @@ describe("downloads from a hostile server", () => {
     await close?.();
     close = undefined;
   });
-  const leftovers = () => ["partial", "blobs"].flatMap((d) => (existsSync(join(cacheDir, d)) ? readdirSync(join(cacheDir, d), { recursive: true }).map(String) : []));
+  const leftovers = () =>
+    ["partial", "blobs"].flatMap((d) =>
+      existsSync(join(cacheDir, d)) ? readdirSync(join(cacheDir, d), { recursive: true }).map(String) : [],
+    );
 
   it("stops an endless body at the pinned size: nothing past it is written (exit 4, no retry)", async () => {
     const body = randomBody(25, 3);
@@ -111,7 +114,13 @@ describe("downloads from a hostile server", () => {
     close = s.close;
     let written = 0;
     const e = await userErrorOf(
-      fetchArtifacts([resolved(art)], { cacheDir, mirror: s.url, http: { ...FAST, retries: 0 }, env: {}, progress: { bytes: (_a, n) => (written += n) } }),
+      fetchArtifacts([resolved(art)], {
+        cacheDir,
+        mirror: s.url,
+        http: { ...FAST, retries: 0 },
+        env: {},
+        progress: { bytes: (_a, n) => (written += n) },
+      }),
     );
     expect(e.exitCode).toBe(4);
     expect(written).toBeLessThanOrEqual(10);
@@ -135,11 +144,18 @@ describe("downloads from a hostile server", () => {
     const started = Date.now();
     // The same settings as ROOTLESS_K8S_DOWNLOAD_GRACE=0.4 and ROOTLESS_K8S_DOWNLOAD_MIN_RATE=10K.
     const e = await userErrorOf(
-      fetchArtifacts([resolved(art)], { cacheDir, mirror: s.url, http: FAST, env: { ROOTLESS_K8S_DOWNLOAD_GRACE: "0.4", ROOTLESS_K8S_DOWNLOAD_MIN_RATE: "10K" } }),
+      fetchArtifacts([resolved(art)], {
+        cacheDir,
+        mirror: s.url,
+        http: FAST,
+        env: { ROOTLESS_K8S_DOWNLOAD_GRACE: "0.4", ROOTLESS_K8S_DOWNLOAD_MIN_RATE: "10K" },
+      }),
     );
     const took = Date.now() - started;
     expect(e.exitCode).toBe(5);
-    expect(e.message).toMatch(/^download of tool 1\.0\.0 for amd64 too slow: \d+ B in [\d.]+ s from http:\/\/127\.0\.0\.1:\d+\/hostile\/.*, below 10 KiB\/s after a 0\.4 s grace/);
+    expect(e.message).toMatch(
+      /^download of tool 1\.0\.0 for amd64 too slow: \d+ B in [\d.]+ s from http:\/\/127\.0\.0\.1:\d+\/hostile\/.*, below 10 KiB\/s after a 0\.4 s grace/,
+    );
     expect(e.fix).toContain("ROOTLESS_K8S_DOWNLOAD_MIN_RATE");
     expect(took).toBeGreaterThanOrEqual(400);
     expect(took).toBeLessThan(3_000);
@@ -167,7 +183,12 @@ describe("downloads from a hostile server", () => {
     });
     close = s.close;
     const started = Date.now();
-    const [f] = await fetchArtifacts([resolved(art)], { cacheDir, mirror: s.url, http: { ...FAST, deadlineGraceMs: 300, minRateBytesPerSec: 10 * 1024 }, env: {} });
+    const [f] = await fetchArtifacts([resolved(art)], {
+      cacheDir,
+      mirror: s.url,
+      http: { ...FAST, deadlineGraceMs: 300, minRateBytesPerSec: 10 * 1024 },
+      env: {},
+    });
     expect(Date.now() - started).toBeGreaterThan(300);
     expect(f?.size).toBe(body.length);
   });

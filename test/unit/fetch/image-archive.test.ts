@@ -43,13 +43,17 @@ describe("image references", () => {
     expect(normalizeImageRef("localhost:5000/x/y")).toBe("localhost:5000/x/y:latest");
     const digest = `sha256:${"a".repeat(64)}`;
     expect(normalizeImageRef(`busybox:1@${digest}`)).toBe(`docker.io/library/busybox@${digest}`);
-    for (const bad of ["", "Busybox", "a//b", "busybox:", "busybox:-x", "x@sha256:12", "UPPER.example/ok:1/x"]) expect(normalizeImageRef(bad), bad).toBeNull();
+    for (const bad of ["", "Busybox", "a//b", "busybox:", "busybox:-x", "x@sha256:12", "UPPER.example/ok:1/x"])
+      expect(normalizeImageRef(bad), bad).toBeNull();
   });
 });
 
 describe("docker save archives", () => {
   it("reads the names (normalized) and the image IDs", async () => {
-    const { tar, ids } = dockerSaveArchive([{ repoTags: ["busybox:1.36.1", "example.com/team/tool:2"] }, { repoTags: ["registry.k8s.io/pause:3.10"], seed: "pause" }]);
+    const { tar, ids } = dockerSaveArchive([
+      { repoTags: ["busybox:1.36.1", "example.com/team/tool:2"] },
+      { repoTags: ["registry.k8s.io/pause:3.10"], seed: "pause" },
+    ]);
     const a = await read(tar);
     expect(a.format).toBe("docker-save");
     expect(a.images).toEqual([
@@ -84,7 +88,14 @@ describe("docker save archives", () => {
 describe("OCI image layouts", () => {
   it("takes io.containerd.image.name over a tag-only ref.name, and the config digest as ID", async () => {
     const img = ociImage();
-    const a = await read(ociArchive([{ image: img, annotations: { "io.containerd.image.name": "docker.io/library/busybox:1.36.1", "org.opencontainers.image.ref.name": "1.36.1" } }]));
+    const a = await read(
+      ociArchive([
+        {
+          image: img,
+          annotations: { "io.containerd.image.name": "docker.io/library/busybox:1.36.1", "org.opencontainers.image.ref.name": "1.36.1" },
+        },
+      ]),
+    );
     expect(a.format).toBe("oci-layout");
     expect(a.images).toEqual([{ name: "docker.io/library/busybox:1.36.1", id: img.id, platform: "linux/amd64" }]);
   });
@@ -105,7 +116,9 @@ describe("OCI image layouts", () => {
     const body = ociArchive([{ image: index, annotations: { "io.containerd.image.name": "example.com/app:1" } }]);
     expect((await read(body, "amd64")).images).toEqual([{ name: "example.com/app:1", id: amd.id, platform: "linux/amd64" }]);
     expect((await read(body, "arm64")).images).toEqual([{ name: "example.com/app:1", id: arm.id, platform: "linux/arm64" }]);
-    const only = ociArchive([{ image: ociIndex([{ image: arm, arch: "arm64" }]), annotations: { "io.containerd.image.name": "example.com/app:1" } }]);
+    const only = ociArchive([
+      { image: ociIndex([{ image: arm, arch: "arm64" }]), annotations: { "io.containerd.image.name": "example.com/app:1" } },
+    ]);
     const e = await refusal(only, "amd64");
     expect(e.message).toMatch(/example.com\/app:1 has no image for linux\/amd64 \(the archive has: linux\/arm64\)/);
   });
@@ -113,7 +126,9 @@ describe("OCI image layouts", () => {
   it("refuses images without a name, with only a tag, or with a name the kubelet would not find", async () => {
     const img = ociImage();
     let e = await refusal(ociArchive([{ image: img }]));
-    expect(e.message).toMatch(/the image sha256:[0-9a-f]{12} has no name \(no io.containerd.image.name or org.opencontainers.image.ref.name annotation\)/);
+    expect(e.message).toMatch(
+      /the image sha256:[0-9a-f]{12} has no name \(no io.containerd.image.name or org.opencontainers.image.ref.name annotation\)/,
+    );
     e = await refusal(ociArchive([{ image: img, annotations: { "org.opencontainers.image.ref.name": "latest" } }]));
     expect(e.message).toMatch(/named only "latest", a tag without a repository/);
     e = await refusal(ociArchive([{ image: img, annotations: { "io.containerd.image.name": "busybox:1.36" } }]));
@@ -125,10 +140,17 @@ describe("OCI image layouts", () => {
     const img = ociImage();
     const named = { "io.containerd.image.name": "example.com/app:1" };
     const noLayer = { ...img, blobs: img.blobs.slice(1) };
-    expect((await refusal(ociArchive([{ image: noLayer, annotations: named }]))).message).toMatch(/layer 1 blobs\/sha256\/[0-9a-f]{64} is missing \(the archive is incomplete\)/);
+    expect((await refusal(ociArchive([{ image: noLayer, annotations: named }]))).message).toMatch(
+      /layer 1 blobs\/sha256\/[0-9a-f]{64} is missing \(the archive is incomplete\)/,
+    );
     const [layer, config, manifest] = img.blobs;
-    const tampered = { ...img, blobs: [layer!, { ...config!, content: Buffer.from(String(config!.content).replace("linux", "Linux")) }, manifest!] };
-    expect((await refusal(ociArchive([{ image: tampered, annotations: named }]))).message).toMatch(/the config blobs\/sha256\/[0-9a-f]{64} does not match its digest/);
+    const tampered = {
+      ...img,
+      blobs: [layer!, { ...config!, content: Buffer.from(String(config!.content).replace("linux", "Linux")) }, manifest!],
+    };
+    expect((await refusal(ociArchive([{ image: tampered, annotations: named }]))).message).toMatch(
+      /the config blobs\/sha256\/[0-9a-f]{64} does not match its digest/,
+    );
   });
 });
 
@@ -140,13 +162,17 @@ describe("files that are not image archives", () => {
     expect((await refusal(corrupt)).message).toMatch(/not a readable tar archive/);
     // Cut inside the first layer: node-tar ends quietly, and what is missing is refused.
     expect((await refusal(tar.subarray(0, 700))).message).toMatch(/not a readable tar archive|not an image archive/);
-    expect((await refusal(Buffer.from("just some text, not a tar\n".repeat(40)))).message).toMatch(/not a readable tar archive|not an image archive/);
+    expect((await refusal(Buffer.from("just some text, not a tar\n".repeat(40)))).message).toMatch(
+      /not a readable tar archive|not an image archive/,
+    );
     const missing = await readImageArchive(join(dir, "nope.tar"), { arch: "amd64" }).catch((x: UserError) => x);
     expect(missing).toMatchObject({ exitCode: 2, message: `${join(dir, "nope.tar")}: no such file` });
   });
 
   it("refuses a tar with neither layout, and an empty one", async () => {
-    expect((await refusal(tarBuffer([{ path: "hello.txt", content: "hi" }]))).message).toMatch(/not an image archive: a tar without manifest.json \(docker save\) or oci-layout and index.json/);
+    expect((await refusal(tarBuffer([{ path: "hello.txt", content: "hi" }]))).message).toMatch(
+      /not an image archive: a tar without manifest.json \(docker save\) or oci-layout and index.json/,
+    );
     expect((await refusal(tarBuffer([]))).message).toMatch(/not an image archive: an empty archive/);
   });
 });

@@ -16,9 +16,13 @@ afterEach(() => {
 
 /** Starts a process that takes the lock and keeps it; resolves once it holds it. */
 function holder(dir: string, heartbeatMs = 5000): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "helpers", "hold-lock.ts"), dir, String(heartbeatMs)], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(import.meta.dirname, "helpers", "hold-lock.ts"), dir, String(heartbeatMs)],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   children.push(child);
   return new Promise((resolve, reject) => {
     child.stdout?.on("data", (d: Buffer) => d.toString().startsWith("locked") && resolve(child));
@@ -69,7 +73,10 @@ describe("locks", () => {
   it("takes over a lock left by another host once its heartbeat is stale, not before", async () => {
     const dir = join(tempDir(), "install.lock");
     mkdirSync(dir);
-    writeFileSync(join(dir, "owner.json"), JSON.stringify({ pid: 1, hostname: "elsewhere", purpose: "rootless-k8s install", startedAt: "2026-01-01T00:00:00Z", token: "t" }));
+    writeFileSync(
+      join(dir, "owner.json"),
+      JSON.stringify({ pid: 1, hostname: "elsewhere", purpose: "rootless-k8s install", startedAt: "2026-01-01T00:00:00Z", token: "t" }),
+    );
     writeFileSync(join(dir, "heartbeat"), "");
     const e = await userErrorOf(acquireLock(dir, { purpose: "here" }));
     expect(e.message).toContain("pid 1 on elsewhere");

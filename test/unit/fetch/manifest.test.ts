@@ -42,7 +42,11 @@ describe("the built-in manifest", () => {
     });
     expect(versionSetId(m)).toMatch(/^1\.36\.0-[0-9a-f]{10}$/);
     expect(versionSetId(m, "amd64")).not.toBe(versionSetId(m, "arm64"));
-    const renamed = { ...m, name: "other name", artifacts: m.artifacts.map((a) => ({ ...a, notes: "changed", url: a.url.replace("https://", "https://mirror.") })) };
+    const renamed = {
+      ...m,
+      name: "other name",
+      artifacts: m.artifacts.map((a) => ({ ...a, notes: "changed", url: a.url.replace("https://", "https://mirror.") })),
+    };
     expect(versionSetId(renamed, "arm64")).toBe(versionSetId(m, "arm64")); // per arch, only what decides the installed bits counts
   });
 
@@ -59,7 +63,9 @@ describe("the built-in manifest", () => {
   it("expands upstream arch tokens and member paths per arch", () => {
     const amd = selectArtifacts(m, { arch: "amd64", runtime: "containerd", network: "slirp4netns" });
     const byId = Object.fromEntries(amd.map((a) => [a.id, a]));
-    expect(byId.rootlesskit?.url).toBe("https://github.com/rootless-containers/rootlesskit/releases/download/v3.0.2/rootlesskit-x86_64.tar.gz");
+    expect(byId.rootlesskit?.url).toBe(
+      "https://github.com/rootless-containers/rootlesskit/releases/download/v3.0.2/rootlesskit-x86_64.tar.gz",
+    );
     expect(byId.slirp4netns?.fileName).toBe("slirp4netns-x86_64");
     expect(byId.etcd?.binaries[0]?.path).toBe("etcd-v3.6.14-linux-amd64/etcd");
     expect(byId.containerd?.url).toContain("containerd-static-2.3.4-linux-amd64.tar.gz");
@@ -105,12 +111,28 @@ describe("a --manifest file", () => {
   });
 
   const cases: [string, (d: ReturnType<typeof clone>) => void, string][] = [
-    ["a digest of the wrong length", (d) => ((d.artifacts[0] as any).checksums.amd64.value = "abc"), 'artifact "kubernetes-server" checksums.amd64 value must be 128 lower-case hex digits for sha512'],
-    ["an empty checksum source", (d) => ((d.artifacts[2] as any).checksums.amd64.source = " "), 'artifact "containerd" checksums.amd64 source is empty'],
-    ["an unknown placeholder", (d) => ((d.artifacts[3] as any).url = "https://x/{os}/runc"), 'artifact "runc" url has unknown placeholder {os}'],
+    [
+      "a digest of the wrong length",
+      (d) => ((d.artifacts[0] as any).checksums.amd64.value = "abc"),
+      'artifact "kubernetes-server" checksums.amd64 value must be 128 lower-case hex digits for sha512',
+    ],
+    [
+      "an empty checksum source",
+      (d) => ((d.artifacts[2] as any).checksums.amd64.source = " "),
+      'artifact "containerd" checksums.amd64 source is empty',
+    ],
+    [
+      "an unknown placeholder",
+      (d) => ((d.artifacts[3] as any).url = "https://x/{os}/runc"),
+      'artifact "runc" url has unknown placeholder {os}',
+    ],
     ["a member path with ..", (d) => ((d.artifacts[1] as any).binaries[0].path = "../etcd"), "must be a relative path inside the archive"],
     ["two artifacts with one id", (d) => ((d.artifacts[2] as any).id = "etcd"), 'artifacts has two artifacts with id "etcd"'],
-    ["two artifacts installing one binary", (d) => ((d.artifacts[5] as any).binaries[0].name = "runc"), 'artifacts installs "runc" twice (from "runc" and "crictl")'],
+    [
+      "two artifacts installing one binary",
+      (d) => ((d.artifacts[5] as any).binaries[0].name = "runc"),
+      'artifacts installs "runc" twice (from "runc" and "crictl")',
+    ],
     ["an unknown runtime", (d) => ((d.artifacts[2] as any).when = { runtime: ["podman"] }), "must be one of containerd, crio, docker"],
     ["a non-http URL", (d) => ((d.artifacts[3] as any).url = "ftp://x/runc"), "must be an https:// or http:// URL"],
     ["another schema", (d) => ((d as any).schema = 2), "schema must be 1 (got 2)"],
@@ -136,21 +158,32 @@ describe("mirrors", () => {
     expect(applyMirror("https://dl.k8s.io/v1.36.0/kubernetes-server-linux-amd64.tar.gz", mirrorFrom("http://127.0.0.1:8080/", {}))).toBe(
       "http://127.0.0.1:8080/v1.36.0/kubernetes-server-linux-amd64.tar.gz",
     );
-    expect(applyMirror("https://github.com/a/b/releases/download/v1/x.tgz", mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://m.corp/remote/" }))).toBe(
-      "https://m.corp/remote/a/b/releases/download/v1/x.tgz",
-    );
+    expect(
+      applyMirror(
+        "https://github.com/a/b/releases/download/v1/x.tgz",
+        mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://m.corp/remote/" }),
+      ),
+    ).toBe("https://m.corp/remote/a/b/releases/download/v1/x.tgz");
     expect(mirrorFrom("https://flag.example", { ROOTLESS_K8S_MIRROR: "https://env.example" })).toBe("https://flag.example");
     expect(mirrorFrom(undefined, {})).toBeNull();
   });
 
   it("refuses a mirror that is not an http(s) URL, or carries credentials", () => {
     expect(userErrorFrom(() => mirrorFrom("ftp://m", {})).message).toContain("--mirror must be an http:// or https:// URL");
-    expect(userErrorFrom(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain("ROOTLESS_K8S_MIRROR must be");
+    expect(userErrorFrom(() => mirrorFrom(undefined, { ROOTLESS_K8S_MIRROR: "https://u:p@m" })).message).toContain(
+      "ROOTLESS_K8S_MIRROR must be",
+    );
   });
 });
 
 describe("hostile manifests (issue 16, defect 8)", () => {
-  const k8s = (m: ReturnType<typeof clone>) => m.artifacts[0] as { binaries: { name: string; path: string }[]; checksums: Record<string, Record<string, string>>; notes?: string; url: string };
+  const k8s = (m: ReturnType<typeof clone>) =>
+    m.artifacts[0] as {
+      binaries: { name: string; path: string }[];
+      checksums: Record<string, Record<string, string>>;
+      notes?: string;
+      url: string;
+    };
 
   it("refuses two binaries on one archive member, also when spelled differently", () => {
     const m = clone();
@@ -167,7 +200,9 @@ describe("hostile manifests (issue 16, defect 8)", () => {
       const m = clone();
       k8s(m).binaries[0]!.path = path;
       const e = userErrorFrom(() => parseManifest(m, "x.json"));
-      expect(e.message).toBe('manifest x.json: artifact "kubernetes-server" binaries[0] path is empty; name the file inside the archive, e.g. bin/etcd');
+      expect(e.message).toBe(
+        'manifest x.json: artifact "kubernetes-server" binaries[0] path is empty; name the file inside the archive, e.g. bin/etcd',
+      );
     }
   });
 
@@ -180,9 +215,13 @@ describe("hostile manifests (issue 16, defect 8)", () => {
     expect(parsed.artifacts[0]?.checksums.amd64?.source).toBe("src\\r\\x1b[1Afake");
     const u = clone();
     k8s(u).url = "https://dl.k8s.io/\u001b[2J/x";
-    expect(userErrorFrom(() => parseManifest(u, "x.json")).message).toBe('manifest x.json: artifact "kubernetes-server" url holds a control character');
+    expect(userErrorFrom(() => parseManifest(u, "x.json")).message).toBe(
+      'manifest x.json: artifact "kubernetes-server" url holds a control character',
+    );
     const p = clone();
     k8s(p).binaries[0]!.path = "kubernetes/server/bin/kubelet\n";
-    expect(userErrorFrom(() => parseManifest(p, "x.json")).message).toBe('manifest x.json: artifact "kubernetes-server" binaries[0] path holds a control character');
+    expect(userErrorFrom(() => parseManifest(p, "x.json")).message).toBe(
+      'manifest x.json: artifact "kubernetes-server" binaries[0] path holds a control character',
+    );
   });
 });

@@ -5,13 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { distroFromOsRelease } from "../../../cli/host/parse/os-release";
-import {
-  dockerRootless,
-  dockerVersion,
-  parseDockerDashVersion,
-  parseDockerInfo,
-  parseDockerVersion,
-} from "../../../cli/host/parse/docker";
+import { dockerRootless, dockerVersion, parseDockerDashVersion, parseDockerInfo, parseDockerVersion } from "../../../cli/host/parse/docker";
 import * as v from "../../../cli/host/parse/versions";
 import { kernelVersion, wslVersion } from "../../../cli/host/parse/kernel";
 import { capabilityGranted, parseControllers, parseGetcap } from "../../../cli/host/parse/procfs";
@@ -39,7 +33,14 @@ describe("os-release corpus (every case)", () => {
   const all = cases("os-release/cases.json");
   it("has the whole corpus", () => expect(all.length).toBeGreaterThanOrEqual(120));
   it.each(all.map((c) => [c.case, c] as const))("%s", (_name, c) => {
-    const e = c.expected as { id: string; version_id?: string | null; id_like?: string | null; pretty_name?: string | null; family: string; version_codename?: string | null };
+    const e = c.expected as {
+      id: string;
+      version_id?: string | null;
+      id_like?: string | null;
+      pretty_name?: string | null;
+      family: string;
+      version_codename?: string | null;
+    };
     const d = distroFromOsRelease(c.raw, "/etc/os-release");
     expect(d.id).toBe(e.id);
     expect(d.versionId).toBe(e.version_id ?? null);
@@ -99,7 +100,11 @@ describe("tool versions: upstream version without v or distro suffix", () => {
 });
 
 describe("iptables: version, backend, and the broken nf_tables 1.8.0-1.8.3", () => {
-  it.each(cases("gathered/cases.json").filter((c) => c.tool === "iptables").map((c) => [c.case, c] as const))("%s", (_n, c) => {
+  it.each(
+    cases("gathered/cases.json")
+      .filter((c) => c.tool === "iptables")
+      .map((c) => [c.case, c] as const),
+  )("%s", (_n, c) => {
     const p = v.parseIptablesVersion(c.raw);
     expect(p.version).toBe(c.expected.version);
     expect(p.backend).toBe(c.expected.backend);
@@ -108,13 +113,21 @@ describe("iptables: version, backend, and the broken nf_tables 1.8.0-1.8.3", () 
 });
 
 describe("systemctl --version", () => {
-  it.each(cases("gathered/cases.json").filter((c) => c.tool === "systemd").map((c) => [c.case, c] as const))("%s", (_n, c) => {
+  it.each(
+    cases("gathered/cases.json")
+      .filter((c) => c.tool === "systemd")
+      .map((c) => [c.case, c] as const),
+  )("%s", (_n, c) => {
     expect(v.parseSystemdVersion(c.raw)).toBe(c.expected.systemd_version);
   });
 });
 
 describe("/proc/version: WSL 1, WSL 2 or neither", () => {
-  it.each(cases("gathered/cases.json").filter((c) => c.tool === "proc-version").map((c) => [c.case, c] as const))("%s", (_n, c) => {
+  it.each(
+    cases("gathered/cases.json")
+      .filter((c) => c.tool === "proc-version")
+      .map((c) => [c.case, c] as const),
+  )("%s", (_n, c) => {
     const release = / version (\S+)/.exec(c.raw)![1]!;
     expect(release).toBe(c.expected.release);
     expect(wslVersion(c.raw, release)).toBe(c.expected.wsl);
@@ -123,7 +136,11 @@ describe("/proc/version: WSL 1, WSL 2 or neither", () => {
 });
 
 describe("/proc/self/cgroup: v1, hybrid or v2 by shape", () => {
-  it.each(cases("gathered/cases.json").filter((c) => c.tool === "proc-self-cgroup").map((c) => [c.case, c] as const))("%s", (_n, c) => {
+  it.each(
+    cases("gathered/cases.json")
+      .filter((c) => c.tool === "proc-self-cgroup")
+      .map((c) => [c.case, c] as const),
+  )("%s", (_n, c) => {
     expect(cgroupMode(c.raw, false, false)).toBe(c.expected.mode);
     expect(parseProcSelfCgroup(c.raw).unifiedPath).toBe(c.expected.unified_path);
   });
@@ -147,7 +164,11 @@ describe("subordinate id lines", () => {
 });
 
 describe("getcap output", () => {
-  it.each(cases("gathered/cases.json").filter((c) => c.tool === "getcap").map((c) => [c.case, c] as const))("%s", (_n, c) => {
+  it.each(
+    cases("gathered/cases.json")
+      .filter((c) => c.tool === "getcap")
+      .map((c) => [c.case, c] as const),
+  )("%s", (_n, c) => {
     const caps = parseGetcap(c.raw);
     expect(Object.fromEntries(caps)).toEqual(c.expected.caps);
     const first = [...caps.values()][0] ?? null;

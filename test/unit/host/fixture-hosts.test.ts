@@ -40,19 +40,31 @@ describe("what gatherFacts reads on real systems", () => {
   it("Debian 12: every container tool's version from the Debian packages' own output", async () => {
     const f = await gatherFacts(fixtureHost("debian-12"));
     const r = f.runtimes;
-    expect(f.distro).toMatchObject({ id: "debian", versionId: "12", family: "debian", versionCodename: "bookworm", source: "/etc/os-release" });
-    expect([r.containerd?.version, r.runc?.version, r.crun?.version, r.rootlesskit?.version, r.slirp4netns?.version, r.fuseOverlayfs?.version]).toEqual([
-      "1.6.20",
-      "1.1.5",
-      "1.8.1",
-      "1.1.0",
-      "1.2.0",
-      "1.10",
-    ]);
+    expect(f.distro).toMatchObject({
+      id: "debian",
+      versionId: "12",
+      family: "debian",
+      versionCodename: "bookworm",
+      source: "/etc/os-release",
+    });
+    expect([
+      r.containerd?.version,
+      r.runc?.version,
+      r.crun?.version,
+      r.rootlesskit?.version,
+      r.slirp4netns?.version,
+      r.fuseOverlayfs?.version,
+    ]).toEqual(["1.6.20", "1.1.5", "1.8.1", "1.1.0", "1.2.0", "1.10"]);
     expect(r.containerd?.raw).toBe("containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3");
     expect(r.pasta).toMatchObject({ path: "/usr/bin/pasta", version: null });
     expect(r.iptables).toMatchObject({ version: "1.8.9", backend: "nf_tables", path: "/usr/sbin/iptables" });
-    expect(r.docker).toMatchObject({ version: "20.10.24", clientVersion: "20.10.24", serverVersion: null, serverReachable: false, rootless: null });
+    expect(r.docker).toMatchObject({
+      version: "20.10.24",
+      clientVersion: "20.10.24",
+      serverVersion: null,
+      serverReachable: false,
+      rootless: null,
+    });
     expect(r.crio).toBeNull();
     expect(f.systemd).toMatchObject({ version: 252, pid1: true, userManager: true, dbusUserSession: true, linger: true });
     expect(f.cgroup).toMatchObject({ mode: "v2", userControllers: ["cpu", "memory", "pids"], delegated: true, v2Mount: "/sys/fs/cgroup" });
@@ -62,8 +74,22 @@ describe("what gatherFacts reads on real systems", () => {
   it("Ubuntu 20.04: hybrid cgroups, a rootful Docker 20.10 with cgroupfs, systemd from systemctl --version", async () => {
     const h = fixtureHost("ubuntu-20.04");
     const f = await gatherFacts(h);
-    expect(f.cgroup).toMatchObject({ mode: "hybrid", v2Mount: "/sys/fs/cgroup/unified", userControllers: null, delegated: false, selfCgroup: "/user.slice/user-1000.slice/session-1.scope" });
-    expect(f.runtimes.docker).toMatchObject({ version: "20.10.12", serverVersion: "20.10.12", clientVersion: null, rootless: false, cgroupDriver: "cgroupfs", cgroupVersion: "1", serverReachable: true });
+    expect(f.cgroup).toMatchObject({
+      mode: "hybrid",
+      v2Mount: "/sys/fs/cgroup/unified",
+      userControllers: null,
+      delegated: false,
+      selfCgroup: "/user.slice/user-1000.slice/session-1.scope",
+    });
+    expect(f.runtimes.docker).toMatchObject({
+      version: "20.10.12",
+      serverVersion: "20.10.12",
+      clientVersion: null,
+      rootless: false,
+      cgroupDriver: "cgroupfs",
+      cgroupVersion: "1",
+      serverReachable: true,
+    });
     expect(f.runtimes.containerd?.version).toBe("1.4.12");
     expect(f.systemd.version).toBe(245);
     expect(h.calls).toContain("systemctl --version");
@@ -73,7 +99,12 @@ describe("what gatherFacts reads on real systems", () => {
 
   it("Ubuntu 22.04: rootless Docker (context and security option), cgroup v2 delegating only memory and pids", async () => {
     const f = await gatherFacts(fixtureHost("ubuntu-22.04"));
-    expect(f.runtimes.docker).toMatchObject({ rootless: true, clientVersion: "28.3.3", serverVersion: null, socket: "unix:///run/user/1001/docker.sock" });
+    expect(f.runtimes.docker).toMatchObject({
+      rootless: true,
+      clientVersion: "28.3.3",
+      serverVersion: null,
+      socket: "unix:///run/user/1001/docker.sock",
+    });
     expect(f.cgroup).toMatchObject({ mode: "v2", userControllers: ["memory", "pids"], delegated: false });
     expect(f.systemd.version).toBe(249);
   });
@@ -128,7 +159,11 @@ describe("what gatherFacts reads on real systems", () => {
   });
 
   it("systemd's version from libsystemd-shared where RHEL 9, openSUSE and Fedora install it (/usr/lib64/systemd), without running systemctl", async () => {
-    for (const [name, version] of [["rocky-9", 252], ["opensuse-leap-15.6", 254], ["fedora-40", 255]] as const) {
+    for (const [name, version] of [
+      ["rocky-9", 252],
+      ["opensuse-leap-15.6", 254],
+      ["fedora-40", 255],
+    ] as const) {
       const h = fixtureHost(name);
       expect((await gatherFacts(h)).systemd.version, name).toBe(version);
       expect(h.calls, name).not.toContain("systemctl --version");
@@ -139,7 +174,10 @@ describe("what gatherFacts reads on real systems", () => {
     const debian = await gatherFacts(fixtureHost("debian-12"));
     expect(debian.userns).toMatchObject({ unprivilegedUsernsClone: 1, maxUserNamespaces: 3663 });
     expect(debian.features).toMatchObject({ inotifyMaxUserInstances: 128, inotifyMaxUserWatches: 8192, ipUnprivilegedPortStart: 1024 });
-    expect((await gatherFacts(fixtureHost("arch"))).features).toMatchObject({ inotifyMaxUserInstances: 1024, inotifyMaxUserWatches: 524288 });
+    expect((await gatherFacts(fixtureHost("arch"))).features).toMatchObject({
+      inotifyMaxUserInstances: 1024,
+      inotifyMaxUserWatches: 524288,
+    });
     expect((await gatherFacts(fixtureHost("centos-7"))).features.ipUnprivilegedPortStart).toBeNull();
   });
 

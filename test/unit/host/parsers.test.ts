@@ -57,7 +57,8 @@ describe("AppArmor attachments", () => {
   });
 
   it("takes only profiles that grant userns, and never rule lines as headers", () => {
-    const withUserns = "abi <abi/4.0>,\ninclude <tunables/global>\nprofile rk /opt/rk/rootlesskit flags=(unconfined) {\n  userns,\n  @{exec_path} mr,\n}\n";
+    const withUserns =
+      "abi <abi/4.0>,\ninclude <tunables/global>\nprofile rk /opt/rk/rootlesskit flags=(unconfined) {\n  userns,\n  @{exec_path} mr,\n}\n";
     expect(usernsProfilesIn(withUserns, "f")).toEqual([{ attach: "/opt/rk/rootlesskit", file: "f" }]);
     expect(usernsProfilesIn("/usr/sbin/cupsd flags=(attach_disconnected) {\n  network,\n}\n", "g")).toEqual([]);
   });
@@ -84,14 +85,20 @@ describe("subordinate ids", () => {
 
 describe("small /proc formats", () => {
   it("routes, listening ports, modules.builtin", () => {
-    const route = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\neth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+    const route =
+      "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\neth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\neth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
     expect(parseRoutes(route)).toEqual([
       { cidr: "0.0.0.0/0", iface: "eth0" },
       { cidr: "192.0.2.0/24", iface: "eth0" },
     ]);
-    const tcp = "  sl  local_address rem_address   st\n   0: 00000000:192B 00000000:0000 0A 00000000:00000000\n   1: 0100007F:937E 0100007F:9ECB 06 00000000:00000000\n";
+    const tcp =
+      "  sl  local_address rem_address   st\n   0: 00000000:192B 00000000:0000 0A 00000000:00000000\n   1: 0100007F:937E 0100007F:9ECB 06 00000000:00000000\n";
     expect(parseListeningPorts(tcp)).toEqual([6443]);
-    expect([...parseModulesBuiltin("kernel/net/ipv4/netfilter/ip_tables.ko\nkernel/drivers/net/tun.ko.zst\nkernel/net/x-y.ko\n")]).toEqual(["ip_tables", "tun", "x_y"]);
+    expect([...parseModulesBuiltin("kernel/net/ipv4/netfilter/ip_tables.ko\nkernel/drivers/net/tun.ko.zst\nkernel/net/x-y.ko\n")]).toEqual([
+      "ip_tables",
+      "tun",
+      "x_y",
+    ]);
   });
   it("families of distributions by ID and ID_LIKE", () => {
     expect(familyOf("openEuler", [])).toBe("other");

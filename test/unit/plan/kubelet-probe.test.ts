@@ -68,7 +68,10 @@ describe("probeKubelet runs the binary through the Host", () => {
       cgroupDriverNone: true,
       supportNoneCgroupDriverGate: true,
     });
-    expect(await probeKubelet(host, fakeKubelet("stock", STOCK, "Kubernetes v1.36.0"))).toMatchObject({ version: "1.36.0", cgroupDriverNone: false });
+    expect(await probeKubelet(host, fakeKubelet("stock", STOCK, "Kubernetes v1.36.0"))).toMatchObject({
+      version: "1.36.0",
+      cgroupDriverNone: false,
+    });
   });
 
   it("says null (not assumed) when the kubelet is not installed or is not a kubelet", async () => {

@@ -39,7 +39,9 @@ describe("mode", () => {
     });
     const plan = buildPlan(f, {}, versions);
     expect(plan.mode.name).toBe("none");
-    expect(plan.mode.reasons[0]).toBe("cgroup v2, but user@1000.service has cpu pids: memory not delegated (cpu, memory and pids must all be)");
+    expect(plan.mode.reasons[0]).toBe(
+      "cgroup v2, but user@1000.service has cpu pids: memory not delegated (cpu, memory and pids must all be)",
+    );
     expect(plan.kubelet.failCgroupV1).toBeNull();
   });
 
@@ -83,7 +85,12 @@ describe("mode", () => {
 describe("runtime", () => {
   it("defaults to the bundled containerd 2.x with config version 3", () => {
     const plan = buildPlan(baseFacts(), {}, versions);
-    expect(plan.runtime).toMatchObject({ name: "containerd", source: "bundled", version: versions.components.containerd, containerdConfigVersion: 3 });
+    expect(plan.runtime).toMatchObject({
+      name: "containerd",
+      source: "bundled",
+      version: versions.components.containerd,
+      containerdConfigVersion: 3,
+    });
     expect(plan.runtime.binary).toBe(`/home/alice/.local/share/rootless-k8s/versions/current/bin/containerd`);
     expect(plan.runtime.criSocket).toBe("/run/user/1000/rootless-k8s/containerd/containerd.sock");
   });
@@ -94,12 +101,19 @@ describe("runtime", () => {
   });
 
   it("refuses --runtime-bin whose version is unknown, and with another runtime", () => {
-    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtimeBin: "/opt/x/containerd" }, versions)).message).toMatch(/could not read the version/);
-    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtime: "crio", runtimeBin: "/x" }, versions)).message).toMatch(/--runtime containerd only/);
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtimeBin: "/opt/x/containerd" }, versions)).message).toMatch(
+      /could not read the version/,
+    );
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { runtime: "crio", runtimeBin: "/x" }, versions)).message).toMatch(
+      /--runtime containerd only/,
+    );
   });
 
   it("takes the version of --runtime-bin from the facts when it is the detected containerd", () => {
-    const f = withFacts(baseFacts(), (x) => (x.runtimes.containerd = { version: "1.7.24", raw: "containerd 1.7.24", path: "/usr/bin/containerd" }));
+    const f = withFacts(
+      baseFacts(),
+      (x) => (x.runtimes.containerd = { version: "1.7.24", raw: "containerd 1.7.24", path: "/usr/bin/containerd" }),
+    );
     expect(buildPlan(f, { runtimeBin: "/usr/bin/containerd" }, versions).runtime.version).toBe("1.7.24");
   });
 
@@ -121,12 +135,24 @@ describe("runtime", () => {
     expect(userErrorFrom(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
     const rootless = withFacts(baseFacts(), (x) => {
       x.cgroup.mode = "v2";
-      x.runtimes.docker = { ...docker, rootless: true, cgroupDriver: "systemd", cgroupVersion: "2", socket: "unix:///run/user/1000/docker.sock" };
+      x.runtimes.docker = {
+        ...docker,
+        rootless: true,
+        cgroupDriver: "systemd",
+        cgroupVersion: "2",
+        socket: "unix:///run/user/1000/docker.sock",
+      };
     });
     const plan = buildPlan(rootless, { runtime: "docker" }, versions);
-    expect(plan.runtime.docker).toEqual({ socket: "/run/user/1000/docker.sock", pidFile: "/run/user/1000/docker.pid", unit: "docker.service" });
+    expect(plan.runtime.docker).toEqual({
+      socket: "/run/user/1000/docker.sock",
+      pidFile: "/run/user/1000/docker.pid",
+      unit: "docker.service",
+    });
     expect(plan.network).toMatchObject({ driver: "docker", namespaceIP: "10.0.2.100" });
-    expect(userErrorFrom(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(/does not apply to --runtime docker/);
+    expect(userErrorFrom(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(
+      /does not apply to --runtime docker/,
+    );
     expect(plan.units.owner).toBe("docker.service");
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
   });
@@ -163,7 +189,10 @@ describe("runtime", () => {
       x.features.overlayRootless = { ok: false, basis: "kernel-version" };
       x.runtimes.fuseOverlayfs = { version: "1.10", raw: "", path: "/usr/bin/fuse-overlayfs" };
     });
-    expect(buildPlan(noOverlay, { runtime: "crio" }, versions).runtime.snapshotter).toMatchObject({ name: "fuse-overlayfs", fuseOverlayfs: "/usr/bin/fuse-overlayfs" });
+    expect(buildPlan(noOverlay, { runtime: "crio" }, versions).runtime.snapshotter).toMatchObject({
+      name: "fuse-overlayfs",
+      fuseOverlayfs: "/usr/bin/fuse-overlayfs",
+    });
     expect(buildPlan(noOverlay, {}, versions).runtime.snapshotter?.name).toBe("native");
     const noFuse = withFacts(noOverlay, (x) => (x.features.devFuse = false));
     expect(buildPlan(noFuse, { runtime: "crio" }, versions).runtime.snapshotter?.reasons.join(" ")).toMatch(/\/dev\/fuse is missing/);
@@ -172,7 +201,12 @@ describe("runtime", () => {
 
 describe("network", () => {
   it("prefers the host's slirp4netns, then pasta, then RootlessKit 3's built-in driver", () => {
-    expect(buildPlan(baseFacts(), {}, versions).network).toMatchObject({ driver: "slirp4netns", binary: "/usr/bin/slirp4netns", portDriver: "builtin", mtu: 65520 });
+    expect(buildPlan(baseFacts(), {}, versions).network).toMatchObject({
+      driver: "slirp4netns",
+      binary: "/usr/bin/slirp4netns",
+      portDriver: "builtin",
+      mtu: 65520,
+    });
     const pasta = withFacts(baseFacts(), (x) => {
       x.runtimes.slirp4netns = null;
       x.runtimes.pasta = { version: "2024", raw: "", path: "/usr/bin/pasta" };
@@ -184,9 +218,13 @@ describe("network", () => {
 
   it("uses the bundled slirp4netns on request, and refuses drivers the RootlessKit lacks", () => {
     const noSlirp = withFacts(baseFacts(), (x) => (x.runtimes.slirp4netns = null));
-    expect(buildPlan(noSlirp, { network: "slirp4netns" }, versions).network.binary).toBe("/home/alice/.local/share/rootless-k8s/versions/current/bin/slirp4netns");
+    expect(buildPlan(noSlirp, { network: "slirp4netns" }, versions).network.binary).toBe(
+      "/home/alice/.local/share/rootless-k8s/versions/current/bin/slirp4netns",
+    );
     const rk11 = { ...versions, components: { ...versions.components, rootlesskit: "1.1.0" } };
-    expect(userErrorFrom(() => buildPlan(baseFacts(), { network: "builtin" }, rk11)).message).toMatch(/RootlessKit 1\.1\.0 has no builtin driver/);
+    expect(userErrorFrom(() => buildPlan(baseFacts(), { network: "builtin" }, rk11)).message).toMatch(
+      /RootlessKit 1\.1\.0 has no builtin driver/,
+    );
     expect(userErrorFrom(() => buildPlan(noSlirp, { network: "pasta" }, versions)).message).toMatch(/pasta \(passt\) is not installed/);
   });
 
@@ -198,7 +236,11 @@ describe("network", () => {
 
   it("chooses pod, service and namespace networks that avoid every host route", () => {
     const crowded = withFacts(baseFacts(), (x) => {
-      x.network.routes.push({ cidr: "10.0.0.0/16", iface: "tun0" }, { cidr: "10.244.5.0/24", iface: "br0" }, { cidr: "10.96.0.0/12", iface: "vpn0" });
+      x.network.routes.push(
+        { cidr: "10.0.0.0/16", iface: "tun0" },
+        { cidr: "10.244.5.0/24", iface: "br0" },
+        { cidr: "10.96.0.0/12", iface: "vpn0" },
+      );
     });
     const plan = buildPlan(crowded, {}, versions);
     expect(plan.network.namespaceCidr).toBe("10.203.0.0/24");
@@ -217,7 +259,13 @@ describe("paths", () => {
     expect(p.versionBinDir).toBe(`/home/alice/.local/share/rootless-k8s/versions/${versions.id}/bin`);
     expect(p.unitDir).toBe("/home/alice/.config/systemd/user");
     const q = buildPlan(baseFacts(), { prefix: "/srv/k8s" }, versions).paths;
-    expect(q).toMatchObject({ shareDir: "/srv/k8s", configDir: "/srv/k8s/config", dataDir: "/srv/k8s/data", pkiDir: "/srv/k8s/config/pki", binDir: "/srv/k8s/versions/current/bin" });
+    expect(q).toMatchObject({
+      shareDir: "/srv/k8s",
+      configDir: "/srv/k8s/config",
+      dataDir: "/srv/k8s/data",
+      pkiDir: "/srv/k8s/config/pki",
+      binDir: "/srv/k8s/versions/current/bin",
+    });
     expect(q.unitDir).toBe("/home/alice/.config/systemd/user");
     expect(q.runtimeDir).toBe("/run/user/1000/rootless-k8s");
   });
@@ -271,7 +319,18 @@ describe("validatePlan refuses bad plans before anything is written", () => {
   it("rootless Docker below 19.03 (none) or 20.10 (delegated)", () => {
     const docker = (v: string, f = baseFacts()) =>
       withFacts(f, (x) => {
-        x.runtimes.docker = { version: v, raw: "", path: "/usr/bin/docker", clientVersion: v, serverVersion: v, serverReachable: true, rootless: true, cgroupDriver: "cgroupfs", cgroupVersion: "2", socket: null };
+        x.runtimes.docker = {
+          version: v,
+          raw: "",
+          path: "/usr/bin/docker",
+          clientVersion: v,
+          serverVersion: v,
+          serverReachable: true,
+          rootless: true,
+          cgroupDriver: "cgroupfs",
+          cgroupVersion: "2",
+          socket: null,
+        };
       });
     const f1 = docker("19.03.15", delegatedFacts());
     expect(planProblems(buildPlan(f1, { runtime: "docker" }, versions), f1)[0]?.message).toMatch(/docker 19\.03\.15 is below 20\.10,/);
@@ -295,7 +354,11 @@ describe("validatePlan refuses bad plans before anything is written", () => {
 
   it("containerd 1.x for Kubernetes 1.36 and later (1.35 was the last release to support it)", () => {
     expect(versions.components.kubernetes).toMatch(/^1\.3[6-9]\./);
-    const e = expectRefusal({ runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.7.24" }, () => {}, /containerd 1\.7\.24 cannot run Kubernetes 1\.3\d\.\d+: Kubernetes 1\.35 was the last/);
+    const e = expectRefusal(
+      { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.7.24" },
+      () => {},
+      /containerd 1\.7\.24 cannot run Kubernetes 1\.3\d\.\d+: Kubernetes 1\.35 was the last/,
+    );
     expect(e.fix).toMatch(/drop --runtime-bin to use the bundled containerd 2\./);
     const old = { ...versions, components: { ...versions.components, kubernetes: "1.35.2" } };
     const f = baseFacts();
@@ -322,7 +385,9 @@ describe("validatePlan refuses bad plans before anything is written", () => {
     });
     const plan = buildPlan(ok, {}, versions);
     expect(plan.proxy.mode).toBe("nftables");
-    expect(plan.proxy.reasons[0]).toMatch(/kube-proxy uses nftables \(nft 1\.0\.6, kernel 6\.1\.0-18-amd64; it needs kernel 5\.13\+ and nft 1\.0\.1\+\)/);
+    expect(plan.proxy.reasons[0]).toMatch(
+      /kube-proxy uses nftables \(nft 1\.0\.6, kernel 6\.1\.0-18-amd64; it needs kernel 5\.13\+ and nft 1\.0\.1\+\)/,
+    );
     expect(planProblems(plan, ok)).toEqual([]);
     expect(buildPlan(baseFacts(), {}, versions).proxy.mode).toBe("iptables");
   });

@@ -40,7 +40,9 @@ export function tomlKeys(doc: Record<string, unknown>, at: string[] = []): strin
   return out;
 }
 
-const catalog = JSON.parse(readFileSync(join(import.meta.dirname, "containerd-config-keys.json"), "utf8")) as Record<string, string[]> & { common: string[] };
+const catalog = JSON.parse(readFileSync(join(import.meta.dirname, "containerd-config-keys.json"), "utf8")) as Record<string, string[]> & {
+  common: string[];
+};
 
 const plans: { name: string; plan: Plan }[] = [];
 beforeAll(async () => {
@@ -69,16 +71,16 @@ describe("Kubernetes 1.36 config fields", () => {
       const doc = YAML.parse(YAML.stringify(kubeProxyConfiguration(plan))) as Record<string, unknown>;
       expect(doc.apiVersion).toBe("kubeproxy.config.k8s.io/v1alpha1");
       expect(unknownFields(doc, "KubeProxyConfiguration"), name).toEqual([]);
-      const modes = (db.KubeProxyConfigurationEnums as { ProxyMode: { values_from_doc_comment: string[] } }).ProxyMode.values_from_doc_comment;
+      const modes = (db.KubeProxyConfigurationEnums as { ProxyMode: { values_from_doc_comment: string[] } }).ProxyMode
+        .values_from_doc_comment;
       expect(modes).toContain(doc.mode);
     }
   });
 
   it("the checker catches a key that is not a field, at any depth", () => {
-    expect(unknownFields({ apiVersion: "x", cgroupDriverr: "none", authentication: { anonymous: { enable: false } } }, "KubeletConfiguration")).toEqual([
-      "cgroupDriverr",
-      "authentication.anonymous.enable",
-    ]);
+    expect(
+      unknownFields({ apiVersion: "x", cgroupDriverr: "none", authentication: { anonymous: { enable: false } } }, "KubeletConfiguration"),
+    ).toEqual(["cgroupDriverr", "authentication.anonymous.enable"]);
     expect(unknownFields({ conntrack: { maxPerCPU: 0 } }, "KubeProxyConfiguration")).toEqual(["conntrack.maxPerCPU"]);
     expect(db.featureGates).not.toContain("SupportNoneCgroupDriver");
   });
@@ -135,7 +137,7 @@ describe.skipIf(!hasContainerd16)("the real containerd 1.6 of Debian loads the v
 
   it("and rejects a config it cannot read (the check can fail)", () => {
     const file = join(dir, "bad.toml");
-    writeFileSync(file, "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\ndisable_cgroup = \"yes\"\n");
+    writeFileSync(file, 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\ndisable_cgroup = "yes"\n');
     const r = spawnSync("containerd", ["--config", file, "config", "dump"], { encoding: "utf8" });
     expect(r.status).not.toBe(0);
   });

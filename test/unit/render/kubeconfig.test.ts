@@ -28,11 +28,14 @@ describe.skipIf(!kubectl)("the admin kubeconfig completes a mutual-TLS handshake
   beforeAll(async () => {
     plan = buildPlan(baseFacts(), { apiPort: await freePort() }, upstreamVersions());
     pki = await generatePki(plan);
-    const https = createServer({ key: pki.apiServer.key, cert: pki.apiServer.cert, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-      const peer = (req.socket as TLSSocket).getPeerCertificate();
-      seen.push(`${peer.subject.O}/${peer.subject.CN} ${req.url?.split("?")[0]}`);
-      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
-    });
+    const https = createServer(
+      { key: pki.apiServer.key, cert: pki.apiServer.cert, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: true },
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        seen.push(`${peer.subject.O}/${peer.subject.CN} ${req.url?.split("?")[0]}`);
+        res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      },
+    );
     server = await listen(https, { port: plan.ports.apiServer });
   }, 60_000);
   afterAll(() => server.close());

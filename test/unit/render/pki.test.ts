@@ -69,7 +69,8 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
     it("gives the API server the SANs clients use", () => {
       const t = text(pki.apiServer.cert);
       for (const dns of ["localhost", "kubernetes", "kubernetes.default.svc.cluster.local", "devbox"]) expect(t).toContain(`DNS:${dns}`);
-      for (const ip of ["127.0.0.1", plan.cidrs.firstServiceIP, plan.network.namespaceIP, "192.168.1.20"]) expect(t).toContain(`IP Address:${ip}`);
+      for (const ip of ["127.0.0.1", plan.cidrs.firstServiceIP, plan.network.namespaceIP, "192.168.1.20"])
+        expect(t).toContain(`IP Address:${ip}`);
       expect(t).toMatch(/Subject: CN ?= ?kube-apiserver/);
     });
 

@@ -5,7 +5,17 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateKeyPairSync, sign } from "node:crypto";
-import { binaryName, checksumFor, downloadFile, fetchText, hostArch, normalizeVersion, releaseUrl, resolveBaseUrl, verifySums } from "../../../cli/self/releases";
+import {
+  binaryName,
+  checksumFor,
+  downloadFile,
+  fetchText,
+  hostArch,
+  normalizeVersion,
+  releaseUrl,
+  resolveBaseUrl,
+  verifySums,
+} from "../../../cli/self/releases";
 import { ExitCode } from "../../../cli/errors";
 import { DEFAULT_DOWNLOAD_URL } from "../../../cli/version";
 import { REPO } from "../../helpers/cli";
@@ -137,7 +147,12 @@ describe("releases through cli/fetch's HTTP client, against 127.0.0.1", () => {
     const got = await downloadFile(`${url}/1.2.4/cut`, join(dir, "cut"), FAST);
     expect(got.sha256).toBe(sha256(big));
     expect(readFileSync(join(dir, "cut")).equals(big)).toBe(true);
-    expect(server.requests.slice(from).map((r) => `${r.path} ${r.status}`)).toEqual(["/flaky.txt 503", "/flaky.txt 200", "/1.2.4/cut 200", "/1.2.4/cut 200"]);
+    expect(server.requests.slice(from).map((r) => `${r.path} ${r.status}`)).toEqual([
+      "/flaky.txt 503",
+      "/flaky.txt 200",
+      "/1.2.4/cut 200",
+      "/1.2.4/cut 200",
+    ]);
   });
 
   it("gives up on a persistent 503 after the retries, saying to try later (exit 5)", async () => {
@@ -183,8 +198,9 @@ describe("releases through cli/fetch's HTTP client, against 127.0.0.1", () => {
       expect(await fetchText("http://releases.invalid/latest.txt")).toBe("1.2.3\n");
       expect(proxy.log).toEqual(["GET http://releases.invalid/latest.txt"]);
     } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
   });
 });
@@ -211,7 +227,9 @@ describe("releases over https with a private CA", () => {
     expect(await fetchText(`${secure.url}/latest.txt`, { caFile: tls.caFile })).toBe("2.0.0\n");
     const e = await userErrorOf(fetchText(`${secure.url}/latest.txt`, { env: {} }));
     expect(e.exitCode).toBe(ExitCode.Network);
-    expect(e.message).toMatch(/^could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/);
+    expect(e.message).toMatch(
+      /^could not download https:\/\/127\.0\.0\.1:\d+\/latest\.txt: the TLS certificate of 127\.0\.0\.1:\d+ is not trusted/,
+    );
     expect(e.fix).toContain("--ca-file FILE");
   });
 

@@ -5,7 +5,14 @@ import { execFile } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decide, readState, stateFile, UPDATE_CHECK_INTERVAL_MS, updateCheckEnabled, type UpdateState } from "../../../cli/self/update-check";
+import {
+  decide,
+  readState,
+  stateFile,
+  UPDATE_CHECK_INTERVAL_MS,
+  updateCheckEnabled,
+  type UpdateState,
+} from "../../../cli/self/update-check";
 import { CLI_BUNDLE, REPO, runCli } from "../../helpers/cli";
 import { serveDir, type StaticServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
@@ -30,7 +37,9 @@ describe("decide (pure)", () => {
 
   it("tells about a newer release at most once a day, and only for the same base", () => {
     const found = { checkedAt: now - 60_000, baseUrl: BASE, latest: "1.2.0" };
-    expect(at(found).notice).toBe("A new release of rootless-k8s is available: 1.0.0 → 1.2.0. Run `rootless-k8s self-upgrade` to install it.");
+    expect(at(found).notice).toBe(
+      "A new release of rootless-k8s is available: 1.0.0 → 1.2.0. Run `rootless-k8s self-upgrade` to install it.",
+    );
     expect(at({ ...found, notifiedAt: now - 60_000 }).notice).toBeUndefined();
     expect(at({ ...found, notifiedAt: now - DAY }).notice).toBeDefined();
     expect(at({ ...found, baseUrl: "https://other.example" }).notice).toBeUndefined();
@@ -71,7 +80,14 @@ describe("the update check of the bundled CLI on a terminal", () => {
   /** Runs a command that finishes at once (a usage error) on a pseudo-terminal; returns what the terminal showed. */
   const onTerminal = (cache: string, extra: Record<string, string> = {}) =>
     new Promise<string>((resolve, reject) => {
-      const env: Record<string, string> = { PATH: "/usr/bin:/bin", HOME: cache, XDG_CACHE_HOME: cache, ROOTLESS_K8S_DOWNLOAD_URL: server.url, NO_COLOR: "1", ...extra };
+      const env: Record<string, string> = {
+        PATH: "/usr/bin:/bin",
+        HOME: cache,
+        XDG_CACHE_HOME: cache,
+        ROOTLESS_K8S_DOWNLOAD_URL: server.url,
+        NO_COLOR: "1",
+        ...extra,
+      };
       execFile("script", ["-qec", `${process.execPath} ${CLI_BUNDLE} doctor --no-such-flag`, "/dev/null"], { env }, (err, stdout) =>
         err && err.code !== 2 ? reject(err) : resolve(stdout.replace(/\r/g, "")),
       );
@@ -97,7 +113,9 @@ describe("the update check of the bundled CLI on a terminal", () => {
     expect(latestRequests()).toBe(before + 1);
 
     const second = await onTerminal(cache);
-    expect(second.trimEnd().split("\n").at(-1)).toBe(`A new release of rootless-k8s is available: ${VERSION} → 99.0.0. Run \`rootless-k8s self-upgrade\` to install it.`);
+    expect(second.trimEnd().split("\n").at(-1)).toBe(
+      `A new release of rootless-k8s is available: ${VERSION} → 99.0.0. Run \`rootless-k8s self-upgrade\` to install it.`,
+    );
     const third = await onTerminal(cache);
     expect(third).not.toContain("new release");
     await new Promise((r) => setTimeout(r, 300));
@@ -121,7 +139,13 @@ describe("the update check of the bundled CLI on a terminal", () => {
     const cache = newCache();
     const piped = await runCli(["doctor", "--no-such-flag"], {
       cleanEnv: true,
-      env: { PATH: "/usr/bin:/bin", HOME: cache, XDG_CACHE_HOME: cache, ROOTLESS_K8S_DOWNLOAD_URL: server.url, ROOTLESS_K8S_NO_UPDATE_CHECK: undefined },
+      env: {
+        PATH: "/usr/bin:/bin",
+        HOME: cache,
+        XDG_CACHE_HOME: cache,
+        ROOTLESS_K8S_DOWNLOAD_URL: server.url,
+        ROOTLESS_K8S_NO_UPDATE_CHECK: undefined,
+      },
     });
     expect(piped.code).toBe(2);
     expect(existsSync(join(cache, "rootless-k8s"))).toBe(false);
