@@ -13,7 +13,8 @@ TEST_PKGS=(shellcheck curl wget tmux openssl
   systemd containerd rootlesskit slirp4netns
   dbus dbus-user-session iptables libslirp0 python3 iproute2 procps util-linux)
 # make e2e (the qemu VM and its image) and make bench.
-E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine)
+# libyajl2: Debian's crun, which the e2e serves for mode none, is linked against it.
+E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine libyajl2)
 
 pkgs=("${TEST_PKGS[@]}")
 case "${1:-}" in

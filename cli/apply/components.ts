@@ -48,7 +48,7 @@ export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: 
   // pasta, RootlessKit's built-in driver and dockerd's own network need no artifact ("builtin").
   const bundled = plan.network.driver === "slirp4netns" && plan.network.binary === path.join(plan.paths.binDir, "slirp4netns");
   const network = bundled ? "slirp4netns" : "builtin";
-  const artifacts = fetch.selectArtifacts(c.manifest, { arch, runtime: plan.runtime.name, network });
+  const artifacts = fetch.selectArtifacts(c.manifest, { arch, runtime: plan.runtime.name, network, mode: plan.mode.name });
   const fetched = await fetch.fetchArtifacts(artifacts, {
     cacheDir: plan.paths.cacheDir,
     mirror: fetch.mirrorFrom(source.mirror, ctx.env),

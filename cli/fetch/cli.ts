@@ -6,7 +6,18 @@ import { defaultCacheDir } from "./cache";
 import { DEFAULT_CONCURRENCY, type FetchOptions } from "./fetch";
 import { loadManifest } from "./manifest";
 import { MIRROR_ENV, mirrorFrom } from "./mirror";
-import { ARCHES, NETWORKS, RUNTIMES, type Arch, type Manifest, type Network, type Runtime, type Selection } from "./types";
+import {
+  ARCHES,
+  NETWORKS,
+  NODE_MODES,
+  RUNTIMES,
+  type Arch,
+  type Manifest,
+  type Network,
+  type NodeMode,
+  type Runtime,
+  type Selection,
+} from "./types";
 
 export const manifestOption: Record<string, OptionSpec> = {
   manifest: {
@@ -42,6 +53,12 @@ export const selectionOptions: Record<string, OptionSpec> = {
     description: "Network driver whose binary is downloaded (default builtin: RootlessKit's own)",
     choices: NETWORKS,
   },
+  mode: {
+    type: "string",
+    valueName: "MODE",
+    description: "The node's cgroup mode, for artifacts of one mode (default: both)",
+    choices: NODE_MODES,
+  },
 };
 
 /** What every HTTP request of the tool honours (cli/fetch/http.ts). */
@@ -67,6 +84,7 @@ export function selectionFrom(args: Parsed, hostArch: () => Arch): Selection {
     arch: (opt.str(args, "arch") as Arch | undefined) ?? hostArch(),
     runtime: (opt.str(args, "runtime") as Runtime | undefined) ?? "containerd",
     network: (opt.str(args, "network") as Network | undefined) ?? "builtin",
+    ...(opt.str(args, "mode") ? { mode: opt.str(args, "mode") as NodeMode } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import {
   ARCHES,
   HASH_ALGORITHMS,
   NETWORKS,
+  NODE_MODES,
   RUNTIMES,
   type Arch,
   type ArtifactFormat,
@@ -175,9 +176,11 @@ function parseSideFile(v: Validator, data: unknown, at: string): SideFile {
 function parseWhen(v: Validator, data: unknown, at: string): When {
   const o = v.object(data, at);
   const w: When = {};
-  for (const k of Object.keys(o)) if (k !== "runtime" && k !== "network") v.fail(at, `has unknown key "${k}" (use runtime or network)`);
+  for (const k of Object.keys(o))
+    if (k !== "runtime" && k !== "network" && k !== "mode") v.fail(at, `has unknown key "${k}" (use runtime, network or mode)`);
   if (o.runtime !== undefined) w.runtime = v.array(o.runtime, `${at} runtime`).map((r, i) => v.oneOf(r, `${at} runtime[${i}]`, RUNTIMES));
   if (o.network !== undefined) w.network = v.array(o.network, `${at} network`).map((r, i) => v.oneOf(r, `${at} network[${i}]`, NETWORKS));
+  if (o.mode !== undefined) w.mode = v.array(o.mode, `${at} mode`).map((r, i) => v.oneOf(r, `${at} mode[${i}]`, NODE_MODES));
   return w;
 }
 
@@ -235,19 +238,21 @@ function checkUnique(v: Validator, artifacts: ManifestArtifact[]): void {
   for (const arch of ARCHES) {
     for (const runtime of RUNTIMES) {
       for (const network of NETWORKS) {
-        const owner = new Map<string, string>();
-        for (const a of artifacts) {
-          if (a.arch[arch] === undefined || !matchesWhen(a.when, runtime, network)) continue;
-          for (const b of a.binaries) {
-            const key = b.dir ? `${b.dir}/${b.name}` : b.name;
-            const other = owner.get(key);
-            if (other !== undefined) {
-              v.fail(
-                "artifacts",
-                `installs "${key}" twice (from "${other}" and "${a.id}") for ${arch}, runtime ${runtime}, network ${network}`,
-              );
+        for (const mode of NODE_MODES) {
+          const owner = new Map<string, string>();
+          for (const a of artifacts) {
+            if (a.arch[arch] === undefined || !matchesWhen(a.when, runtime, network, mode)) continue;
+            for (const b of a.binaries) {
+              const key = b.dir ? `${b.dir}/${b.name}` : b.name;
+              const other = owner.get(key);
+              if (other !== undefined) {
+                v.fail(
+                  "artifacts",
+                  `installs "${key}" twice (from "${other}" and "${a.id}") for ${arch}, runtime ${runtime}, network ${network}, mode ${mode}`,
+                );
+              }
+              owner.set(key, a.id);
             }
-            owner.set(key, a.id);
           }
         }
       }
@@ -255,10 +260,12 @@ function checkUnique(v: Validator, artifacts: ManifestArtifact[]): void {
   }
 }
 
-export function matchesWhen(when: When | undefined, runtime: string, network: string): boolean {
+/** Whether a selection needs an artifact; an absent `mode` matches an artifact of either mode. */
+export function matchesWhen(when: When | undefined, runtime: string, network: string, mode?: string): boolean {
   if (!when) return true;
   if (when.runtime && !when.runtime.includes(runtime as never)) return false;
   if (when.network && !when.network.includes(network as never)) return false;
+  if (mode !== undefined && when.mode && !when.mode.includes(mode as never)) return false;
   return true;
 }
 

@@ -33,7 +33,9 @@ export function versionSetId(m: Manifest, arch?: Arch): string {
 
 /** The artifacts a node with this selection needs, resolved for its arch. */
 export function selectArtifacts(m: Manifest, sel: Selection): ResolvedArtifact[] {
-  return m.artifacts.filter((a) => matchesWhen(a.when, sel.runtime, sel.network)).map((a) => resolveArtifact(a, sel.arch, m.origin));
+  return m.artifacts
+    .filter((a) => matchesWhen(a.when, sel.runtime, sel.network, sel.mode))
+    .map((a) => resolveArtifact(a, sel.arch, m.origin));
 }
 
 /** Every artifact the manifest has for one arch (all runtimes and networks): what a bundle carries. */

@@ -11,17 +11,23 @@ export const RUNTIMES: readonly Runtime[] = ["containerd", "crio", "docker"];
 export type Network = "slirp4netns" | "pasta" | "builtin";
 export const NETWORKS: readonly Network[] = ["slirp4netns", "pasta", "builtin"];
 
+/** The cgroup mode of the node (cli/plan): some artifacts serve one mode only. */
+export type NodeMode = "delegated" | "none";
+export const NODE_MODES: readonly NodeMode[] = ["delegated", "none"];
+
 export type HashAlgorithm = "sha256" | "sha512";
 export const HASH_ALGORITHMS: readonly HashAlgorithm[] = ["sha256", "sha512"];
 
 /** How an artifact is packed: a bare executable, or a tar archive (gzip-compressed or not). */
 export type ArtifactFormat = "binary" | "tar.gz" | "tar";
 
-/** What the node needs: the components that are downloaded depend on these three choices. */
+/** What the node needs: the components that are downloaded depend on these choices. */
 export interface Selection {
   arch: Arch;
   runtime: Runtime;
   network: Network;
+  /** The node's cgroup mode; absent = either (what `components` and `cache fetch` list by default). */
+  mode?: NodeMode;
 }
 
 /** A pinned checksum: the normal, strongest way an artifact is verified. */
@@ -56,6 +62,7 @@ export interface BinarySpec {
 export interface When {
   runtime?: Runtime[];
   network?: Network[];
+  mode?: NodeMode[];
 }
 
 /** One downloadable file, as written in the manifest. */

@@ -53,9 +53,13 @@ export interface RuntimePlan extends Reasoned {
   criSocket: string;
   /** containerd only: config format version (3 for containerd 2.x, 2 for 1.x). */
   containerdConfigVersion: 2 | 3 | null;
-  /** OCI runtime binary (runc from the version set; crun for CRI-O's bundle). */
-  ociRuntime: { name: "runc" | "crun"; path: string } | null;
-  /** Whether the runtime must not touch cgroups (containerd `disable_cgroup`, crio has none). */
+  /**
+   * OCI runtime binary (runc from the version set; crun for CRI-O's bundle, and for containerd 2.x
+   * in mode none with `cgroupManager: "disabled"`: crun's own switch that makes it ignore every
+   * cgroup path and limit, which containerd 2.0 no longer offers (it removed `disable_cgroup`).
+   */
+  ociRuntime: { name: "runc" | "crun"; path: string; cgroupManager?: "disabled" } | null;
+  /** Whether the runtime must not touch cgroups (containerd 1.x `disable_cgroup`, crun's disabled manager). */
   disableCgroup: boolean;
   /**
    * docker only: the user's rootless dockerd: its socket, its pid file (dockerd runs inside its

@@ -50,6 +50,18 @@ function containerd(facts: Facts, options: PlanOptions, versions: VersionSet, mo
   }
   const configVersion = majorOf(version) >= 2 ? 3 : 2;
   reasons.push(`config version ${configVersion} (containerd ${configVersion === 3 ? "2.x" : "1.x"})`);
+  // containerd 2.0 removed the CRI option disable_cgroup (containerd/containerd#10594): every
+  // container gets a cgroup path, and rootless runc fails on a path it may not create. crun's
+  // --cgroup-manager=disabled ignores cgroup paths and limits, as Podman's --cgroups=disabled does.
+  const crunNoCgroups = mode === "none" && configVersion === 3;
+  if (crunNoCgroups) {
+    const crun = requireVersion(versions, "crun");
+    reasons.push(
+      `OCI runtime crun ${crun} with --cgroup-manager=disabled: containerd 2 has no disable_cgroup (removed in 2.0), and runc cannot run a container whose cgroup it may not create`,
+    );
+  } else if (mode === "none") {
+    reasons.push("disable_cgroup: containerd 1.x creates no cgroups");
+  }
   return {
     name: "containerd",
     version,
@@ -57,7 +69,9 @@ function containerd(facts: Facts, options: PlanOptions, versions: VersionSet, mo
     binary,
     criSocket: path.join(paths.runtimeDir, "containerd", "containerd.sock"),
     containerdConfigVersion: configVersion,
-    ociRuntime: { name: "runc", path: path.join(paths.binDir, "runc") },
+    ociRuntime: crunNoCgroups
+      ? { name: "crun", path: path.join(paths.binDir, "crun"), cgroupManager: "disabled" }
+      : { name: "runc", path: path.join(paths.binDir, "runc") },
     disableCgroup: mode === "none",
     docker: null,
     snapshotter: chooseSnapshotter(facts, "containerd"),

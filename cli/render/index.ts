@@ -9,7 +9,7 @@ import { adminKubeconfig, componentKubeconfig, renderKubeconfig } from "./kubeco
 import { layout } from "./layout";
 import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
-import { renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
+import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
 import { renderUnits } from "./units";
 
 export { folders, layout } from "./layout";
@@ -68,6 +68,9 @@ function renderScripts(plan: Plan): RenderedFile[] {
       unit: plan.units.apiServer,
     });
   else files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
+  // Run anew by the shim for each container: a change needs no restart.
+  const wrapper = ociRuntimeWrapper(plan);
+  if (wrapper) files.push({ path: l.scripts.ociRuntime, content: wrapper, mode: EXECUTABLE, kind: "script" });
   return files;
 }
 

@@ -11,8 +11,6 @@ const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every
 /** Settings of the CRI plugin that are the same in both config versions. */
 function rootlessCri(plan: Plan) {
   return {
-    // No cgroup writes in mode none; cgroups of the delegated subtree otherwise.
-    disable_cgroup: plan.runtime.disableCgroup,
     // The user namespace may not load AppArmor profiles or lower OOM scores.
     disable_apparmor: true,
     restrict_oom_score_adj: true,
@@ -21,10 +19,12 @@ function rootlessCri(plan: Plan) {
 }
 
 function runcRuntime(plan: Plan) {
+  const oci = plan.runtime.ociRuntime;
   return {
     runtime_type: "io.containerd.runc.v2",
-    // The cgroupfs driver, as the kubelet uses (KEP-4033: both must agree).
-    options: { BinaryName: plan.runtime.ociRuntime?.path ?? "runc", SystemdCgroup: false },
+    // The cgroupfs driver, as the kubelet uses (KEP-4033: both must agree). A runtime that needs a
+    // global flag (crun --cgroup-manager=disabled) is run through its rendered wrapper.
+    options: { BinaryName: oci?.cgroupManager ? layout(plan).scripts.ociRuntime : (oci?.path ?? "runc"), SystemdCgroup: false },
   };
 }
 
@@ -44,6 +44,8 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
       ...base,
       plugins: {
         "io.containerd.grpc.v1.cri": {
+          // containerd 1.x: no cgroup writes in mode none; cgroups of the delegated subtree otherwise.
+          disable_cgroup: plan.runtime.disableCgroup,
           ...rootlessCri(plan),
           containerd: { snapshotter, default_runtime_name: "runc", runtimes: { runc: runcRuntime(plan) } },
           cni,

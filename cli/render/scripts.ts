@@ -161,3 +161,20 @@ export function renderPublishScript(plan: Plan): string {
     "",
   ].join("\n");
 }
+
+/**
+ * The OCI runtime as containerd's shim runs it, with crun's global --cgroup-manager=disabled in
+ * front of the shim's arguments (the shim has no option for extra runtime flags). Null when the
+ * plan's runtime needs no flag.
+ */
+export function ociRuntimeWrapper(plan: Plan): string | null {
+  const oci = plan.runtime.ociRuntime;
+  if (!oci?.cgroupManager) return null;
+  return [
+    "#!/bin/sh",
+    "# Written by rootless-k8s from the node plan; rewritten on every install.",
+    "# Mode none with containerd 2: crun ignores every cgroup path and limit (containerd 2.0 removed disable_cgroup).",
+    `exec ${shQuote(oci.path)} --cgroup-manager=${oci.cgroupManager} "$@"`,
+    "",
+  ].join("\n");
+}

@@ -24,7 +24,7 @@ import { parseArgs } from "node:util";
 import { tarGz } from "../../helpers/tar.mjs";
 import { buildAll } from "../build/build-components.mjs";
 
-const DEBS = ["slirp4netns", "busybox-static"];
+const DEBS = ["slirp4netns", "busybox-static", "crun"];
 const CNI = ["bandwidth", "bridge", "firewall", "host-local", "loopback", "portmap", "ptp", "tuning"];
 const K8S = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"];
 const ARCH = "amd64";
@@ -225,6 +225,29 @@ export async function buildMirror({
         url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.{arch}",
         binaries: [{ name: "runc" }],
         sideFiles: [{ url: "https://github.com/opencontainers/runc/releases/download/v{version}/runc.sha256sum", algorithm: "sha256" }],
+      }),
+    );
+  }
+  // crun (mode none with containerd 2: crun --cgroup-manager=disabled): C, no Go module, so Debian
+  // 12's, served at crun's own release path (a bare binary crun-{version}-linux-{arch}). Debian's is
+  // linked against libyajl2 (scripts/test-deps.sh --e2e installs it); the product's built-in
+  // manifest takes the static crun of the CRI-O bundle instead.
+  {
+    const data = file(join(debs.crun.root, "usr/bin/crun"));
+    const v = debs.crun.upstream;
+    m.put(`https://github.com/containers/crun/releases/download/${v}/crun-${v}-linux-${ARCH}`, data);
+    sources.crun = { source: `Debian 12 crun ${debs.crun.version} (${debs.crun.deb})`, sha256: hex("sha256", data) };
+    common.push(
+      artifact({
+        id: "crun",
+        component: "crun",
+        version: v,
+        format: "binary",
+        data,
+        source: `e2e mirror: sha256 of the served file, Debian 12 crun ${debs.crun.version} (${debs.crun.deb}; no Go module serves it)`,
+        when: { runtime: ["containerd"], mode: ["none"] },
+        url: "https://github.com/containers/crun/releases/download/{version}/crun-{version}-linux-{arch}",
+        binaries: [{ name: "crun" }],
       }),
     );
   }

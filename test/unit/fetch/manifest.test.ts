@@ -38,6 +38,7 @@ describe("the built-in manifest", () => {
       rootlesskit: "3.0.2",
       slirp4netns: "1.3.3",
       "cri-o": "1.36.3",
+      crun: "1.26",
       "cri-dockerd": "0.3.26",
     });
     expect(versionSetId(m)).toMatch(/^1\.36\.0-[0-9a-f]{10}$/);
@@ -72,11 +73,21 @@ describe("the built-in manifest", () => {
     expect(byId["cni-plugins"]?.binaries.every((b) => b.dir === "cni")).toBe(true);
   });
 
-  it("selects artifacts by runtime and network", () => {
-    const ids = (runtime: (typeof RUNTIMES)[number], network: (typeof NETWORKS)[number]) =>
-      selectArtifacts(m, { arch: "amd64", runtime, network }).map((a) => a.id);
+  it("selects artifacts by runtime, network and mode", () => {
+    const ids = (runtime: (typeof RUNTIMES)[number], network: (typeof NETWORKS)[number], mode?: "none" | "delegated") =>
+      selectArtifacts(m, { arch: "amd64", runtime, network, ...(mode ? { mode } : {}) }).map((a) => a.id);
     const common = ["kubernetes-server", "etcd", "cni-plugins", "crictl", "rootlesskit"];
-    expect(ids("containerd", "slirp4netns").sort()).toEqual([...common, "containerd", "runc", "slirp4netns"].sort());
+    expect(ids("containerd", "slirp4netns", "delegated").sort()).toEqual([...common, "containerd", "runc", "slirp4netns"].sort());
+    // mode none with containerd 2: crun (--cgroup-manager=disabled), from the CRI-O bundle's verified file
+    expect(ids("containerd", "slirp4netns", "none").sort()).toEqual([...common, "containerd", "runc", "crun", "slirp4netns"].sort());
+    // no mode (components, cache fetch): what either mode may need
+    expect(ids("containerd", "builtin").sort()).toEqual([...common, "containerd", "runc", "crun"].sort());
+    const crun = selectArtifacts(m, { arch: "amd64", runtime: "containerd", network: "builtin", mode: "none" }).find(
+      (a) => a.id === "crun",
+    )!;
+    const crio = selectArtifacts(m, { arch: "amd64", runtime: "crio", network: "builtin" }).find((a) => a.id === "cri-o")!;
+    expect(crun.checksum).toEqual(crio.checksum);
+    expect(crun.url).toBe(crio.url);
     expect(ids("crio", "pasta").sort()).toEqual([...common, "cri-o"].sort());
     expect(ids("docker", "builtin").sort()).toEqual([...common, "cri-dockerd"].sort());
   });

@@ -16,6 +16,7 @@ import type { Plan } from "../../../cli/plan/plan";
 import { layout } from "../../../cli/render/layout";
 import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/render/kube-configs";
 import { containerdConfig, renderToml } from "../../../cli/render/runtime-configs";
+import { ociRuntimeWrapper } from "../../../cli/render/scripts";
 import { unknownFields } from "../../doubles/lib/config-fields.mjs";
 import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
 import { tempDir } from "../../helpers/temp";
@@ -105,6 +106,43 @@ describe("containerd config keys, per config version, as containerd's docs list 
     expect(tomlKeys({ plugins: { "io.containerd.cri.v1.runtime": { disable_cgroup: true } } }).filter((k) => !allowed.has(k))).toEqual([
       "plugins.io.containerd.cri.v1.runtime.disable_cgroup",
     ]);
+  });
+});
+
+describe("mode none with containerd 2: crun with its cgroup manager disabled", () => {
+  it("the runc shim runs crun --cgroup-manager=disabled through the rendered wrapper; no dead disable_cgroup key", () => {
+    const none = plans.filter(
+      (p) => p.plan.runtime.name === "containerd" && p.plan.runtime.containerdConfigVersion === 3 && p.plan.mode.name === "none",
+    );
+    const delegated = plans.filter((p) => p.plan.runtime.name === "containerd" && p.plan.mode.name === "delegated");
+    expect(none.length).toBeGreaterThan(0);
+    expect(delegated.length).toBeGreaterThan(0);
+    for (const { name, plan } of none) {
+      const cri = (containerdConfig(plan) as any).plugins["io.containerd.cri.v1.runtime"];
+      expect(cri.disable_cgroup, name).toBeUndefined(); // removed in containerd 2.0: it would be ignored
+      expect(cri.containerd.runtimes.runc.options.BinaryName, name).toBe(layout(plan).scripts.ociRuntime);
+      expect(plan.runtime.ociRuntime).toEqual({ name: "crun", path: join(plan.paths.binDir, "crun"), cgroupManager: "disabled" });
+      const wrapper = ociRuntimeWrapper(plan)!;
+      expect(wrapper.split("\n").at(-2)).toBe(`exec ${join(plan.paths.binDir, "crun")} --cgroup-manager=disabled "$@"`);
+      expect(plan.runtime.reasons.join(" ")).toMatch(/crun 1\.26 with --cgroup-manager=disabled/);
+    }
+    for (const { name, plan } of delegated) {
+      const options = (containerdConfig(plan) as any).plugins[
+        plan.runtime.containerdConfigVersion === 3 ? "io.containerd.cri.v1.runtime" : "io.containerd.grpc.v1.cri"
+      ].containerd.runtimes.runc.options;
+      expect(options.BinaryName, name).toBe(join(plan.paths.binDir, "runc"));
+      expect(ociRuntimeWrapper(plan), name).toBeNull();
+    }
+  });
+
+  it("the wrapper passes every argument through unchanged, after the flag", () => {
+    const { plan } = plans.find((p) => p.plan.runtime.ociRuntime?.cgroupManager)!;
+    const dir = tempDir("rk8s-wrapper-");
+    const fake = { ...plan, runtime: { ...plan.runtime, ociRuntime: { ...plan.runtime.ociRuntime!, path: join(dir, "it's crun") } } };
+    writeFileSync(join(dir, "it's crun"), '#!/bin/sh\nfor a in "$@"; do printf "[%s]" "$a"; done\n', { mode: 0o755 });
+    writeFileSync(join(dir, "wrapper"), ociRuntimeWrapper(fake)!, { mode: 0o755 });
+    const r = spawnSync(join(dir, "wrapper"), ["--root", "/run/x y", "create", "--bundle", "b", "id"], { encoding: "utf8" });
+    expect(r.stdout).toBe("[--cgroup-manager=disabled][--root][/run/x y][create][--bundle][b][id]");
   });
 });
 
