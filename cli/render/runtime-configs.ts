@@ -9,7 +9,7 @@ import { layout } from "./layout";
 const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every install.\n";
 
 /** Settings of the CRI plugin that are the same in both config versions. */
-function rootlessCri(plan: Plan) {
+function rootlessCri() {
   return {
     // The user namespace may not load AppArmor profiles or lower OOM scores.
     disable_apparmor: true,
@@ -46,7 +46,7 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
         "io.containerd.grpc.v1.cri": {
           // containerd 1.x: no cgroup writes in mode none; cgroups of the delegated subtree otherwise.
           disable_cgroup: plan.runtime.disableCgroup,
-          ...rootlessCri(plan),
+          ...rootlessCri(),
           containerd: { snapshotter, default_runtime_name: "runc", runtimes: { runc: runcRuntime(plan) } },
           cni,
         },
@@ -63,7 +63,7 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
     plugins: {
       "io.containerd.cri.v1.images": { snapshotter },
       "io.containerd.cri.v1.runtime": {
-        ...rootlessCri(plan),
+        ...rootlessCri(),
         containerd: { default_runtime_name: "runc", runtimes: { runc: runcRuntime(plan) } },
         cni: cni3,
       },

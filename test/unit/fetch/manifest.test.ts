@@ -145,6 +145,7 @@ describe("a --manifest file", () => {
       'artifacts installs "runc" twice (from "runc" and "crictl")',
     ],
     ["an unknown runtime", (d) => ((d.artifacts[2] as any).when = { runtime: ["podman"] }), "must be one of containerd, crio, docker"],
+    ["an unknown mode", (d) => ((d.artifacts[2] as any).when = { mode: ["partial"] }), "must be one of delegated, none"],
     ["a non-http URL", (d) => ((d.artifacts[3] as any).url = "ftp://x/runc"), "must be an https:// or http:// URL"],
     ["another schema", (d) => ((d as any).schema = 2), "schema must be 1 (got 2)"],
   ];
