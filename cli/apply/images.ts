@@ -14,7 +14,8 @@ import { spawn } from "node:child_process";
 import { constants, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, UserError, messageOf } from "../errors";
-import type { ArchiveImage, ImageArchive } from "../fetch/image-archive";
+import { extractBundleImages, readBundleIndex } from "../fetch/bundle";
+import { readImageArchive, type ArchiveImage, type ImageArchive } from "../fetch/image-archive";
 import { normalizeImageRef } from "../fetch/image-ref";
 import type { Plan } from "../plan/plan";
 import { criClient } from "./cri";
@@ -191,6 +192,26 @@ export async function loadImages(plan: Plan, archives: readonly ImageArchive[], 
     opts.onLoaded?.(done);
   }
   return loaded;
+}
+
+/**
+ * `install --bundle`: the image archives the bundle carries (bundle --image), extracted verified
+ * into a private folder of the cache, validated for the node's arch, loaded like `image load`, then
+ * removed. None for a bundle without images.
+ */
+export async function loadBundleImages(plan: Plan, bundle: string, opts: LoadOptions): Promise<LoadedImage[]> {
+  const index = await readBundleIndex(bundle, opts.signal);
+  if (!index.images?.length) return [];
+  await fsp.mkdir(plan.paths.cacheDir, { recursive: true, mode: 0o700 });
+  const dir = await fsp.mkdtemp(path.join(plan.paths.cacheDir, "bundle-images-"));
+  try {
+    const files = await extractBundleImages(bundle, dir, opts.signal);
+    const archives: ImageArchive[] = [];
+    for (const f of files) archives.push(await readImageArchive(f, { arch: plan.arch, ...(opts.signal ? { signal: opts.signal } : {}) }));
+    return await loadImages(plan, archives, opts);
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** name → image ID as the runtime's CRI lists them, waiting for the names; null when CRI does not answer. */

@@ -6,9 +6,10 @@ import { ExitCode, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { describePlan } from "../plan/describe";
-import { acquireInstallLock } from "../fetch/index";
+import { acquireInstallLock, readBundleIndex } from "../fetch/index";
 import type { Context } from "../context";
-import { createProgress } from "../ui/progress";
+import { createProgress, type Progress } from "../ui/progress";
+import { loadBundleImages } from "./images";
 import { createPrompter, type Prompter } from "../ui/prompt";
 import type { Receipt } from "./receipt";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
@@ -56,11 +57,23 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
       timeoutMs: o.timeoutSeconds * 1000,
       source: o.source,
     });
+    if (o.source.bundle) await loadFromBundle(ctx, plan, o.source.bundle, progress);
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {
     await lock.release();
   }
+}
+
+/** The image archives an offline bundle carries (bundle --image), loaded once the node is Ready. */
+async function loadFromBundle(ctx: Context, plan: Plan, bundle: string, progress: Progress): Promise<void> {
+  const index = await readBundleIndex(bundle, ctx.signal);
+  const n = index.images?.length ?? 0;
+  if (n === 0) return;
+  await progress.step("images", `Loading ${n} image archive${n > 1 ? "s" : ""} from the bundle`, async (h) => {
+    const loaded = await loadBundleImages(plan, bundle, { env: ctx.env, signal: ctx.signal, onLoaded: (im) => h.update(im.map((i) => i.name).join(", ")) });
+    h.update(`loaded ${loaded.map((i) => i.name).join(", ")}`);
+  });
 }
 
 function reportVerdict(ctx: Context, d: { mode: string; reasons: string[]; givesUp: string[] }): void {

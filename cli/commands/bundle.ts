@@ -10,16 +10,22 @@ import { hostArch } from "../self/releases";
 import * as path from "node:path";
 import * as fs from "node:fs/promises";
 import type { Context } from "../context";
+import { readImageArchive } from "../fetch/image-archive";
 
 export const spec: CommandSpec = {
   name: "bundle",
   summary: "Write an offline bundle of every component for air-gapped installs",
-  usage: "rootless-k8s bundle -o FILE [--arch ARCH] [--manifest FILE] [--mirror URL] [--ca-file FILE]",
+  usage: "rootless-k8s bundle -o FILE [--arch ARCH] [--image FILE]... [--manifest FILE] [--mirror URL] [--ca-file FILE]",
   description: `Downloads (or takes from the cache) every artifact of the version set for one architecture,
 all runtimes and network drivers included, verifies each against its pinned checksum, and writes one
 tar: the files plus a manifest with their checksums and sizes. On the offline machine,
 \`rootless-k8s install --bundle FILE\` verifies every file again and needs no network at all. A bundle
-made from another manifest is refused there unless --trust-bundle is given.`,
+made from another manifest is refused there unless --trust-bundle is given.
+
+--image FILE adds an image archive (\`docker save\` or OCI layout tar, as \`rootless-k8s image load\`
+takes): it is checked before anything is downloaded (named images, one for --arch, every blob),
+carried byte for byte with its sha256, and loaded into the node by \`install --bundle\` once the
+node is Ready.`,
   options: {
     output: { type: "string", short: "o", valueName: "FILE", description: "Write the bundle here (required)" },
     arch: {
@@ -28,12 +34,19 @@ made from another manifest is refused there unless --trust-bundle is given.`,
       description: "Architecture of the offline machine (default: this machine's)",
       choices: ARCHES,
     },
+    image: {
+      type: "string",
+      valueName: "FILE",
+      multiple: true,
+      description: "Carry this image archive (docker save or OCI layout tar); install --bundle loads it",
+    },
     ...manifestOption,
     ...downloadOptions,
   },
   environment: downloadEnvironment,
   examples: [
     "rootless-k8s bundle --arch amd64 -o rootless-k8s-amd64.tar",
+    "rootless-k8s bundle -o node.tar --image busybox.tar --image app.tar",
     "rootless-k8s install --bundle rootless-k8s-amd64.tar   # on the offline machine",
   ],
 };
@@ -48,15 +61,23 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   });
   const manifest = cli.manifestFrom(args);
   const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
+  // Image archives are checked (and hashed) before anything is downloaded.
+  const images: fetch.BundledImageInput[] = [];
+  for (const f of opt.list(args, "image")) {
+    const a = await readImageArchive(path.resolve(ctx.cwd, f), { arch, signal: ctx.signal, hash: true });
+    images.push({ file: a.file, sha256: a.sha256 as string, size: a.size, names: a.images.map((i) => i.name) });
+  }
   const artifacts = fetch.allArtifactsFor(manifest, arch);
   const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
   const fetched = await fetch.fetchArtifacts(artifacts, {
     ...options,
     progress: await fetch.createFetchProgress(ctx.out, artifacts.length),
   });
-  const written = await fetch.writeBundle(fetched, manifest, arch, file, ctx.signal);
+  const written = await fetch.writeBundle(fetched, manifest, arch, file, ctx.signal, images);
+  const names = images.flatMap((i) => i.names);
+  const carried = images.length ? ` and ${images.length} image archive${images.length > 1 ? "s" : ""} (${names.join(", ")})` : "";
   ctx.out.out(
-    `wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}`,
+    `wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}${carried}`,
   );
   ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);
   return ExitCode.Ok;

@@ -1,6 +1,8 @@
 // Offline bundles: one uncompressed tar (its contents are already compressed) holding
 //   rootless-k8s-bundle.json         first entry: the manifest for one arch, with sizes, and the file list
 //   artifacts/<id>/<upstream name>   each artifact, byte for byte as downloaded and verified
+//   images/<n>-<name>                image archives (bundle --image), byte for byte, with their sha256,
+//                                    size and image names in the index; install --bundle loads them
 // Using a bundle needs no network at all. Every artifact is verified again while it is copied
 // into the cache, and the bundle's checksums must equal the pinned ones unless --trust-bundle.
 import { createWriteStream, promises as fsp } from "node:fs";
@@ -38,6 +40,25 @@ export interface BundleIndex {
   /** The manifest of this bundle: only this arch, with sizes (schema: docs/manifest.md). */
   manifest: Omit<Manifest, "origin">;
   files: BundleFile[];
+  /** Image archives the bundle carries (absent in bundles made without --image). */
+  images?: BundleImage[];
+}
+
+export interface BundleImage {
+  /** Path inside the bundle tar: images/<n>-<file name>. */
+  path: string;
+  sha256: string;
+  size: number;
+  /** The full image names the archive holds, as `image load` would report them. */
+  names: string[];
+}
+
+/** An image archive to carry in a bundle: its file, already validated and hashed (cli/fetch/image-archive.ts). */
+export interface BundledImageInput {
+  file: string;
+  sha256: string;
+  size: number;
+  names: string[];
 }
 
 /** Writes the verified `fetched` files and their manifest into `outFile` (atomically: temp + rename). */
@@ -47,8 +68,12 @@ export async function writeBundle(
   arch: Arch,
   outFile: string,
   signal?: AbortSignal,
+  images: readonly BundledImageInput[] = [],
 ): Promise<{ file: string; size: number; index: BundleIndex }> {
   const index = bundleIndex(fetched, manifest, arch);
+  if (images.length) {
+    index.images = images.map((im, i) => ({ path: `images/${i + 1}-${basename(im.file)}`, sha256: im.sha256, size: im.size, names: im.names }));
+  }
   const tmpOut = `${outFile}.tmp-${process.pid}`;
   const stage = await fsp.mkdtemp(join(dirname(outFile), `.${basename(outFile)}.stage-`)).catch((e: NodeJS.ErrnoException) => {
     throw cannotWrite(outFile, e);
@@ -60,8 +85,12 @@ export async function writeBundle(
       await fsp.mkdir(dirname(join(stage, f.path)), { recursive: true });
       await fsp.symlink(src, join(stage, f.path));
     }
+    for (const [i, im] of (index.images ?? []).entries()) {
+      await fsp.mkdir(dirname(join(stage, im.path)), { recursive: true });
+      await fsp.symlink(images[i]!.file, join(stage, im.path));
+    }
     const tar = await import("tar");
-    const pack = tar.c({ cwd: stage, follow: true, portable: true }, [BUNDLE_INDEX, "artifacts"]);
+    const pack = tar.c({ cwd: stage, follow: true, portable: true }, [BUNDLE_INDEX, "artifacts", ...(index.images?.length ? ["images"] : [])]);
     await pipeline(pack, createWriteStream(tmpOut, { mode: 0o644 }), signal ? { signal } : {});
     await fsp.rename(tmpOut, outFile);
     return { file: outFile, size: (await fsp.stat(outFile)).size, index };
@@ -117,6 +146,52 @@ export async function readBundleIndex(file: string, signal?: AbortSignal): Promi
   });
   if (!found.index) throw notABundle(file, "it is empty");
   return found.index;
+}
+
+/**
+ * Writes the image archives the bundle carries into `destDir` (which must exist), verifying each
+ * one's sha256 and size against the index while it streams; returns their paths (none for a bundle
+ * without images). Exit 4 for a damaged or truncated bundle.
+ */
+export async function extractBundleImages(file: string, destDir: string, signal?: AbortSignal): Promise<string[]> {
+  const wanted = new Map<string, BundleImage>();
+  const written: string[] = [];
+  let indexed = false;
+  await walkBundle(file, signal, async (entry, path, walk) => {
+    if (!indexed) {
+      const index = await parseIndexEntry(file, entry, path);
+      indexed = true;
+      for (const im of index.images ?? []) wanted.set(im.path, im);
+      if (wanted.size === 0) throw new StopWalk();
+      return;
+    }
+    const im = wanted.get(path);
+    if (!im) return void entry.resume();
+    if (!isRegularFile(entry)) throw new UnsafeArchiveError(`"${entry.path}" is a ${entry.type}, not a regular file`);
+    wanted.delete(path);
+    const dest = join(destDir, basename(im.path));
+    const hash = createHash("sha256");
+    const sink = new HashingFileSink(dest, { append: false, mode: 0o600, hash });
+    await pipeline(entry as AsyncIterable<Buffer>, sink, { signal: walk });
+    const actual = hash.digest("hex");
+    if (actual !== im.sha256 || sink.bytesWritten !== im.size) {
+      await fsp.rm(dest, { force: true });
+      throw new UserError(`bundle ${file}: the image archive ${im.path} does not match its checksum (expected sha256 ${im.sha256}, got ${actual})`, {
+        exitCode: ExitCode.Verification,
+        fix: "the bundle is damaged or was altered: copy it again or make a new one with `rootless-k8s bundle --image FILE`",
+      });
+    }
+    written.push(dest);
+    if (wanted.size === 0) throw new StopWalk();
+  });
+  if (!indexed) throw notABundle(file, "it is empty");
+  if (wanted.size > 0) {
+    throw new UserError(`bundle ${file} lists the image archive${wanted.size > 1 ? "s" : ""} ${[...wanted.keys()].join(", ")} but does not contain ${wanted.size > 1 ? "them" : "it"}`, {
+      exitCode: ExitCode.Verification,
+      fix: "the bundle is truncated or damaged: copy it again, or make a new one with `rootless-k8s bundle`",
+    });
+  }
+  return written;
 }
 
 /**
@@ -289,7 +364,26 @@ async function parseIndexEntry(file: string, entry: ReadEntry, path: string): Pr
     if (!ok) throw notABundle(file, `its file list has a malformed entry (${JSON.stringify(f).slice(0, 80)})`);
     return f as unknown as BundleFile;
   });
-  return { ...(data as unknown as BundleIndex), manifest, files };
+  let images: BundleImage[] | undefined;
+  if (data.images !== undefined) {
+    if (!Array.isArray(data.images)) throw notABundle(file, "its image list is not a list");
+    images = (data.images as Record<string, unknown>[]).map((im): BundleImage => {
+      const ok =
+        typeof im === "object" &&
+        im !== null &&
+        typeof im.path === "string" &&
+        /^images\/[^/]+$/.test(im.path) &&
+        !im.path.includes("..") &&
+        typeof im.sha256 === "string" &&
+        /^[0-9a-f]{64}$/.test(im.sha256) &&
+        typeof im.size === "number" &&
+        Array.isArray(im.names) &&
+        im.names.every((n) => typeof n === "string");
+      if (!ok) throw notABundle(file, `its image list has a malformed entry (${JSON.stringify(im).slice(0, 80)})`);
+      return im as unknown as BundleImage;
+    });
+  }
+  return { ...(data as unknown as BundleIndex), manifest, files, ...(images ? { images } : {}) };
 }
 
 function cannotWrite(file: string, e: NodeJS.ErrnoException): UserError {

@@ -53,6 +53,15 @@ export { fetchArtifacts, DEFAULT_CONCURRENCY, type FetchOptions } from "./fetch"
 export { HTTP_DEFAULTS, type HttpOptions } from "./http";
 export { installBinaries, type InstalledBinary } from "./extract";
 export { acquireInstallLock, acquireLock, defaultInstallLockDir, LOCK_DEFAULTS, type LockHandle, type LockOwner } from "./lock";
-export { readBundleIndex, readBundleManifest, writeBundle, BUNDLE_INDEX, type BundleIndex } from "./bundle";
+export {
+  extractBundleImages,
+  readBundleIndex,
+  readBundleManifest,
+  writeBundle,
+  BUNDLE_INDEX,
+  type BundleImage,
+  type BundleIndex,
+  type BundledImageInput,
+} from "./bundle";
 export { createFetchProgress, describeFetched, meterProgress, plainProgress, type FetchProgress } from "./progress";
 export { formatBytes } from "./format";

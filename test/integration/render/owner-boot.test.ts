@@ -18,7 +18,7 @@ import { folders, generatePki, layout, renderNode } from "../../../cli/render/in
 import { rootlesskitArgs } from "../../../cli/render/rootlesskit";
 import { pinnedVersions, relocated } from "../../golden/combos";
 import { freePort } from "../../helpers/net";
-import { which as whichOn } from "../../helpers/process";
+import { waitFor, which as whichOn } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 import { testUser, USER_PATH } from "../../helpers/user";
 
@@ -148,11 +148,3 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
     expect(existsSync(join(layout(plan).data.containerd, "io.containerd.metadata.v1.bolt"))).toBe(true);
   });
 });
-
-async function waitFor(cond: () => boolean, ms: number, what: string | (() => string)): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

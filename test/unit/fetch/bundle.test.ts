@@ -1,10 +1,11 @@
 // Offline bundles: written from verified downloads, then used with no server at all; every file
 // is verified again, and a bundle that disagrees with the pins (or was altered) is refused.
 import { execFileSync } from "node:child_process";
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readBundleManifest, writeBundle } from "../../../cli/fetch/bundle";
+import { extractBundleImages, readBundleIndex, readBundleManifest, writeBundle, type BundledImageInput } from "../../../cli/fetch/bundle";
+import { readImageArchive } from "../../../cli/fetch/image-archive";
 import { listCache } from "../../../cli/fetch/cache";
 import { installBinaries } from "../../../cli/fetch/extract";
 import { fetchArtifacts } from "../../../cli/fetch/fetch";
@@ -16,6 +17,7 @@ import { startServer, type TestServer } from "../../helpers/http-server";
 import { tempDir } from "../../helpers/temp";
 import { randomBody, testArtifact } from "./helpers/artifacts";
 import { tarGz } from "../../helpers/tar.mjs";
+import { dockerSaveArchive } from "../../helpers/image-archives";
 
 const FAST = { retries: 0, retryBaseMs: 5 };
 
@@ -155,5 +157,113 @@ describe("offline bundles", () => {
       fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "c"), bundle: join(work, "nope.tar") }),
     );
     expect(missing.exitCode).toBe(2);
+  });
+});
+
+describe("offline bundles that carry image archives (bundle --image)", () => {
+  const etcd = randomBody(20_000, 7);
+  const arts = [testArtifact({ id: "etcd", path: "/etcd/etcd.bin", body: etcd })];
+  const manifest = manifestOf(arts);
+  const busybox = dockerSaveArchive([{ repoTags: ["busybox:1.36.1"], seed: "bb" }]).tar;
+  const app = dockerSaveArchive([{ repoTags: ["example.org/team/app:v2"], seed: "app" }]).tar;
+
+  async function make(work: string): Promise<string> {
+    const server = await startServer();
+    server.serve("/etcd/etcd.bin", etcd);
+    try {
+      const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), {
+        cacheDir: join(work, "cache"),
+        mirror: server.url,
+        http: FAST,
+        env: {},
+      });
+      const images: BundledImageInput[] = [];
+      for (const [name, body] of [
+        ["busybox.tar", busybox],
+        ["app.tar", app],
+      ] as const) {
+        const f = join(work, name);
+        writeFileSync(f, body);
+        const a = await readImageArchive(f, { arch: "amd64", hash: true });
+        images.push({ file: f, sha256: a.sha256!, size: a.size, names: a.images.map((i) => i.name) });
+      }
+      const bundle = join(work, "bundle.tar");
+      await writeBundle(fetched, manifest, "amd64", bundle, undefined, images);
+      return bundle;
+    } finally {
+      await server.close();
+    }
+  }
+
+  it("carries each archive byte for byte, with its sha256 and names in the index, and gives them back verified", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const bundle = await make(work);
+    const names = execFileSync("tar", ["-tf", bundle], { encoding: "utf8" }).trim().split("\n");
+    expect(names).toContain("images/1-busybox.tar");
+    expect(names).toContain("images/2-app.tar");
+    const index = await readBundleIndex(bundle);
+    expect(index.images?.map((i) => [i.path, i.size, i.names])).toEqual([
+      ["images/1-busybox.tar", busybox.length, ["docker.io/library/busybox:1.36.1"]],
+      ["images/2-app.tar", app.length, ["example.org/team/app:v2"]],
+    ]);
+    const out = tempDir("rk8s-bundle-out-");
+    const files = await extractBundleImages(bundle, out);
+    expect(files).toEqual([join(out, "1-busybox.tar"), join(out, "2-app.tar")]);
+    expect(readFileSync(files[0]!).equals(busybox)).toBe(true);
+    expect(readFileSync(files[1]!).equals(app)).toBe(true);
+    expect(statSync(files[0]!).mode & 0o777).toBe(0o600);
+    // the components of the same bundle still install as before
+    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "offline"), bundle });
+    expect(fetched.map((f) => f.source)).toEqual(["bundle"]);
+  });
+
+  it("a bundle without images gives none back", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const server = await startServer();
+    server.serve("/etcd/etcd.bin", etcd);
+    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), {
+      cacheDir: join(work, "cache"),
+      mirror: server.url,
+      http: FAST,
+      env: {},
+    });
+    await server.close();
+    const bundle = join(work, "plain.tar");
+    await writeBundle(fetched, manifest, "amd64", bundle);
+    expect((await readBundleIndex(bundle)).images).toBeUndefined();
+    expect(await extractBundleImages(bundle, tempDir())).toEqual([]);
+  });
+
+  it("refuses an altered image archive (exit 4) and leaves nothing of it behind", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const bundle = await make(work);
+    const data = readFileSync(bundle);
+    const at = data.indexOf(app) + 600; // the archive is stored whole in the bundle's tar
+    expect(at).toBeGreaterThan(600);
+    data[at] = (data[at] ?? 0) ^ 0xff;
+    const altered = join(work, "altered.tar");
+    writeFileSync(altered, data);
+    const out = tempDir("rk8s-bundle-out-");
+    const e = await userErrorOf(extractBundleImages(altered, out));
+    expect(e.exitCode).toBe(4);
+    expect(e.message).toMatch(/the image archive images\/2-app\.tar does not match its checksum/);
+    expect(readdirSync(out)).toEqual(["1-busybox.tar"]);
+  });
+
+  it("refuses an index whose image entry points outside images/ (exit 4)", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const index = { schema: 1, kind: "rootless-k8s-bundle", arch: "amd64", manifest: { schema: 1, name: "x", artifacts: arts }, files: [] };
+    for (const bad of [
+      { path: "../../.bashrc", sha256: "a".repeat(64), size: 1, names: [] },
+      { path: "images/x", sha256: "nope", size: 1, names: [] },
+    ]) {
+      const stage = tempDir();
+      writeFileSync(join(stage, "rootless-k8s-bundle.json"), JSON.stringify({ ...index, images: [bad] }));
+      const f = join(work, "evil.tar");
+      execFileSync("tar", ["-cf", f, "-C", stage, "rootless-k8s-bundle.json"]);
+      const e = await userErrorOf(extractBundleImages(f, tempDir()));
+      expect(e.exitCode).toBe(4);
+      expect(e.message).toContain("its image list has a malformed entry");
+    }
   });
 });

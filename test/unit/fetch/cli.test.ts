@@ -1,7 +1,7 @@
 // The bundled CLI as a child process: `components`, `cache` and `bundle`, downloading from a
 // loopback mirror with a --manifest of served files, Ctrl-C mid-download then a resumed run,
 // the lock between two runs, and one-line errors with documented exit codes.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { tempDir } from "../../helpers/temp";
 import { makeTestCa } from "../../helpers/tls";
 import { randomBody, testArtifact } from "./helpers/artifacts";
 import { tarGz } from "../../helpers/tar.mjs";
+import { dockerSaveArchive } from "../../helpers/image-archives";
 
 const NO_TRACE = /\bat .*\.(js|ts|cjs):\d+/;
 
@@ -181,6 +182,42 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
       `error: -o ${join(home, "missing", "b.tar")}: the folder ${join(home, "missing")} does not exist or is not writable`,
     );
     expect(server.requests).toHaveLength(0);
+  });
+
+  it("bundle --image: carries a good archive, and refuses a bad one before downloading anything (exit 2)", async () => {
+    const good = join(home, "busybox.tar");
+    writeFileSync(good, dockerSaveArchive([{ repoTags: ["busybox:1.36.1"] }]).tar);
+    const unnamed = join(home, "unnamed.tar");
+    writeFileSync(unnamed, dockerSaveArchive([{ repoTags: [] }]).tar);
+    const refused = await runCli(
+      [
+        "bundle",
+        "--arch",
+        "amd64",
+        "-o",
+        join(home, "b.tar"),
+        "--image",
+        good,
+        "--image",
+        unnamed,
+        "--manifest",
+        manifestFile,
+        "--mirror",
+        server.url,
+      ],
+      { env: env() },
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.split("\n")[0]).toMatch(new RegExp(`^error: ${unnamed}: `));
+    expect(server.requests).toHaveLength(0);
+    expect(existsSync(join(home, "b.tar"))).toBe(false);
+    const out = join(home, "with-images.tar");
+    const b = await runCli(["bundle", "--arch", "amd64", "-o", out, "--image", good, "--manifest", manifestFile, "--mirror", server.url], {
+      env: env(),
+    });
+    expect(b.code, b.stderr).toBe(0);
+    expect(b.stdout).toContain("and 1 image archive (docker.io/library/busybox:1.36.1)");
+    expect(execFileSync("tar", ["-tf", out], { encoding: "utf8" })).toContain("images/1-busybox.tar");
   });
 
   it("names the URL and version on a 404 (exit 5), with a fix and no stack trace", async () => {
