@@ -3,7 +3,7 @@
 import * as path from "node:path";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
-import { pkiPaths } from "./pki";
+import { FRONT_PROXY_CLIENT, pkiPaths } from "./pki";
 
 export type Component = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubelet" | "kube-proxy" | "cri-dockerd";
 
@@ -62,6 +62,17 @@ export function apiServerArgs(plan: Plan): string[] {
     `--service-account-key-file=${pki.serviceAccount.publicKey}`,
     `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
     `--service-cluster-ip-range=${plan.cidrs.services}`,
+    // The aggregation layer (metrics-server and other extension API servers), as kubeadm sets it.
+    `--requestheader-client-ca-file=${pki.cas.frontProxyCa.cert}`,
+    `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+    "--requestheader-username-headers=X-Remote-User",
+    "--requestheader-group-headers=X-Remote-Group",
+    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    `--proxy-client-cert-file=${pki.certs.frontProxyClient.cert}`,
+    `--proxy-client-key-file=${pki.certs.frontProxyClient.key}`,
+    // The API server reaches an extension server at its endpoints' IPs, not through the Service's
+    // cluster IP: it does not depend on kube-proxy's rules being in place.
+    "--enable-aggregator-routing=true",
   ];
 }
 

@@ -118,6 +118,7 @@ function pkiReader(plan: Plan, name: CaName | CertName): string {
   const readers: Record<CaName | CertName, string> = {
     ca: u.target,
     etcdCa: u.target,
+    frontProxyCa: u.apiServer,
     apiServer: u.apiServer,
     apiServerKubeletClient: u.apiServer,
     apiServerEtcdClient: u.apiServer,
@@ -128,6 +129,7 @@ function pkiReader(plan: Plan, name: CaName | CertName): string {
     scheduler: u.scheduler,
     kubeProxy: u.kubeProxy,
     admin: u.target,
+    frontProxyClient: u.apiServer,
   };
   return readers[name];
 }
@@ -142,8 +144,7 @@ function renderPki(plan: Plan, pki: Pki): RenderedFile[] {
       { path: p.key, content: pki[name].key, mode: SECRET, kind: "pki", unit },
     );
   };
-  pair("ca", paths.cas.ca);
-  pair("etcdCa", paths.cas.etcdCa);
+  for (const name of Object.keys(paths.cas) as CaName[]) pair(name, paths.cas[name]);
   for (const spec of certSpecs(plan)) pair(spec.name, paths.certs[spec.name]);
   files.push(
     { path: paths.serviceAccount.publicKey, content: pki.serviceAccount.publicKey, mode: PUBLIC, kind: "pki", unit: plan.units.apiServer },

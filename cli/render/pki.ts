@@ -1,5 +1,7 @@
 // The node's PKI, generated in-process with @peculiar/x509 on WebCrypto: a cluster CA, an etcd CA,
-// the serving and client certificates of every component, and the service-account key pair.
+// a front-proxy CA (the aggregation layer: the API server's client certificate towards extension
+// API servers such as metrics-server, which they trust through the requestheader CA), the serving
+// and client certificates of every component, and the service-account key pair.
 // ECDSA P-256 by default, RSA 2048 on request. Generation is separate from rendering so a
 // re-install reuses what is still good (same CA, same algorithm, SANs still covered, not expiring),
 // and rendering the same plan with the same PKI gives byte-identical files.
@@ -21,7 +23,7 @@ export interface KeyPairPem {
   key: string;
 }
 
-export type CaName = "ca" | "etcdCa";
+export type CaName = "ca" | "etcdCa" | "frontProxyCa";
 export type CertName =
   | "apiServer"
   | "apiServerKubeletClient"
@@ -32,7 +34,8 @@ export type CertName =
   | "controllerManager"
   | "scheduler"
   | "kubeProxy"
-  | "admin";
+  | "admin"
+  | "frontProxyClient";
 
 export interface Pki extends Record<CaName | CertName, KeyPairPem> {
   algorithm: PkiAlgorithm;
@@ -51,8 +54,15 @@ export interface CertSpec {
   ips: string[];
 }
 
-export const CA_FILES: Record<CaName, string> = { ca: "ca", etcdCa: "etcd-ca" };
-const CA_SUBJECTS: Record<CaName, string> = { ca: "rootless-k8s-ca", etcdCa: "rootless-k8s-etcd-ca" };
+export const CA_FILES: Record<CaName, string> = { ca: "ca", etcdCa: "etcd-ca", frontProxyCa: "front-proxy-ca" };
+const CA_SUBJECTS: Record<CaName, string> = {
+  ca: "rootless-k8s-ca",
+  etcdCa: "rootless-k8s-etcd-ca",
+  frontProxyCa: "rootless-k8s-front-proxy-ca",
+};
+const CA_NAMES = Object.keys(CA_FILES) as CaName[];
+/** The front-proxy client's name: the API server's --requestheader-allowed-names. */
+export const FRONT_PROXY_CLIENT = "front-proxy-client";
 export const SERVICE_ACCOUNT_FILES = { publicKey: "sa.pub", privateKey: "sa.key" } as const;
 
 const CA_DAYS = 3650;
@@ -151,6 +161,16 @@ export function certSpecs(plan: Plan): CertSpec[] {
       dns: [],
       ips: [],
     },
+    // The API server proxying to an aggregated API: extension servers trust it via the requestheader CA.
+    {
+      name: "frontProxyClient",
+      file: "front-proxy-client",
+      issuer: "frontProxyCa",
+      commonName: FRONT_PROXY_CLIENT,
+      usages: ["client"],
+      dns: [],
+      ips: [],
+    },
   ];
 }
 
@@ -164,7 +184,7 @@ export function pkiPaths(plan: Plan): {
   const pair = (f: string): KeyPairPaths => ({ cert: at(`${f}.crt`), key: at(`${f}.key`) });
   const certs = Object.fromEntries(certSpecs(plan).map((s) => [s.name, pair(s.file)])) as Record<CertName, KeyPairPaths>;
   return {
-    cas: { ca: pair(CA_FILES.ca), etcdCa: pair(CA_FILES.etcdCa) },
+    cas: Object.fromEntries(CA_NAMES.map((n) => [n, pair(CA_FILES[n])])) as Record<CaName, KeyPairPaths>,
     certs,
     serviceAccount: { publicKey: at(SERVICE_ACCOUNT_FILES.publicKey), privateKey: at(SERVICE_ACCOUNT_FILES.privateKey) },
   };
@@ -205,7 +225,7 @@ export async function generatePki(plan: Plan, opts: GenerateOptions = {}): Promi
   const existing = opts.existing ?? {};
   const cas = {} as Record<CaName, Issuer>;
   const renewed = new Set<CaName>();
-  for (const name of ["ca", "etcdCa"] as const) {
+  for (const name of CA_NAMES) {
     const reuse = await reusableCa(existing[name], algorithm, now);
     if (reuse) cas[name] = reuse;
     else {
@@ -214,7 +234,7 @@ export async function generatePki(plan: Plan, opts: GenerateOptions = {}): Promi
     }
   }
   const pki = { algorithm } as Pki;
-  for (const name of ["ca", "etcdCa"] as const) pki[name] = cas[name].pem;
+  for (const name of CA_NAMES) pki[name] = cas[name].pem;
   for (const spec of certSpecs(plan)) {
     const old = existing[spec.name];
     const keep = !renewed.has(spec.issuer) && old && (await leafFits(old, spec, cas[spec.issuer], algorithm, now));

@@ -36,8 +36,8 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
       pki = await generatePki(plan);
     }, 60_000);
 
-    it("has two self-signed CAs that are CAs and sign nothing else", () => {
-      for (const ca of [pki.ca, pki.etcdCa]) {
+    it("has three self-signed CAs (cluster, etcd, front proxy) that are CAs and sign nothing else", () => {
+      for (const ca of [pki.ca, pki.etcdCa, pki.frontProxyCa]) {
         const t = text(ca.cert);
         expect(t).toMatch(/CA:TRUE/);
         expect(t).toMatch(/Certificate Sign, CRL Sign/);
@@ -47,16 +47,20 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
     });
 
     it("every certificate verifies against its CA (openssl verify) with the right purpose", () => {
-      const caFile = { ca: save(`${algorithm}-ca.crt`, pki.ca.cert), etcdCa: save(`${algorithm}-etcd-ca.crt`, pki.etcdCa.cert) };
+      const caFile = {
+        ca: save(`${algorithm}-ca.crt`, pki.ca.cert),
+        etcdCa: save(`${algorithm}-etcd-ca.crt`, pki.etcdCa.cert),
+        frontProxyCa: save(`${algorithm}-front-proxy-ca.crt`, pki.frontProxyCa.cert),
+      };
       for (const spec of certSpecs(plan)) {
         const f = save(`${algorithm}-${spec.file}.crt`, pki[spec.name].cert);
         for (const usage of spec.usages) {
           const purpose = usage === "server" ? "sslserver" : "sslclient";
           expect(openssl(["verify", "-purpose", purpose, "-CAfile", caFile[spec.issuer], f]).trim(), spec.name).toBe(`${f}: OK`);
         }
-        // and not against the other CA
-        const other = spec.issuer === "ca" ? caFile.etcdCa : caFile.ca;
-        expect(() => openssl(["verify", "-CAfile", other, f]), `${spec.name} must not verify against the other CA`).toThrow();
+        // and not against the other CAs
+        for (const [name, other] of Object.entries(caFile).filter(([n]) => n !== spec.issuer))
+          expect(() => openssl(["verify", "-CAfile", other, f]), `${spec.name} must not verify against ${name}`).toThrow();
         const t = text(pki[spec.name].cert);
         expect(t).toMatch(/CA:FALSE/);
         expect(t).toMatch(/Digital Signature/);
@@ -81,6 +85,9 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
       expect(text(pki.scheduler.cert)).toMatch(/CN ?= ?system:kube-scheduler/);
       expect(text(pki.kubeProxy.cert)).toMatch(/CN ?= ?system:kube-proxy/);
       expect(text(pki.etcdServer.cert)).toMatch(/IP Address:127\.0\.0\.1/);
+      // the aggregation layer: the API server's --requestheader-allowed-names is this CN
+      expect(text(pki.frontProxyClient.cert)).toMatch(/Subject: CN ?= ?front-proxy-client/);
+      expect(text(pki.frontProxyClient.cert)).toMatch(/Issuer: CN ?= ?rootless-k8s-front-proxy-ca/);
     });
 
     it("pairs each key with its certificate, and the service-account keys with each other", () => {
@@ -107,6 +114,13 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
       expect(broken.ca.cert).not.toBe(pki.ca.cert);
       expect(broken.admin.cert).not.toBe(pki.admin.cert);
       expect(broken.etcdCa).toEqual(pki.etcdCa);
+      expect(broken.frontProxyClient).toEqual(pki.frontProxyClient);
+      // A PKI from before the front-proxy CA (an older install): the CA and its client are added, the rest kept.
+      const { frontProxyCa: _ca, frontProxyClient: _client, ...older } = pki;
+      const upgraded = await generatePki(plan, { existing: older });
+      expect(upgraded.ca).toEqual(pki.ca);
+      expect(upgraded.admin).toEqual(pki.admin);
+      expect(text(upgraded.frontProxyClient.cert)).toMatch(/CN ?= ?front-proxy-client/);
       // Certificates about to expire are renewed.
       const later = await generatePki(plan, { existing: pki, now: new Date(Date.now() + 340 * 86_400_000) });
       expect(later.ca).toEqual(pki.ca);
