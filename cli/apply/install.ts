@@ -71,7 +71,11 @@ async function loadFromBundle(ctx: Context, plan: Plan, bundle: string, progress
   const n = index.images?.length ?? 0;
   if (n === 0) return;
   await progress.step("images", `Loading ${n} image archive${n > 1 ? "s" : ""} from the bundle`, async (h) => {
-    const loaded = await loadBundleImages(plan, bundle, { env: ctx.env, signal: ctx.signal, onLoaded: (im) => h.update(im.map((i) => i.name).join(", ")) });
+    const loaded = await loadBundleImages(plan, bundle, {
+      env: ctx.env,
+      signal: ctx.signal,
+      onLoaded: (im) => h.update(im.map((i) => i.name).join(", ")),
+    });
     h.update(`loaded ${loaded.map((i) => i.name).join(", ")}`);
   });
 }

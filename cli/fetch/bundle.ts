@@ -72,7 +72,12 @@ export async function writeBundle(
 ): Promise<{ file: string; size: number; index: BundleIndex }> {
   const index = bundleIndex(fetched, manifest, arch);
   if (images.length) {
-    index.images = images.map((im, i) => ({ path: `images/${i + 1}-${basename(im.file)}`, sha256: im.sha256, size: im.size, names: im.names }));
+    index.images = images.map((im, i) => ({
+      path: `images/${i + 1}-${basename(im.file)}`,
+      sha256: im.sha256,
+      size: im.size,
+      names: im.names,
+    }));
   }
   const tmpOut = `${outFile}.tmp-${process.pid}`;
   const stage = await fsp.mkdtemp(join(dirname(outFile), `.${basename(outFile)}.stage-`)).catch((e: NodeJS.ErrnoException) => {
@@ -90,7 +95,11 @@ export async function writeBundle(
       await fsp.symlink(images[i]!.file, join(stage, im.path));
     }
     const tar = await import("tar");
-    const pack = tar.c({ cwd: stage, follow: true, portable: true }, [BUNDLE_INDEX, "artifacts", ...(index.images?.length ? ["images"] : [])]);
+    const pack = tar.c({ cwd: stage, follow: true, portable: true }, [
+      BUNDLE_INDEX,
+      "artifacts",
+      ...(index.images?.length ? ["images"] : []),
+    ]);
     await pipeline(pack, createWriteStream(tmpOut, { mode: 0o644 }), signal ? { signal } : {});
     await fsp.rename(tmpOut, outFile);
     return { file: outFile, size: (await fsp.stat(outFile)).size, index };
@@ -176,20 +185,26 @@ export async function extractBundleImages(file: string, destDir: string, signal?
     const actual = hash.digest("hex");
     if (actual !== im.sha256 || sink.bytesWritten !== im.size) {
       await fsp.rm(dest, { force: true });
-      throw new UserError(`bundle ${file}: the image archive ${im.path} does not match its checksum (expected sha256 ${im.sha256}, got ${actual})`, {
-        exitCode: ExitCode.Verification,
-        fix: "the bundle is damaged or was altered: copy it again or make a new one with `rootless-k8s bundle --image FILE`",
-      });
+      throw new UserError(
+        `bundle ${file}: the image archive ${im.path} does not match its checksum (expected sha256 ${im.sha256}, got ${actual})`,
+        {
+          exitCode: ExitCode.Verification,
+          fix: "the bundle is damaged or was altered: copy it again or make a new one with `rootless-k8s bundle --image FILE`",
+        },
+      );
     }
     written.push(dest);
     if (wanted.size === 0) throw new StopWalk();
   });
   if (!indexed) throw notABundle(file, "it is empty");
   if (wanted.size > 0) {
-    throw new UserError(`bundle ${file} lists the image archive${wanted.size > 1 ? "s" : ""} ${[...wanted.keys()].join(", ")} but does not contain ${wanted.size > 1 ? "them" : "it"}`, {
-      exitCode: ExitCode.Verification,
-      fix: "the bundle is truncated or damaged: copy it again, or make a new one with `rootless-k8s bundle`",
-    });
+    throw new UserError(
+      `bundle ${file} lists the image archive${wanted.size > 1 ? "s" : ""} ${[...wanted.keys()].join(", ")} but does not contain ${wanted.size > 1 ? "them" : "it"}`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "the bundle is truncated or damaged: copy it again, or make a new one with `rootless-k8s bundle`",
+      },
+    );
   }
   return written;
 }

@@ -7,19 +7,13 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadBundleImages } from "../../../cli/apply/images";
-import { writeBundle } from "../../../cli/fetch/bundle";
-import { fetchArtifacts } from "../../../cli/fetch/fetch";
-import { readImageArchive } from "../../../cli/fetch/image-archive";
-import { parseManifest } from "../../../cli/fetch/manifest";
-import { allArtifactsFor } from "../../../cli/fetch/select";
 import { buildPlan } from "../../../cli/plan/index";
 import type { Plan } from "../../../cli/plan/plan";
 import { userErrorOf } from "../../helpers/errors";
-import { startServer } from "../../helpers/http-server";
 import { dockerSaveArchive } from "../../helpers/image-archives";
+import { bundleWithImages } from "../../helpers/bundles";
 import { waitFor, which } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
-import { randomBody, testArtifact } from "../../unit/fetch/helpers/artifacts";
 import { baseFacts, upstreamVersions } from "../../unit/plan/facts-builder";
 
 function skipReason(): string | null {
@@ -53,24 +47,12 @@ describe.skipIf(reason !== null)("install --bundle loads the bundle's image arch
     plan = { ...plan, paths: { ...plan.paths, cacheDir: join(work, "cache") } };
 
     // A bundle as `rootless-k8s bundle --image busybox.tar --image app.tar` writes it.
-    const etcd = randomBody(10_000, 3);
-    const manifest = parseManifest({ schema: 1, name: "t", artifacts: [testArtifact({ id: "etcd", path: "/etcd.bin", body: etcd })] }, "t");
-    const server = await startServer();
-    server.serve("/etcd.bin", etcd);
-    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), { cacheDir: join(work, "dl"), mirror: server.url, env: {} });
-    await server.close();
-    const images = [];
-    for (const [name, body] of [
-      ["busybox.tar", busybox],
-      ["app.tar", app],
-    ] as const) {
-      const f = join(work, name);
-      writeFileSync(f, body);
-      const a = await readImageArchive(f, { arch: "amd64", hash: true });
-      images.push({ file: f, sha256: a.sha256!, size: a.size, names: a.images.map((i) => i.name) });
-    }
-    bundle = join(work, "bundle.tar");
-    await writeBundle(fetched, manifest, "amd64", bundle, undefined, images);
+    bundle = (
+      await bundleWithImages(work, [
+        ["busybox.tar", busybox],
+        ["app.tar", app],
+      ])
+    ).bundle;
   }, 60_000);
 
   afterAll(() => {

@@ -4,8 +4,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { extractBundleImages, readBundleIndex, readBundleManifest, writeBundle, type BundledImageInput } from "../../../cli/fetch/bundle";
-import { readImageArchive } from "../../../cli/fetch/image-archive";
+import { extractBundleImages, readBundleIndex, readBundleManifest, writeBundle } from "../../../cli/fetch/bundle";
 import { listCache } from "../../../cli/fetch/cache";
 import { installBinaries } from "../../../cli/fetch/extract";
 import { fetchArtifacts } from "../../../cli/fetch/fetch";
@@ -18,6 +17,7 @@ import { tempDir } from "../../helpers/temp";
 import { randomBody, testArtifact } from "./helpers/artifacts";
 import { tarGz } from "../../helpers/tar.mjs";
 import { dockerSaveArchive } from "../../helpers/image-archives";
+import { bundleWithImages } from "../../helpers/bundles";
 
 const FAST = { retries: 0, retryBaseMs: 5 };
 
@@ -161,43 +161,19 @@ describe("offline bundles", () => {
 });
 
 describe("offline bundles that carry image archives (bundle --image)", () => {
-  const etcd = randomBody(20_000, 7);
-  const arts = [testArtifact({ id: "etcd", path: "/etcd/etcd.bin", body: etcd })];
-  const manifest = manifestOf(arts);
+  const arts = [testArtifact({ id: "etcd", path: "/etcd/etcd.bin", body: randomBody(20_000, 7) })];
   const busybox = dockerSaveArchive([{ repoTags: ["busybox:1.36.1"], seed: "bb" }]).tar;
   const app = dockerSaveArchive([{ repoTags: ["example.org/team/app:v2"], seed: "app" }]).tar;
 
-  async function make(work: string): Promise<string> {
-    const server = await startServer();
-    server.serve("/etcd/etcd.bin", etcd);
-    try {
-      const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), {
-        cacheDir: join(work, "cache"),
-        mirror: server.url,
-        http: FAST,
-        env: {},
-      });
-      const images: BundledImageInput[] = [];
-      for (const [name, body] of [
-        ["busybox.tar", busybox],
-        ["app.tar", app],
-      ] as const) {
-        const f = join(work, name);
-        writeFileSync(f, body);
-        const a = await readImageArchive(f, { arch: "amd64", hash: true });
-        images.push({ file: f, sha256: a.sha256!, size: a.size, names: a.images.map((i) => i.name) });
-      }
-      const bundle = join(work, "bundle.tar");
-      await writeBundle(fetched, manifest, "amd64", bundle, undefined, images);
-      return bundle;
-    } finally {
-      await server.close();
-    }
-  }
+  const make = async (work: string) =>
+    bundleWithImages(work, [
+      ["busybox.tar", busybox],
+      ["app.tar", app],
+    ]);
 
   it("carries each archive byte for byte, with its sha256 and names in the index, and gives them back verified", async () => {
     const work = tempDir("rk8s-bundle-img-");
-    const bundle = await make(work);
+    const { bundle, manifest } = await make(work);
     const names = execFileSync("tar", ["-tf", bundle], { encoding: "utf8" }).trim().split("\n");
     expect(names).toContain("images/1-busybox.tar");
     expect(names).toContain("images/2-app.tar");
@@ -218,25 +194,14 @@ describe("offline bundles that carry image archives (bundle --image)", () => {
   });
 
   it("a bundle without images gives none back", async () => {
-    const work = tempDir("rk8s-bundle-img-");
-    const server = await startServer();
-    server.serve("/etcd/etcd.bin", etcd);
-    const fetched = await fetchArtifacts(allArtifactsFor(manifest, "amd64"), {
-      cacheDir: join(work, "cache"),
-      mirror: server.url,
-      http: FAST,
-      env: {},
-    });
-    await server.close();
-    const bundle = join(work, "plain.tar");
-    await writeBundle(fetched, manifest, "amd64", bundle);
+    const { bundle } = await bundleWithImages(tempDir("rk8s-bundle-img-"), []);
     expect((await readBundleIndex(bundle)).images).toBeUndefined();
     expect(await extractBundleImages(bundle, tempDir())).toEqual([]);
   });
 
   it("refuses an altered image archive (exit 4) and leaves nothing of it behind", async () => {
     const work = tempDir("rk8s-bundle-img-");
-    const bundle = await make(work);
+    const { bundle } = await make(work);
     const data = readFileSync(bundle);
     const at = data.indexOf(app) + 600; // the archive is stored whole in the bundle's tar
     expect(at).toBeGreaterThan(600);
