@@ -17,7 +17,7 @@ import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import { systemdUser, type SystemdUser } from "./systemd";
-import { describeUnitFailure, unitProbe } from "./watch";
+import { describeUnitFailure, unitProbe, waitForUnitsActive } from "./watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
 import { mergeAdminContext } from "./kubeconfig-merge";
@@ -159,6 +159,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       "ready",
       `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`,
       async (h) => {
+        const started = Date.now();
         const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
         // Until the API server answers, the components that talk to it (controller-manager,
         // scheduler, kubelet, kube-proxy) exit and are restarted by systemd: on a slow machine the
@@ -168,6 +169,16 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         const order = startOrder(plan);
         const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
         let probe = unitProbe(systemd, apiUnits);
+        let restarted = false;
+        const restartGaveUp = async () => {
+          restarted = true;
+          probe = unitProbe(systemd, order);
+          const rest = await Promise.all(order.filter((u) => !apiUnits.includes(u)).map((u) => systemd.state(u)));
+          const gaveUp = rest.filter((s) => s.activeState === "failed" || s.activeState === "inactive").map((s) => s.unit);
+          if (gaveUp.length === 0) return;
+          await systemd.resetFailed(gaveUp);
+          await systemd.start([plan.units.target]);
+        };
         const r = await waitForReady({
           client,
           nodeName: plan.node.name,
@@ -177,15 +188,14 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
           expectVersion: plan.versions.components.kubernetes,
           onPhase: (phase) => {
             h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`);
-            if (phase === "node") {
-              probe = async () => {
-                probe = unitProbe(systemd, order);
-                await systemd.resetFailed(order.filter((u) => !apiUnits.includes(u)));
-                await systemd.start([plan.units.target]);
-              };
-            }
+            if (phase === "node") probe = restartGaveUp;
           },
         });
+        if (!restarted) await restartGaveUp();
+        // A component that exited while the API server bootstrapped may still be restarting: the
+        // node is installed only when every unit runs.
+        h.update("every unit active");
+        await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal);
         // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
         const changed = await reconcileNode(client, plan, r.node);
         if (changed) h.update(`node ${plan.node.name}: ${changed}`);

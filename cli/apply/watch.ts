@@ -2,6 +2,7 @@
 // once (instead of at the timeout), and the failure report shows that unit's last 30 lines, from
 // the journal or, where there is none, from its log file.
 import { UserError, messageOf } from "../errors";
+import { sleep } from "../wait";
 import type { SystemdUser, UnitState } from "./systemd";
 
 /** Thrown while waiting when a unit has failed. */
@@ -51,4 +52,27 @@ export async function describeUnitFailure(systemd: SystemdUser, units: string[],
     ...tail.lines,
     "---",
   ];
+}
+
+/**
+ * Waits until every unit is active (running): a component restarted by systemd while the API
+ * server bootstrapped is "activating" for a while after the node is Ready. A failing unit ends the
+ * wait at once; one still not active after `timeoutMs` is an error naming it.
+ */
+export async function waitForUnitsActive(systemd: SystemdUser, units: string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const states = await Promise.all(units.map((u) => systemd.state(u)));
+    const bad = states.find(isFailing);
+    if (bad) throw new UnitFailedError(bad.unit, bad);
+    const waiting = states.filter((s) => s.activeState !== "active");
+    if (waiting.length === 0) return;
+    if (Date.now() >= end) {
+      throw new UserError(
+        `the node is Ready, but ${waiting.map((s) => `${s.unit} (${s.activeState}${s.subState ? `, ${s.subState}` : ""})`).join(", ")} did not become active within ${Math.round(timeoutMs / 1000)} s`,
+        { fix: "see the unit's last lines above (rootless-k8s logs COMPONENT); fix the cause, then re-run the same command (it resumes)" },
+      );
+    }
+    await sleep(500, signal);
+  }
 }

@@ -199,6 +199,30 @@ class GaveUpManager extends FakeManager {
   }
 }
 
+/** A manager on which one unit is "activating (auto-restart)" for `ms` after the start, then active. */
+class RestartingManager extends FakeManager {
+  activeSeen = false;
+  private startedAt = 0;
+  constructor(
+    plan: Plan,
+    private unit: string,
+    private ms: number,
+  ) {
+    super(plan);
+  }
+  override async start(units: string[]) {
+    if (!this.startedAt) this.startedAt = Date.now();
+    await super.start(units);
+  }
+  override async state(unit: string): Promise<UnitState> {
+    const s = await super.state(unit);
+    if (unit !== this.unit || !this.startedAt) return s;
+    if (Date.now() - this.startedAt < this.ms) return { ...s, activeState: "activating", subState: "auto-restart", nRestarts: 1 };
+    this.activeSeen = true;
+    return s;
+  }
+}
+
 async function apply(
   plan: Plan,
   previous: Receipt | null,
@@ -284,6 +308,22 @@ describe("applyPlan", () => {
     // the API server's own chain is not reset: it was never given up on
     expect(resetCall.split(" ")).not.toContain(first.units.apiServer);
     expect(systemd.calls.filter((c) => c === `start ${first.units.target}`)).toHaveLength(2);
+  });
+
+  it("install ends only when every unit runs: a component still restarting after Ready is waited for, and named if it never runs", async () => {
+    const { first, previous } = await setUp();
+    const cm = first.units.controllerManager;
+    const restarting = new RestartingManager(first, cm, 1500);
+    const ok = await apply(first, previous, { systemd: restarting });
+    await ok.run;
+    expect(restarting.activeSeen).toBe(true); // applyPlan returned only after the unit was active
+
+    const stuck = await setUp();
+    const never = new RestartingManager(stuck.first, stuck.first.units.controllerManager, 60_000);
+    const { run } = await apply(stuck.first, stuck.previous, { systemd: never, timeoutMs: 2500 });
+    await expect(run).rejects.toThrow(
+      /the node is Ready, but rootless-k8s-kube-controller-manager\.service \(activating, auto-restart\) did not become active/,
+    );
   });
 
   it("a node that never gets ready fails the step, and the receipt says which step failed", async () => {
