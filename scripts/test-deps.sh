@@ -13,8 +13,10 @@ TEST_PKGS=(shellcheck curl wget tmux openssl
   systemd containerd rootlesskit slirp4netns
   dbus dbus-user-session iptables libslirp0 python3 iproute2 procps util-linux)
 # make e2e (the qemu VM and its image) and make bench.
-# libyajl2: Debian's crun, which the e2e serves for mode none, is linked against it.
-E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine libyajl2)
+# crun for mode none, built from Debian trixie's source package (test/e2e/build/debian-source.mjs):
+# its build tools and -dev packages, gpgv and the archive keyring to verify the source, xz for Sources.
+E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine
+  gcc make pkg-config gperf libcap-dev libseccomp-dev libyajl-dev libyajl2 gpgv debian-archive-keyring xz-utils)
 
 pkgs=("${TEST_PKGS[@]}")
 case "${1:-}" in

@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -177,11 +177,20 @@ apply() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/ad
 logs_show_netexec() { kc -n e2e logs deploy/web | grep -q 'Started HTTP server'; }
 hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }
 no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
-doctor_gives_up_limits() { rk8s doctor --json | grep -qi 'per-pod.*limit'; }
+# (doctor's output is read whole first: grep -q would close the pipe early, and under pipefail
+# doctor's write error would count as a failure)
+doctor_gives_up_limits() {
+  local o
+  o=$(rk8s doctor --json 2>/dev/null)
+  grep -qi 'per-pod.*limit' <<<"$o"
+}
 # name, uid, container id and restart count of the e2e pods that run (to compare across an upgrade)
 workload_pods() { kc -n e2e get pods -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^hog ' | sort; }
 workloads_running() { ! workload_pods | grep -v ' Running$' | grep -q .; }
 pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
+# phase_is POD PHASE: for wait_for, which re-runs it (a $(pod_phase) argument would be read once)
+phase_is() { [ "$(pod_phase "$1")" = "$2" ]; }
+offline_log_ok() { kc -n e2e logs offline | grep -q '^offline ok$'; }
 
 # --- scenarios ------------------------------------------------------------------------------------
 # --- scenarios ------------------------------------------------------------------------------------
@@ -261,7 +270,7 @@ spec:
     volumeMounts: [{name: data, mountPath: /data}]
 YAML
   check workloads "the Deployment's 2 replicas are available (kubectl rollout status)" kc -n e2e rollout status deploy/web --timeout="${TIMEOUT}s"
-  check workloads "the client pod is Running" wait_for "$TIMEOUT" test "$(pod_phase client)" = Running
+  check workloads "the client pod is Running" wait_for "$TIMEOUT" phase_is client Running
   local running
   running=$(kc -n e2e get pods -l app=web -o 'jsonpath={range .items[*]}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' 2>&1)
   info workloads "web pods: $(tr '\n' ';' <<<"$running")"
@@ -292,14 +301,15 @@ spec:
 YAML
   local ip out seen=""
   ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
+  # (No wget -T: Debian 12's busybox-static 1.35 segfaults with it; the timeout applet bounds each try.)
   info services "Service web has ClusterIP $ip (service CIDR $(receipt_value .plan.cidrs.services))"
   for _ in $(seq 1 60); do
-    out=$(kc -n e2e exec client -- wget -qO- -T 3 "http://$ip/hostname" 2>&1) && [[ $out == web-* ]] && break
+    out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$ip/hostname" 2>&1) && [[ $out == web-* ]] && break
     sleep 1
   done
   check services "the client pod reaches the Service's ClusterIP $ip:80 -> a replica ($out)" grep -q '^web-' <<<"$out"
   # Several requests: kube-proxy spreads them over both replicas.
-  for _ in $(seq 1 20); do seen+="$(kc -n e2e exec client -- wget -qO- -T 3 "http://$ip/hostname" 2>/dev/null) "; done
+  for _ in $(seq 1 20); do seen+="$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$ip/hostname" 2>/dev/null) "; done
   check services "requests through the Service reach both replicas ($(tr ' ' '\n' <<<"$seen" | sort -u | tr '\n' ' '))" test "$(tr ' ' '\n' <<<"$seen" | grep '^web-' | sort -u | wc -l)" = 2
 }
 
@@ -332,7 +342,7 @@ spec:
     command: ["sh", "-c", "x=\$(head -c 100000000 /dev/zero | tr '\\\\0' a); echo survived \${#x} bytes"]
     resources: {limits: {memory: 32Mi}}
 YAML
-  check limits "the limits pod is Running" wait_for "$TIMEOUT" test "$(pod_phase limits)" = Running
+  check limits "the limits pod is Running" wait_for "$TIMEOUT" phase_is limits Running
   local mem cpu reason
   mem=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)
   cpu=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/cpu.max 2>&1)
@@ -502,6 +512,37 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.
   kill "$holder" 2>/dev/null
   wait "$holder" 2>/dev/null
   check port-taken "uninstall --purge --yes cleans up" rk8s uninstall --purge --yes
+}
+
+# An air-gapped install: `bundle --image` on a connected machine (the mirror), then, with the
+# mirror gone, `install --bundle` alone brings the node up and loads the bundle's images, and a pod
+# runs one of them with no registry and no mirror. (Runs last: it stops the mirror.)
+scenario_offline_bundle() {
+  local b=$SCRATCH/offline.tar log=$STATE/offline-bundle.log imgs=() f bb
+  for f in "$IMAGES"/*.tar; do imgs+=(--image "$f"); done
+  bb=$(image_name busybox) || { fail offline-bundle "no busybox image in $IMAGES/images.json"; return; }
+  check offline-bundle "bundle -o FILE with $((${#imgs[@]} / 2)) image archives, from the mirror" \
+    rk8s bundle -o "$b" --manifest "$MANIFESTS/k8s-$V_INSTALL.json" "${SOURCE[@]}" "${imgs[@]}" || return
+  stop_mirror
+  MIRROR_PID=
+  check offline-bundle "install --bundle with the mirror stopped: the node is Ready" \
+    install_to "$log" --yes --manifest "$MANIFESTS/k8s-$V_INSTALL.json" --timeout "$TIMEOUT" --bundle "$b" || return
+  check offline-bundle "install loaded the bundle's images ($(grep -o 'loaded [^ ]*.*' "$log" | tail -1))" grep -q "loaded .*$bb" "$log"
+  kc create namespace e2e >/dev/null 2>&1
+  # (a new namespace's default ServiceAccount comes a moment later, from the controller-manager)
+  wait_for 60 kc -n e2e get serviceaccount default
+  check offline-bundle "a pod of the bundle's $bb (imagePullPolicy: Never) completes" apply <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: offline, namespace: e2e}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: c, image: $bb, imagePullPolicy: Never, command: ["sh", "-c", "echo offline ok"]}
+YAML
+  check offline-bundle "the pod Succeeded" wait_for "$TIMEOUT" phase_is offline Succeeded
+  check offline-bundle "kubectl logs: offline ok" offline_log_ok
+  check offline-bundle "uninstall --purge --yes cleans up" rk8s uninstall --purge --yes
 }
 
 start_mirror

@@ -23,8 +23,9 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { tarGz } from "../../helpers/tar.mjs";
 import { buildAll } from "../build/build-components.mjs";
+import { buildDebianSources } from "../build/debian-source.mjs";
 
-const DEBS = ["slirp4netns", "busybox-static", "crun"];
+const DEBS = ["slirp4netns", "busybox-static"];
 const CNI = ["bandwidth", "bridge", "firewall", "host-local", "loopback", "portmap", "ptp", "tuning"];
 const K8S = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"];
 const ARCH = "amd64";
@@ -116,6 +117,10 @@ function components(buildCache, say) {
       bin: Object.fromEntries(b.binaries.map((x) => [x.name, x.path])),
       binaries: b.binaries,
     };
+  }
+  // C components built from Debian source packages (crun): version without the Debian revision.
+  for (const [id, d] of Object.entries(buildDebianSources({ cache: buildCache, say }))) {
+    byId[id] = { version: d.version.replace(/-[^-]+$/, ""), source: d.source, bin: d.bin, binaries: d.build.binaries };
   }
   return { byId, summary: s };
 }
@@ -228,15 +233,16 @@ export async function buildMirror({
       }),
     );
   }
-  // crun (mode none with containerd 2: crun --cgroup-manager=disabled): C, no Go module, so Debian
-  // 12's, served at crun's own release path (a bare binary crun-{version}-linux-{arch}). Debian's is
-  // linked against libyajl2 (scripts/test-deps.sh --e2e installs it); the product's built-in
-  // manifest takes the static crun of the CRI-O bundle instead.
+  // crun (mode none with containerd 2: crun --cgroup-manager=disabled): C, no Go module, and
+  // Debian 12's 1.8.1 refuses containerd 2.3's runtime spec, so built from Debian trixie's source
+  // package (test/e2e/build/debian-source.mjs), served at crun's own release path (a bare binary
+  // crun-{version}-linux-{arch}). It is linked against libyajl2 and libseccomp2 (scripts/test-deps.sh
+  // --e2e); the product's built-in manifest takes the static crun of the CRI-O bundle instead.
   {
-    const data = file(join(debs.crun.root, "usr/bin/crun"));
-    const v = debs.crun.upstream;
+    const data = file(c.crun.bin.crun);
+    const v = c.crun.version;
     m.put(`https://github.com/containers/crun/releases/download/${v}/crun-${v}-linux-${ARCH}`, data);
-    sources.crun = { source: `Debian 12 crun ${debs.crun.version} (${debs.crun.deb})`, sha256: hex("sha256", data) };
+    note("crun", ["crun"]);
     common.push(
       artifact({
         id: "crun",
@@ -244,7 +250,7 @@ export async function buildMirror({
         version: v,
         format: "binary",
         data,
-        source: `e2e mirror: sha256 of the served file, Debian 12 crun ${debs.crun.version} (${debs.crun.deb}; no Go module serves it)`,
+        source: `e2e mirror: sha256 of the served file, ${c.crun.source}`,
         when: { runtime: ["containerd"], mode: ["none"] },
         url: "https://github.com/containers/crun/releases/download/{version}/crun-{version}-linux-{arch}",
         binaries: [{ name: "crun" }],
