@@ -6,6 +6,7 @@
 // non-folder there may be newer than the attempt's start, and, run as root with a user of its own,
 // no entry of the system temp folder may belong to that user and be new. Each attempt's exit code
 // is recorded and asserted; docs/security.md carries the table (printed at the end of the run).
+import { testReceipt } from "../helpers/receipts";
 import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
 import { tmpdir } from "node:os";
@@ -108,13 +109,7 @@ function installedReceipt(w: World) {
     logs: join(w.home, ".local/state/rootless-k8s/logs"),
     libexec: join(w.share, "libexec"),
   };
-  return {
-    schemaVersion: 1,
-    tool: "0.0.0",
-    state: "installed",
-    mode: "none",
-    runtime: "containerd",
-    target: "rootless-k8s.target",
+  return testReceipt({
     units: ["rootless-k8s.target"],
     files: files.map((f) => ({
       path: f.path,
@@ -122,12 +117,8 @@ function installedReceipt(w: World) {
       mode: 0o644,
       kind: f.path.includes("/pki/") ? "pki" : f.path.endsWith(".target") ? "unit" : "config",
     })),
-    sets: {},
-    current: null,
-    previous: null,
     currentLink: join(w.share, "versions/current"),
     roots,
-    createdDirs: [],
     kubeconfigMerge: null as null | Record<string, unknown>,
     plan: {
       runtime: { name: "containerd" },
@@ -150,8 +141,7 @@ function installedReceipt(w: World) {
         logDir: roots.logs,
       } as Record<string, string | null>,
     },
-    updatedAt: "",
-  };
+  });
 }
 type Receipt = ReturnType<typeof installedReceipt>;
 

@@ -2,6 +2,7 @@
 // the tool's own folders (computed from the environment and --prefix, never from the receipt), nor a
 // file the tool did not write. Run through the bundled CLI as an ordinary user, with a stand-in
 // systemctl (this machine has no user manager) so the removal step is really reached.
+import { testReceipt } from "../../helpers/receipts";
 import { createHash } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -72,13 +73,7 @@ function layout(prefix?: (home: string) => string): Layout {
     logs: join(p ?? join(home, ".local/state/rootless-k8s"), "logs"),
     libexec: join(share, "libexec"),
   };
-  const receipt = {
-    schemaVersion: 1,
-    tool: "0.0.0",
-    state: "installed",
-    mode: "none",
-    runtime: "containerd",
-    target: "rootless-k8s.target",
+  const receipt = testReceipt({
     units: ["rootless-k8s.target"],
     files: files.map((f) => ({
       path: f.path,
@@ -86,13 +81,8 @@ function layout(prefix?: (home: string) => string): Layout {
       mode: 0o644,
       kind: f.path.includes("/pki/") ? "pki" : f.path.endsWith(".target") ? "unit" : "config",
     })),
-    sets: {},
-    current: null,
-    previous: null,
     currentLink: join(share, "versions/current"),
     roots,
-    createdDirs: [],
-    kubeconfigMerge: null,
     plan: {
       runtime: { name: "containerd" },
       units: {
@@ -108,8 +98,7 @@ function layout(prefix?: (home: string) => string): Layout {
       },
       paths: { home, prefix: p ?? null, unitDir, cacheDir: p ? join(p, "cache") : join(home, ".cache/rootless-k8s"), logDir: roots.logs },
     },
-    updatedAt: "",
-  };
+  });
   return { home, run, share, config, unitDir, receiptFile: join(share, "receipt.json"), receipt };
 }
 

@@ -1,6 +1,7 @@
 // uninstall trusts the receipt's folders only once they pass checkReceiptPaths, judged against what the
 // receipt cannot vouch for itself: the user's real home and the --prefix given on the command line.
 // Run through the bundled CLI as an ordinary user (uninstall refuses root), with a temporary HOME.
+import { testReceipt } from "../../helpers/receipts";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -16,25 +17,11 @@ const user = testUser("rk8s-uninst");
 function writeReceipt(home: string, roots: Record<string, string>, plan: unknown): void {
   const share = join(home, ".local/share/rootless-k8s");
   mkdirSync(share, { recursive: true });
-  const receipt = {
-    schemaVersion: 1,
-    tool: "0.0.0",
-    state: "installed",
-    mode: "none",
-    runtime: "containerd",
-    target: "rootless-k8s.target",
-    units: [],
-    files: [],
-    sets: {},
-    current: null,
-    previous: null,
+  const receipt = testReceipt({
     currentLink: join(share, "versions/current"),
     roots,
-    createdDirs: [],
-    kubeconfigMerge: null,
     plan,
-    updatedAt: "",
-  };
+  });
   writeFileSync(join(share, "receipt.json"), JSON.stringify(receipt));
 }
 
@@ -84,25 +71,11 @@ describe("uninstall judges the receipt's folders", () => {
       versions: join(prefix, "versions"),
     };
     mkdirSync(prefix, { recursive: true });
-    const receipt = {
-      schemaVersion: 1,
-      tool: "0.0.0",
-      state: "installed",
-      mode: "none",
-      runtime: "containerd",
-      target: "rootless-k8s.target",
-      units: [],
-      files: [],
-      sets: {},
-      current: null,
-      previous: null,
+    const receipt = testReceipt({
       currentLink: join(prefix, "versions/current"),
       roots,
-      createdDirs: [],
-      kubeconfigMerge: null,
       plan: { paths: { home, prefix } },
-      updatedAt: "",
-    };
+    });
     writeFileSync(join(prefix, "receipt.json"), JSON.stringify(receipt));
     const r = uninstall(home, ["--prefix", prefix]);
     // Past the folder check; here the next step needs the user's systemd, which this test user has not.

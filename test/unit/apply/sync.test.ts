@@ -1,5 +1,6 @@
 // Writing the rendered node: only what differs from the disk, folders with their modes, stale files
 // of an earlier plan found and removed; the receipt round-trips and refuses damage.
+import { testReceipt } from "../../helpers/receipts";
 import { promises as fsp, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -32,25 +33,12 @@ function receiptWith(files: RenderedFile[]): Receipt {
     runtime: join(dir, "r/rootless-k8s"),
     versions: join(dir, "s/rootless-k8s/versions"),
   };
-  return {
-    schemaVersion: 1,
-    tool: "0.0.0",
-    state: "installed",
-    mode: "none",
-    runtime: "containerd",
-    target: "rootless-k8s.target",
-    units: [],
+  return testReceipt({
     files: files.map(toReceiptFile),
-    sets: {},
-    current: null,
-    previous: null,
     currentLink: join(dir, "current"),
     roots,
-    createdDirs: [],
-    kubeconfigMerge: null,
     plan: null,
-    updatedAt: "",
-  };
+  });
 }
 
 describe("diffFiles and writeFiles", () => {
