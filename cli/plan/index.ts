@@ -83,19 +83,32 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   return { ...plan, units: unitNames(plan) };
 }
 
+/**
+ * Service traffic is masqueraded (SNAT to the bridge's address) always: without br_netfilter, a
+ * pod's connection to a Service whose endpoint is another pod on the node's bridge gets replies
+ * straight over the bridge, past the Service NAT, and fails. A user can neither load br_netfilter
+ * nor count on it after a reboot (it is loaded on demand, e.g. by Docker); the e2e's VM has none.
+ * The price: pods see the bridge's address as the source of Service connections.
+ */
+const MASQUERADE_ALL =
+  "masqueradeAll: Service connections are SNATed to the bridge's address, so pod-to-Service-to-pod traffic on the node works without br_netfilter (which a user can neither load nor rely on)";
+
 /** kube-proxy's mode: iptables when the host has it, else nftables (refused by planProblems where kube-proxy would refuse it). */
 function decideProxy(facts: Facts): Plan["proxy"] {
   const iptables = facts.runtimes.iptables;
   if (iptables?.path)
     return {
       mode: "iptables",
-      reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " ")],
+      masqueradeAll: true,
+      reasons: [`iptables ${iptables.version ?? ""} (${iptables.backend ?? "unknown"} backend) found`.replace("  ", " "), MASQUERADE_ALL],
     };
   const nft = facts.runtimes.nft;
   return {
     mode: "nftables",
+    masqueradeAll: true,
     reasons: [
       `iptables is not installed: kube-proxy uses nftables (${nft ? `nft ${nft.version ?? "(version unknown)"}` : "nft not found"}, kernel ${facts.kernel.release}; it needs kernel ${NFTABLES_PROXY.kernel}+ and nft ${NFTABLES_PROXY.nft}+)`,
+      MASQUERADE_ALL,
     ],
   };
 }

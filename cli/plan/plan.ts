@@ -193,7 +193,11 @@ export interface Plan {
   ports: Ports;
   node: NodePlan;
   kubelet: KubeletPlan;
-  proxy: { mode: ProxyMode } & Reasoned;
+  /**
+   * kube-proxy: its backend, and whether it masquerades all Service traffic (always: see
+   * decideProxy in cli/plan/index.ts).
+   */
+  proxy: { mode: ProxyMode; masqueradeAll: boolean } & Reasoned;
   pki: { algorithm: PkiAlgorithm; hostnames: string[]; hostAddresses: string[] };
   paths: Paths;
   /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */

@@ -55,6 +55,8 @@ export function kubeProxyConfiguration(plan: Plan): Record<string, unknown> {
     clientConnection: { kubeconfig: layout(plan).kubeconfigs.kubeProxy },
     hostnameOverride: plan.node.name,
     mode: plan.proxy.mode,
+    // Masquerade all Service traffic (the plan's reason: no br_netfilter needed).
+    ...(plan.proxy.masqueradeAll ? { [plan.proxy.mode]: { masqueradeAll: true } } : {}),
     clusterCIDR: plan.cidrs.pods,
     healthzBindAddress: `127.0.0.1:${plan.ports.kubeProxyHealthz}`,
     metricsBindAddress: `127.0.0.1:${plan.ports.kubeProxyMetrics}`,

@@ -68,7 +68,7 @@ export const kernelChecks: Check[] = [
       if (missing.length) {
         // kube-proxy only logs this when the sysctl exists, so without the module it says nothing (docs/upstream-notes.md, item 7).
         const bridge = missing.includes("br_netfilter")
-          ? "; without br_netfilter, traffic between two pods on the node's bridge skips iptables, so a pod's connection to a Service whose endpoint is another pod of this node gets replies that bypass the Service NAT and fails"
+          ? "; without br_netfilter, traffic between two pods on the node's bridge skips iptables: Services still work because kube-proxy masquerades them (masqueradeAll), but pods see the bridge's address as the source of Service connections"
           : "";
         return warn(`not loaded: ${missing.join(" ")}; a user cannot load modules${bridge}`, { root: modulesFix(missing) });
       }

@@ -13,14 +13,14 @@ const check = (id: string, f: Facts) => {
 };
 
 describe("kernel modules", () => {
-  it("says what a missing br_netfilter breaks: Service traffic between two pods of the node", () => {
+  it("says what a missing br_netfilter costs: Services work (masqueradeAll), the source address is the bridge's", () => {
     const r = check(
       "kernel-modules",
       withFacts(baseFacts(), (f) => (f.features.modules = { overlay: "loaded", br_netfilter: "missing" })),
     );
     expect(r.status).toBe("warn");
     expect(r.summary).toMatch(
-      /^not loaded: br_netfilter; a user cannot load modules; without br_netfilter, .*Service whose endpoint is another pod of this node .*bypass the Service NAT/,
+      /^not loaded: br_netfilter; a user cannot load modules; without br_netfilter, .*Services still work because kube-proxy masquerades them \(masqueradeAll\), but pods see the bridge's address/,
     );
     expect(r.fix?.root.join("\n")).toContain("modprobe -a br_netfilter");
   });
