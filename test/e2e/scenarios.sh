@@ -54,6 +54,15 @@ SCRATCH=/tmp/rk8s-e2e-$U
 install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "$SCRATCH"
 
 rk8s() { as_user "$E2E_OPT/bin/rootless-k8s" "$@"; }
+# has PATTERN CMD...: CMD's output matches PATTERN. The output is read whole first: `CMD | grep -q`
+# closes the pipe at the first match, and under pipefail the writer's SIGPIPE (exit 141) decided
+# the check (seen on the slow VM: kubectl logs, status --json, doctor --json).
+has() {
+  local pattern=$1 o
+  shift
+  o=$("$@")
+  grep -q -- "$pattern" <<<"$o"
+}
 tool() { as_user "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" "$@"; }
 mirror_get() { "$E2E_OPT/node" -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(t))' "http://127.0.0.1:$MIRROR_PORT$1"; }
 mirror_stat() { mirror_get /__e2e/stats | "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" json - ".$1"; }
@@ -91,7 +100,7 @@ wait_for() { # wait_for SECONDS CMD...: true once CMD succeeds
 }
 
 units_active() { local u; for u in "${UNITS[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = active ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
-units_gone() { ! as_user systemctl --user list-units --all --plain --no-legend 'rootless-k8s*' | grep -q .; }
+units_gone() { ! has . as_user systemctl --user list-units --all --plain --no-legend 'rootless-k8s*'; }
 # pid and start time of every unit: equal before and after means nothing was restarted
 unit_stamps() { local u; for u in "${UNITS[@]:1}"; do echo "$u $(as_user systemctl --user show -p MainPID -p ExecMainStartTimestampMonotonic --value "$u" | tr '\n' ' ')"; done; }
 receipt_files_stamp() { tool json "$RECEIPT" .files | "$E2E_OPT/node" -e 'const fs=require("fs");for(const f of JSON.parse(fs.readFileSync(0,"utf8"))){const s=fs.statSync(f.path);console.log(f.path,s.ino,s.mtimeMs)}'; }
@@ -110,16 +119,17 @@ ours_left() { # our paths that still exist in HOME and XDG_RUNTIME_DIR
 }
 
 kc() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" "$@"; }
-merged_context_works() { as_user "$SHARE/versions/current/bin/kubectl" --context rootless-k8s get nodes | grep -q ' Ready '; }
+merged_context_works() { has ' Ready ' as_user "$SHARE/versions/current/bin/kubectl" --context rootless-k8s get nodes; }
 no_merged_context() { ! as_user grep -qs 'name: rootless-k8s' "$H/.kube/config"; }
-printed_line_works() { as_user sh -c "$(printed_kubectl "$1")" | grep -q ' Ready '; }
+printed_line_works() { has ' Ready ' as_user sh -c "$(printed_kubectl "$1")"; }
 install_to() { local log=$1; shift; rk8s install "$@" >"$log" 2>&1 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
-status_json_healthy() { rk8s status --json | grep -q '"healthy": true'; }
-kubelet_logs_registered() { rk8s logs kubelet -n 200 | grep -q 'Successfully registered node'; }
+status_json_healthy() { has '"healthy": true' rk8s status --json; }
+# (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
+kubelet_logs_registered() { has 'Successfully registered node' rk8s logs kubelet -n 100000; }
 mirror_bytes_over() { [ "$(mirror_stat bytes)" -gt "$1" ]; }
 target_inactive() { [ "$(as_user systemctl --user is-active rootless-k8s.target)" != active ]; }
 no_unit_files() { ! ls "$H"/.config/systemd/user/rootless-k8s* >/dev/null 2>&1; }
-partial_kept() { find "$H/.cache/rootless-k8s" -path '*partial*' -type f -size +0 | grep -q .; }
+partial_kept() { has . find "$H/.cache/rootless-k8s" -path '*partial*' -type f -size +0; }
 current_is_kubernetes() { # the current link points at the set the receipt calls current, of this Kubernetes version
   [ "$(as_user readlink "$SHARE/versions/current")" = "$(receipt_value .current)" ] && [ "$(receipt_value .plan.versions.components.kubernetes)" = "$1" ] &&
     [ "$(as_user "$SHARE/versions/current/bin/kubelet" --version)" = "Kubernetes v$1" ]
@@ -174,23 +184,21 @@ assert_images_and_sandbox() {
 
 # kubectl apply of a manifest on stdin, as the test user
 apply() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" apply -f - >"$STATE/apply.out" 2>&1 || { cat "$STATE/apply.out"; return 1; }; }
-logs_show_netexec() { kc -n e2e logs deploy/web | grep -q 'Started HTTP server'; }
+logs_show_netexec() { has 'Started HTTP server' kc -n e2e logs deploy/web; }
 hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }
 no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
-# (doctor's output is read whole first: grep -q would close the pipe early, and under pipefail
-# doctor's write error would count as a failure)
-doctor_gives_up_limits() {
-  local o
-  o=$(rk8s doctor --json 2>/dev/null)
-  grep -qi 'per-pod.*limit' <<<"$o"
-}
+doctor_gives_up_limits() { has 'per-pod.*limit' rk8s doctor --json; }
 # name, uid, container id and restart count of the e2e pods that run (to compare across an upgrade)
 workload_pods() { kc -n e2e get pods -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^hog ' | sort; }
-workloads_running() { ! workload_pods | grep -v ' Running$' | grep -q .; }
+workloads_running() {
+  local o
+  o=$(workload_pods)
+  ! grep -v ' Running$' <<<"$o" | grep -q .
+}
 pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
 # phase_is POD PHASE: for wait_for, which re-runs it (a $(pod_phase) argument would be read once)
 phase_is() { [ "$(pod_phase "$1")" = "$2" ]; }
-offline_log_ok() { kc -n e2e logs offline | grep -q '^offline ok$'; }
+offline_log_ok() { has '^offline ok$' kc -n e2e logs offline; }
 
 # --- scenarios ------------------------------------------------------------------------------------
 # --- scenarios ------------------------------------------------------------------------------------
