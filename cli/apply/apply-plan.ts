@@ -17,7 +17,7 @@ import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import { systemdUser, type SystemdUser } from "./systemd";
-import { describeUnitFailure, unitProbe, waitForUnitsActive } from "./watch";
+import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "./watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
 import { mergeAdminContext } from "./kubeconfig-merge";
@@ -138,7 +138,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       if (unitFilesChanged) await systemd.daemonReload();
       for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
       await systemd.enable([plan.units.target]);
-      const states = await Promise.all(startOrder(plan).map((u) => systemd.state(u)));
+      const states = await unitStates(systemd, startOrder(plan));
       const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
       const before = receipt.current ? previousSet : null;
       const newBinaries =
@@ -173,7 +173,10 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
         const restartGaveUp = async () => {
           restarted = true;
           probe = unitProbe(systemd, order);
-          const rest = await Promise.all(order.filter((u) => !apiUnits.includes(u)).map((u) => systemd.state(u)));
+          const rest = await unitStates(
+            systemd,
+            order.filter((u) => !apiUnits.includes(u)),
+          );
           const gaveUp = rest.filter((s) => s.activeState === "failed" || s.activeState === "inactive").map((s) => s.unit);
           if (gaveUp.length === 0) return;
           await systemd.resetFailed(gaveUp);

@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { constants, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, UserError, messageOf } from "../errors";
-import { extractBundleImages, readBundleIndex } from "../fetch/bundle";
+import { extractBundleImages } from "../fetch/bundle";
 import { readImageArchive, type ArchiveImage, type ImageArchive } from "../fetch/image-archive";
 import { normalizeImageRef } from "../fetch/image-ref";
 import type { Plan } from "../plan/plan";
@@ -196,12 +196,10 @@ export async function loadImages(plan: Plan, archives: readonly ImageArchive[], 
 
 /**
  * `install --bundle`: the image archives the bundle carries (bundle --image), extracted verified
- * into a private folder of the cache, validated for the node's arch, loaded like `image load`, then
- * removed. None for a bundle without images.
+ * into a private folder of the cache (extractBundleImages reads the bundle's index itself), validated
+ * for the node's arch, loaded like `image load`, then removed. None for a bundle without images.
  */
 export async function loadBundleImages(plan: Plan, bundle: string, opts: LoadOptions): Promise<LoadedImage[]> {
-  const index = await readBundleIndex(bundle, opts.signal);
-  if (!index.images?.length) return [];
   await fsp.mkdir(plan.paths.cacheDir, { recursive: true, mode: 0o700 });
   const dir = await fsp.mkdtemp(path.join(plan.paths.cacheDir, "bundle-images-"));
   try {

@@ -28,20 +28,27 @@ export function isFailing(s: UnitState): boolean {
   return s.activeState === "failed" || (s.nRestarts >= RESTARTS_FOR_FAILURE && s.activeState !== "active");
 }
 
+/** The units' states, in the order given. */
+export function unitStates(systemd: SystemdUser, units: string[]): Promise<UnitState[]> {
+  return Promise.all(units.map((u) => systemd.state(u)));
+}
+
+/** Throws UnitFailedError for the first failing unit of `states`. */
+function throwIfFailing(states: UnitState[]): void {
+  const bad = states.find(isFailing);
+  if (bad) throw new UnitFailedError(bad.unit, bad);
+}
+
 /** A readiness probe: throws UnitFailedError for the first failing unit, in start order. */
 export function unitProbe(systemd: SystemdUser, units: string[]): () => Promise<void> {
-  return async () => {
-    const states = await Promise.all(units.map((u) => systemd.state(u)));
-    const bad = states.find(isFailing);
-    if (bad) throw new UnitFailedError(bad.unit, bad);
-  };
+  return async () => throwIfFailing(await unitStates(systemd, units));
 }
 
 /** Lines that explain a failed start: the failing unit (or the first not active) and its last output. */
 export async function describeUnitFailure(systemd: SystemdUser, units: string[], e: unknown): Promise<string[]> {
   let unit = e instanceof UnitFailedError ? e.unit : null;
   if (!unit) {
-    const states = await Promise.all(units.map((u) => systemd.state(u)));
+    const states = await unitStates(systemd, units);
     unit = (states.find(isFailing) ?? states.find((s) => s.activeState !== "active"))?.unit ?? null;
   }
   if (!unit) return [`(every unit is active; the error was: ${messageOf(e)})`];
@@ -62,9 +69,8 @@ export async function describeUnitFailure(systemd: SystemdUser, units: string[],
 export async function waitForUnitsActive(systemd: SystemdUser, units: string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const states = await Promise.all(units.map((u) => systemd.state(u)));
-    const bad = states.find(isFailing);
-    if (bad) throw new UnitFailedError(bad.unit, bad);
+    const states = await unitStates(systemd, units);
+    throwIfFailing(states);
     const waiting = states.filter((s) => s.activeState !== "active");
     if (waiting.length === 0) return;
     if (Date.now() >= end) {

@@ -4,6 +4,7 @@
 import * as path from "node:path";
 import { stringify as toml } from "smol-toml";
 import type { Plan } from "../plan/plan";
+import { atLeast } from "../plan/rules";
 import { layout } from "./layout";
 
 const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every install.\n";
@@ -55,8 +56,7 @@ export function containerdConfig(plan: Plan): Record<string, unknown> {
   }
   // containerd 2.1 deprecated `cni.bin_dir` for the list `bin_dirs` (removed in 2.4; its
   // RELEASES.md), and reports the old key as a deprecation warning in the CRI status.
-  const [maj = 0, min = 0] = rt.version.split(".").map(Number);
-  const cni3 = maj > 2 || (maj === 2 && min >= 1) ? { bin_dirs: [l.cniBinDir], conf_dir: l.cniConfDir } : cni;
+  const cni3 = atLeast(rt.version, "2.1.0") ? { bin_dirs: [l.cniBinDir], conf_dir: l.cniConfDir } : cni;
   return {
     version: 3,
     ...base,
