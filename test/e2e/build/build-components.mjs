@@ -56,9 +56,9 @@ function modJson(goMod) {
   return JSON.parse(go(["mod", "edit", "-json", goMod]));
 }
 
-const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
+export const sha256 = (file) => createHash("sha256").update(readFileSync(file)).digest("hex");
 
-function firstVersionLine(bin, name) {
+export function firstVersionLine(bin, name) {
   const tries =
     name === "crictl" || name === "ctr"
       ? [["--version"]]
@@ -156,7 +156,7 @@ const alive = (pid) => {
 };
 
 /** One build of an output folder at a time (two runs of the e2e, or a run and a by-hand build). */
-function withLock(out, say, fn) {
+export function withLock(out, say, fn) {
   const lock = `${out}.lock`;
   mkdirSync(dirname(out), { recursive: true });
   let told = false;

@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadManifest } from "./build-components.mjs";
+import { firstVersionLine, loadManifest, sha256 as fileSha256, withLock } from "./build-components.mjs";
 
 const MIRROR = "http://deb.debian.org/debian";
 const KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg";
@@ -34,11 +34,19 @@ function verified(url, want) {
   return data;
 }
 
+/** One build of an entry at a time (build-components' lock); a cached build counts only if its binaries are intact. */
 function buildOne(s, { cache, say }) {
   const recipe = sha256(JSON.stringify(s)).slice(0, 8);
   const out = join(cache, s.id, `${s.version}-${recipe}`);
+  return withLock(out, say, () => buildOneLocked(s, out, { cache, say }));
+}
+
+function buildOneLocked(s, out, { cache, say }) {
   const meta = join(out, "build.json");
-  if (existsSync(meta)) return { ...JSON.parse(readFileSync(meta, "utf8")), cached: true };
+  if (existsSync(meta)) {
+    const j = JSON.parse(readFileSync(meta, "utf8"));
+    if (j.binaries.every((x) => existsSync(x.path) && fileSha256(x.path) === x.sha256)) return { ...j, cached: true };
+  }
   const t0 = Date.now();
   const work = join(cache, "work", `${s.id}-${s.version}`);
   rmSync(work, { recursive: true, force: true });
@@ -79,8 +87,7 @@ function buildOne(s, { cache, say }) {
     const path = join(out, "bin", b);
     copyFileSync(join(src, b), path);
     execFileSync("chmod", ["0755", path]);
-    const version = execFileSync(path, ["--version"]).toString().split("\n")[0];
-    return { name: b, path, sha256: sha256(readFileSync(path)), version };
+    return { name: b, path, sha256: fileSha256(path), version: firstVersionLine(path, b) };
   });
   const j = {
     id: s.id,
