@@ -1,5 +1,5 @@
 // Lays out what an e2e environment needs, below one folder that is copied as is into the VM guest:
-//   OPT/node                 the pinned Node 24 (the test doubles' `#!` interpreter, and the e2e tools')
+//   OPT/node                 the pinned Node 24 (the e2e tools' and the mirror server's interpreter)
 //   OPT/bin/rootless-k8s     the binary under test (the SEA build from `make build`)
 //   OPT/lib/e2e-tool.mjs     the e2e probes (test/e2e/lib/e2e-tool.mjs, bundled)
 //   OPT/lib/busybox          a static busybox for the offline OCI images

@@ -39,7 +39,7 @@ STATUS=0
 
 t0=$(ts)
 if ! "$REPO/node_modules/.bin/node" "$HERE/prepare.mjs" --cache "$E2E_CACHE" --opt "$E2E_OPT" --cli "$CLI"; then
-  echo "FAIL (e2e) could not prepare the environment (mirror, doubles, binary); see above"
+  echo "FAIL (e2e) could not prepare the environment (component builds, mirror, images, binary); see above"
   exit 1
 fi
 PREPARE_S=$(elapsed "$t0")

@@ -2,7 +2,7 @@
 # The VM route: a qemu VM with Debian's own kernel, systemd as init, logind, linger and cgroup v2
 # with Delegate=cpu cpuset io memory pids for the test user, so the node runs in mode `delegated`.
 # The guest boots, runs test/e2e/scenarios.sh (via lib/guest-job.sh) against the same binary,
-# doubles and mirror as the host route (copied in from $E2E_OPT), writes its output to a 9p share
+# components, images and mirror as the host route (copied in from $E2E_OPT), writes its output to a 9p share
 # (the serial console as a fallback) and powers off. Adapted from the project's testenv research
 # (shared/testenv/vm.sh, route 3).
 #

@@ -7,8 +7,8 @@
 
 E2E_USER=${E2E_USER:-k8sdev}
 E2E_CACHE=${E2E_CACHE:-/var/tmp/rk8s-e2e}
-# Where the environments keep what the test user runs: the pinned Node (for the test doubles'
-# `#!` line) and the rootless-k8s binary under test. Same path on the host and in the VM guest.
+# Where the environments keep what the test user runs: the pinned Node (for the e2e tools) and
+# the rootless-k8s binary under test. Same path on the host and in the VM guest.
 E2E_OPT=${E2E_OPT:-/opt/rk8s-e2e}
 # Where test/e2e/build keeps the components it built from their Go modules (outside the repo).
 E2E_BUILD_CACHE=${E2E_BUILD_CACHE:-/var/tmp/rk8s-build}
