@@ -125,6 +125,9 @@ export interface SandboxStatus {
   ip: string;
 }
 
+export type ContainerState = "CONTAINER_CREATED" | "CONTAINER_RUNNING" | "CONTAINER_EXITED" | "CONTAINER_UNKNOWN";
+const CONTAINER_STATES: ContainerState[] = ["CONTAINER_CREATED", "CONTAINER_RUNNING", "CONTAINER_EXITED", "CONTAINER_UNKNOWN"];
+
 export interface CriClient {
   version(): Promise<CriVersion>;
   /** Runtime conditions (RuntimeReady, NetworkReady) and, verbose, the runtime's info map. */
@@ -133,6 +136,8 @@ export interface CriClient {
   runPodSandbox(s: SandboxSpec): Promise<string>;
   podSandboxStatus(id: string): Promise<SandboxStatus>;
   listPodSandboxes(): Promise<{ id: string; name: string; state: SandboxStatus["state"] }[]>;
+  /** Every container the runtime knows, with its CRI state. */
+  listContainers(): Promise<{ id: string; name: string; state: ContainerState }[]>;
   stopPodSandbox(id: string): Promise<void>;
   removePodSandbox(id: string): Promise<void>;
   close(): void;
@@ -224,6 +229,16 @@ export function criClient(endpoint: string, timeoutMs = 10_000): CriClient {
       return all(await call(RS + "ListPodSandbox"), 1).map((s) => {
         const m = msg(s);
         return { id: str(first(m, 1)), name: str(first(msg(first(m, 2)), 1)), state: sandboxState(first(m, 3)) };
+      });
+    },
+    async listContainers() {
+      return all(await call(RS + "ListContainers"), 1).map((c) => {
+        const m = msg(c);
+        return {
+          id: str(first(m, 1)),
+          name: str(first(msg(first(m, 3)), 1)),
+          state: CONTAINER_STATES[Number(first(m, 6) ?? 0)] ?? "CONTAINER_UNKNOWN",
+        };
       });
     },
     async stopPodSandbox(id) {

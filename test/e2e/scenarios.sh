@@ -195,6 +195,16 @@ workloads_running() {
   o=$(workload_pods)
   ! grep -v ' Running$' <<<"$o" | grep -q .
 }
+# The pods have settled: each runs, and the container the API reports is one the runtime runs. After
+# the namespace owner restarts (interrupt-start), the API still shows the dead containers as Running
+# until the kubelet's next sync recreates them; a snapshot taken then compares stale ids.
+pods_settled() {
+  local o running id
+  o=$(workload_pods)
+  workloads_running || return 1
+  running=$(tool running "$SOCK") || return 1
+  for id in $(awk '{print $3}' <<<"$o"); do grep -qx "${id#*://}" <<<"$running" || return 1; done
+}
 pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
 # phase_is POD PHASE: for wait_for, which re-runs it (a $(pod_phase) argument would be read once)
 phase_is() { [ "$(pod_phase "$1")" = "$2" ]; }
@@ -437,6 +447,7 @@ scenario_upgrade() {
   local log=$STATE/upgrade.log rc owner_before
   owner_before=$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)
   local pods_before pods_after
+  check upgrade "the workloads have settled: every pod runs the container the API reports" wait_for 300 pods_settled
   pods_before=$(workload_pods)
   info upgrade "running pods before: $(tr '\n' ';' <<<"$pods_before")"
   check upgrade "--dry-run shows the change and changes nothing" rk8s upgrade --dry-run --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" "${SOURCE[@]}"
@@ -451,7 +462,7 @@ scenario_upgrade() {
   check upgrade "the namespace owner and runtime were not restarted (only Kubernetes changed; pid $owner_before)" \
     test "$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)" = "$owner_before"
   check upgrade "every file matches the receipt after the upgrade" tool receipt-check "$RECEIPT"
-  wait_for 120 workloads_running
+  wait_for 300 pods_settled
   pods_after=$(workload_pods)
   check upgrade "running pods survived: same pods, same containers, no restart ($(tr '\n' ';' <<<"$pods_after"))" test "$pods_before" = "$pods_after"
   check upgrade "status is healthy" rk8s status

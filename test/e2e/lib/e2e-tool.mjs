@@ -3,6 +3,7 @@
 //
 //   e2e-tool.mjs cri-status SOCKET            runtime name/version and conditions (RuntimeReady, NetworkReady)
 //   e2e-tool.mjs sandbox-image SOCKET         the pod sandbox image the runtime is configured with
+//   e2e-tool.mjs running SOCKET               ids of the containers the runtime runs (CONTAINER_RUNNING)
 //   e2e-tool.mjs pod SOCKET [CGROUP_PARENT]   RunPodSandbox → "ready <ip>" → stop and remove it
 //   e2e-tool.mjs receipt-check RECEIPT        every file and binary the receipt lists has its hash and mode
 //   e2e-tool.mjs json FILE|- EXPR             prints a value of a JSON document (EXPR like .a.b[0].c)
@@ -44,6 +45,13 @@ async function main() {
       const image = cfg.sandboxImage ?? cfg.pinnedImages?.sandbox;
       if (!image) throw new Error(`the runtime does not report its sandbox image (config keys: ${Object.keys(cfg).join(", ")})`);
       console.log(image);
+      return 0;
+    }
+    case "running": {
+      const c = criClient(args[0]);
+      const list = await c.listContainers();
+      c.close();
+      for (const x of list) if (x.state === "CONTAINER_RUNNING") console.log(x.id);
       return 0;
     }
     case "pod": {
