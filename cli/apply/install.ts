@@ -14,6 +14,7 @@ import { createPrompter, type Prompter } from "../ui/prompt";
 import type { Receipt } from "./receipt";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { applyPlan, type ApplyResult } from "./apply-plan";
+import { addonsStep } from "./addons";
 
 /** The real install's request: the front half's, and the answers the flags give in advance. */
 export interface InstallRequest extends PrepareRequest {
@@ -57,7 +58,9 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
       timeoutMs: o.timeoutSeconds * 1000,
       source: o.source,
     });
+    // The bundle's images first: an add-on's pod then starts from them instead of failing to pull.
     if (o.source.bundle) await loadFromBundle(ctx, plan, o.source.bundle, progress);
+    await addonsStep(plan, progress);
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {

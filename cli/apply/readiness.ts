@@ -57,6 +57,9 @@ export interface ApiClient {
   get(path: string, timeoutMs?: number): Promise<ApiResponse>;
   /** A JSON merge patch (RFC 7386), as `kubectl patch --type merge` sends. */
   mergePatch(path: string, patch: unknown, timeoutMs?: number): Promise<ApiResponse>;
+  /** Server-side apply of one whole object (`kubectl apply --server-side --force-conflicts`). */
+  apply(path: string, object: unknown, fieldManager: string, timeoutMs?: number): Promise<ApiResponse>;
+  delete(path: string, timeoutMs?: number): Promise<ApiResponse>;
 }
 
 export function apiClient(creds: KubeconfigCreds): ApiClient {
@@ -81,6 +84,13 @@ export function apiClient(creds: KubeconfigCreds): ApiClient {
     get: (p, timeoutMs = 5000) => request("GET", p, timeoutMs),
     mergePatch: (p, patch, timeoutMs = 5000) =>
       request("PATCH", p, timeoutMs, { type: "application/merge-patch+json", data: JSON.stringify(patch) }),
+    // JSON is YAML: the apply-patch content type takes the object as JSON.
+    apply: (p, object, fieldManager, timeoutMs = 10_000) =>
+      request("PATCH", `${p}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`, timeoutMs, {
+        type: "application/apply-patch+yaml",
+        data: JSON.stringify(object),
+      }),
+    delete: (p, timeoutMs = 10_000) => request("DELETE", p, timeoutMs),
   };
 }
 

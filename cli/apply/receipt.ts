@@ -15,7 +15,7 @@ import { checkReceiptOwnership } from "./trust";
 export const RECEIPT_SCHEMA = 1;
 
 /** The rendered kinds (cli/render RenderedKind) plus the installed binaries. */
-export type FileKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "binary";
+export type FileKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "addon" | "binary";
 
 export interface ReceiptFile {
   path: string;

@@ -13,6 +13,7 @@ import type { Context } from "../context";
 import { acquireInstallLock } from "../fetch/index";
 import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
+import { removeAddons } from "./addons";
 import { exists, hashFile, isWithin, writeFileAtomic } from "./files";
 import { allUnits } from "./node";
 import { readReceipt, receiptLocation, writeReceipt, type KubeconfigMerge, type Receipt } from "./receipt";
@@ -28,6 +29,8 @@ export interface UninstallOptions {
 
 export interface UninstallReport {
   removed: string[];
+  /** Add-on objects deleted through the API server ("Deployment kube-system/coredns"). */
+  addons: string[];
   kept: string[];
   stoppedUnits: string[];
   /** What was left for the user to do by hand, one line each. */
@@ -78,7 +81,9 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
     await lock.release();
   }
   if (o.purge) await removeEmptyDirs(own.roots.state, path.dirname(own.roots.state)).catch(() => {});
-  out.out(`Uninstalled: ${report.stoppedUnits.length} units stopped, ${report.removed.length} paths removed.`);
+  out.out(
+    `Uninstalled: ${report.stoppedUnits.length} units stopped, ${report.removed.length} paths removed${report.addons.length ? `, ${report.addons.length} add-on objects deleted` : ""}.`,
+  );
   for (const n of report.notes) out.err(`${out.errStyle.yellow("note:")} ${n}`);
   if (report.kept.length) {
     out.out(`Kept (your data): ${report.kept.join(", ")}`);
@@ -137,6 +142,14 @@ export async function removeNode(
       removed.push(f.path);
     }
   };
+
+  // 0. The add-ons' objects, through the API server while it runs: the data (etcd) may stay.
+  const addonObjects: string[] = [];
+  if (plan && !purge && receipt.state !== "uninstalled") {
+    const a = await removeAddons(plan);
+    addonObjects.push(...a.removed);
+    notes.push(...a.notes);
+  }
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
   await systemd.ensureReachable();
@@ -200,7 +213,7 @@ export async function removeNode(
   }
   for (const d of receipt.createdDirs.filter((d) => mayRemoveEmptyDir(d, own))) await removeEmptyDirs(d, path.dirname(d)).catch(() => {});
   await removeEmptyDirs(own.state, own.home).catch(() => {});
-  return { removed, kept, stoppedUnits: loaded, notes };
+  return { removed, addons: addonObjects, kept, stoppedUnits: loaded, notes };
 }
 
 /** Links `systemctl enable` made (default.target.wants/…) for our units, when they are still there. */

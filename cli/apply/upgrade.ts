@@ -15,6 +15,7 @@ import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
 import { loadComponents, type ComponentSource } from "./components";
 import { applyPlan } from "./apply-plan";
+import { addonsStep } from "./addons";
 import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
@@ -43,6 +44,8 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     prefix: p.paths.prefix ?? undefined,
     nodeName: p.node.name,
     taintNone: p.node.taints.some((t) => t.key === "rootless-k8s.io/resource-isolation"),
+    // A node installed before add-ons existed gets the defaults; --no-dns stays off.
+    dns: p.addons ? p.addons.dns.enabled : undefined,
     pkiAlgorithm: p.pki.algorithm,
     env,
   };
@@ -117,6 +120,8 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
       if (e instanceof UserError && e.exitCode !== ExitCode.Failure) throw e; // refused, verification, network: nothing was switched
       return rollBack(ctx, from, plan, e, timeoutMs);
     }
+    // The new version set may bring new add-on images: re-applied (no change when there is none).
+    await addonsStep(plan, progress);
     const done = await readReceipt(plan.paths.receipt);
     if (done) await pruneSets(done, plan);
     out.out(

@@ -6,7 +6,9 @@ import { ExitCode, UserError, messageOf } from "../errors";
 import { FileTooLargeError, readSmallFileSync } from "../small-file";
 import { CONTROL, printable } from "../text";
 import { normalizeMemberPath } from "./tar";
+import { normalizeImageRef, parseImageRef } from "./image-ref";
 import {
+  ADDON_IMAGE_IDS,
   ARCHES,
   HASH_ALGORITHMS,
   NETWORKS,
@@ -18,6 +20,7 @@ import {
   type HashAlgorithm,
   type Manifest,
   type ManifestArtifact,
+  type ManifestImage,
   type PinnedChecksum,
   type SideFile,
   type When,
@@ -75,7 +78,33 @@ export function parseManifest(data: unknown, origin: string): Manifest {
   if (list.length === 0) v.fail("artifacts", "is empty; a manifest lists at least one artifact");
   const artifacts = list.map((a, i) => parseArtifact(v, a, `artifacts[${i}]`));
   checkUnique(v, artifacts);
-  return { schema: 1, name, ...(description !== undefined ? { description } : {}), artifacts, origin };
+  const images = root.images === undefined ? undefined : v.array(root.images, "images").map((x, i) => parseImage(v, x, `images[${i}]`));
+  if (images) {
+    const seen = new Set<string>();
+    for (const i of images) {
+      if (seen.has(i.id)) v.fail("images", `has two images with id "${i.id}"`);
+      seen.add(i.id);
+    }
+  }
+  return { schema: 1, name, ...(description !== undefined ? { description } : {}), artifacts, ...(images ? { images } : {}), origin };
+}
+
+function parseImage(v: Validator, data: unknown, at: string): ManifestImage {
+  const o = v.object(data, at);
+  const id = v.oneOf(o.id, `${at} id`, ADDON_IMAGE_IDS);
+  at = `image "${id}"`;
+  const name = v.string(o.name, `${at} name`);
+  const ref = parseImageRef(name);
+  if (!ref || ref.digest || !ref.tag || normalizeImageRef(name) !== name)
+    v.fail(
+      `${at} name`,
+      `must be a full image name with a tag and no digest, e.g. registry.k8s.io/coredns/coredns:v1.14.2 (got "${name}")`,
+    );
+  const digest =
+    o.digest === null ? null : v.match(o.digest, `${at} digest`, /^sha256:[0-9a-f]{64}$/, "sha256: and 64 lower-case hex digits, or null");
+  const source = v.text(o.source, `${at} source`);
+  if (source.trim() === "") v.fail(`${at} source`, "is empty; say where the digest comes from, or why there is none");
+  return { id, name, digest, source };
 }
 
 function parseArtifact(v: Validator, data: unknown, at: string): ManifestArtifact {

@@ -87,11 +87,28 @@ export interface ManifestArtifact {
   notes?: string;
 }
 
+/** The add-ons whose container image a manifest may pin. */
+export const ADDON_IMAGE_IDS = ["coredns"] as const;
+export type AddonImageId = (typeof ADDON_IMAGE_IDS)[number];
+
+/** A container image an add-on runs: its name with a tag, pinned by the digest the runtime resolves. */
+export interface ManifestImage {
+  id: AddonImageId;
+  /** Normalized name with a tag, e.g. registry.k8s.io/coredns/coredns:v1.14.2. */
+  name: string;
+  /** sha256 of the image's manifest (or index); null when no digest with a source is known. */
+  digest: string | null;
+  /** Where the digest comes from (or why there is none). */
+  source: string;
+}
+
 export interface Manifest {
   schema: 1;
   name: string;
   description?: string;
   artifacts: ManifestArtifact[];
+  /** Add-on images (absent: the add-ons' default images, unpinned). */
+  images?: ManifestImage[];
   /** Where it was loaded from: "built-in", a file path, or "bundle FILE" (not part of the JSON). */
   origin: string;
 }

@@ -29,6 +29,7 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
     );
     row("taints", n.taints.map((x) => `${x.key}${x.value ? `=${x.value}` : ""}:${x.effect}`).join(", ") || "none");
   }
+  for (const a of st.addons) row(`add-on ${a.id}`, a.ready ? s.green(`ready, ${a.detail}`) : s.yellow(`not ready, ${a.detail}`));
   row("runtime", st.runtime.cri.answering ? `answers CRI: ${st.runtime.cri.version}` : `not answering (${st.runtime.cri.detail ?? "?"})`);
   row("ports", st.ports.map((p) => `${p.hostIP}:${p.hostPort} → ${p.namespacePort}/${p.protocol}`).join(", ") || "none");
   row("versions", `set ${st.versions.set ?? "none"}${st.versions.previous ? ` (previous: ${st.versions.previous})` : ""}`);

@@ -6,6 +6,7 @@ import { startOrder } from "../apply/node";
 import { criClient } from "../apply/cri";
 import { apiClient, parseNode, readKubeconfig, type NodeView } from "../apply/readiness";
 import type { Receipt } from "../apply/receipt";
+import { addonReadiness, type AddonReadiness } from "../apply/addons";
 import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd";
 
 export interface NodeStatus {
@@ -21,6 +22,8 @@ export interface NodeStatus {
   versions: { set: string | null; previous: string | null; components: Record<string, string> };
   api: { url: string; ready: boolean; detail: string };
   nodeView: NodeView | null;
+  /** Each add-on that is on, and whether it runs (not part of `healthy`: the node works without). */
+  addons: AddonReadiness[];
   ports: Plan["network"]["published"];
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
   logs: { to: "journal" | "file"; where: string };
@@ -44,6 +47,7 @@ export async function nodeStatus(
 
   const api = { url: "", ready: false, detail: "" };
   let nodeView: NodeView | null = null;
+  let addons: AddonReadiness[] = [];
   try {
     const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
     api.url = client.server;
@@ -54,6 +58,7 @@ export async function nodeStatus(
       const n = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, 3000);
       if (n.status === 200) nodeView = parseNode(n.body);
       else problems.push(`the node ${plan.node.name} is not registered (HTTP ${n.status})`);
+      addons = await addonReadiness(client, plan);
     }
   } catch (e) {
     api.detail = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
@@ -91,6 +96,7 @@ export async function nodeStatus(
     versions: { set: receipt.current, previous: receipt.previous, components: { ...plan.versions.components } },
     api,
     nodeView,
+    addons,
     ports: plan.network.published,
     units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
       unit,

@@ -53,6 +53,10 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     k.reasons,
   );
   item("kube-proxy", plan.proxy.mode, plan.proxy.reasons);
+  if (plan.addons) {
+    const d = plan.addons.dns;
+    item("DNS", d.enabled ? `CoreDNS at ${d.serviceIP} for ${d.domain}` : "off", d.reasons);
+  }
   item("PKI", plan.pki.algorithm === "rsa-2048" ? "RSA 2048" : "ECDSA P-256", [
     `API server names: ${[...plan.pki.hostnames, ...plan.pki.hostAddresses].join(", ") || "(loopback only)"}`,
   ]);

@@ -8,6 +8,7 @@ import { installPackage } from "../doctor/fixes";
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import { NFTABLES_PROXY, nftablesProxyBlocker } from "../host/kube-proxy";
+import { decideAddons } from "./addons";
 import { overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
 import { decideMode } from "./mode";
@@ -74,6 +75,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       hostnames: facts.network.hostname ? [facts.network.hostname] : [],
       hostAddresses,
     },
+    addons: decideAddons(cidrs, network.driver, versions, options),
     paths,
     logging:
       facts.systemd.journal === false

@@ -39,6 +39,29 @@ export interface VersionSet {
   id: string;
   /** Component name → upstream version without a leading "v" (kubernetes, etcd, containerd, ...). */
   components: Readonly<Record<string, string>>;
+  /** Add-on id → the image the manifest pins for it (absent from older receipts and manifests). */
+  images?: Readonly<Record<string, { name: string; digest: string | null }>>;
+}
+
+/** A container image an add-on runs: `ref` is what the pod spec names (name@digest when pinned). */
+export interface AddonImage {
+  name: string;
+  digest: string | null;
+  ref: string;
+}
+
+/** Cluster DNS: CoreDNS behind the kube-dns Service, and the kubelet's clusterDNS pointing at it. */
+export interface DnsAddonPlan extends Reasoned {
+  enabled: boolean;
+  /** The tenth address of the service network (kubeadm's and k3s's choice). */
+  serviceIP: string;
+  domain: string;
+  image: AddonImage;
+}
+
+/** Add-ons applied through the API server once the node is Ready (cli/render/addons.ts). */
+export interface AddonsPlan {
+  dns: DnsAddonPlan;
 }
 
 export interface RuntimePlan extends Reasoned {
@@ -199,6 +222,8 @@ export interface Plan {
    */
   proxy: { mode: ProxyMode; masqueradeAll: boolean } & Reasoned;
   pki: { algorithm: PkiAlgorithm; hostnames: string[]; hostAddresses: string[] };
+  /** Absent from the plans of receipts written before add-ons existed (read: no add-ons). */
+  addons?: AddonsPlan;
   paths: Paths;
   /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */
   logging: { to: "journal" | "file" } & Reasoned;
@@ -232,6 +257,8 @@ export interface PlanOptions {
   apiPort?: number;
   prefix?: string;
   taintNone?: boolean;
+  /** false: no cluster DNS (--no-dns). */
+  dns?: boolean;
   pkiAlgorithm?: PkiAlgorithm;
   nodeName?: string;
   /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */

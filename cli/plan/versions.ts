@@ -21,5 +21,7 @@ export function requireVersion(versions: VersionSet, component: string): string 
  * from a manifest installs into the same versions/<id> as an online install of it.
  */
 export function versionSetOf(manifest: Manifest, arch: string): VersionSet {
-  return { id: versionSetId(manifest, arch as Arch), components: versionSet(manifest) };
+  const set: VersionSet = { id: versionSetId(manifest, arch as Arch), components: versionSet(manifest) };
+  if (manifest.images?.length) set.images = Object.fromEntries(manifest.images.map((i) => [i.id, { name: i.name, digest: i.digest }]));
+  return set;
 }

@@ -4,6 +4,7 @@
 // generatePki(plan, {existing}) is separate so a re-install reuses the keys it already has.
 import * as path from "node:path";
 import type { Plan } from "../plan/plan";
+import { addonYaml, addons } from "./addons";
 import { kubeProxyConfiguration, kubeletConfiguration, renderYaml } from "./kube-configs";
 import { adminKubeconfig, componentKubeconfig, renderKubeconfig } from "./kubeconfig";
 import { layout } from "./layout";
@@ -13,10 +14,11 @@ import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderPublishS
 import { renderUnits } from "./units";
 
 export { folders, layout } from "./layout";
+export { addons, ADDON_LABEL, type Addon, type KubeObject } from "./addons";
 export { generatePki, readPki, pkiPaths, certSpecs, type Pki, type KeyPairPem } from "./pki";
 export { mergeKubeconfig, type MergeResult } from "./kubeconfig";
 
-export type RenderedKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script";
+export type RenderedKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "addon";
 
 export interface RenderedFile {
   /** Absolute target path. */
@@ -43,7 +45,15 @@ export function renderNode(plan: Plan, pki: Pki): RenderedFile[] {
     ...renderConfigs(plan),
     ...renderPki(plan, pki),
     ...renderKubeconfigs(plan, pki),
+    ...renderAddons(plan),
   ];
+}
+
+/** What the add-ons that are on apply (cli/apply/addons.ts applies the same objects); no restart. */
+function renderAddons(plan: Plan): RenderedFile[] {
+  return addons(plan)
+    .filter((a) => a.enabled)
+    .map((a) => ({ path: path.join(layout(plan).addonsDir, `${a.id}.yaml`), content: addonYaml(a), mode: PUBLIC, kind: "addon" as const }));
 }
 
 function renderUnitFiles(plan: Plan): RenderedFile[] {

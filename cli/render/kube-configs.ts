@@ -38,7 +38,9 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
     // Flexvolume's default /usr/libexec/kubernetes is not writable rootless (k3s-io/k3s#4216).
     volumePluginDir: layout(plan).data.kubeletPlugins,
     evictionHard: { "memory.available": "100Mi", "nodefs.available": "5%", "imagefs.available": "5%" },
-    clusterDomain: "cluster.local",
+    clusterDomain: plan.addons?.dns.domain ?? "cluster.local",
+    // Pods resolve through CoreDNS at the tenth service address (without it: the node's resolv.conf).
+    ...(plan.addons?.dns.enabled ? { clusterDNS: [plan.addons.dns.serviceIP] } : {}),
     rotateCertificates: false,
     serverTLSBootstrap: false,
   };

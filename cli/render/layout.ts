@@ -17,6 +17,8 @@ export function layout(plan: Plan) {
     /** CNI plugins: the manifest installs them in bin/cni of each version set. */
     cniBinDir: path.join(plan.paths.binDir, "cni"),
     cniConflist: config("cni", "10-rootless-k8s.conflist"),
+    /** What each add-on applies through the API server, for the user to read (addons/<id>.yaml). */
+    addonsDir: config("addons"),
     kubeconfigs: {
       admin: plan.paths.adminKubeconfig,
       kubelet: config("kubelet.kubeconfig"),
@@ -60,7 +62,7 @@ export function folders(plan: Plan): { path: string; mode: number }[] {
   const p = plan.paths;
   // etcd refuses to share its data: 0700 like the secrets.
   const secret = [p.configDir, p.pkiDir, l.data.etcd];
-  const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, p.runtimeDir, l.cniConfDir];
+  const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, p.runtimeDir, l.cniConfDir, l.addonsDir];
   open.push(l.data.kubelet, l.data.kubeletPlugins, l.data.cni, l.data.log);
   if (plan.logging.to === "file") open.push(p.logDir);
   if (plan.runtime.name === "containerd") open.push(path.dirname(l.containerdConfig), l.data.containerd, l.run.containerd);

@@ -237,3 +237,40 @@ describe("hostile manifests (issue 16, defect 8)", () => {
     );
   });
 });
+
+describe("add-on images in a manifest", () => {
+  const DIGEST = `sha256:${"0f".repeat(32)}`;
+  const withImages = (images: unknown) => ({ ...clone(), images });
+
+  it("the built-in one names CoreDNS by kubeadm's tag and says why no digest pins it", () => {
+    expect(loadManifest().images).toEqual([
+      expect.objectContaining({ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1.14.2", digest: null }),
+    ]);
+  });
+
+  it("takes a pinned image", () => {
+    const m = parseManifest(
+      withImages([{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1.14.3", digest: DIGEST, source: "built here" }]),
+      "t",
+    );
+    expect(m.images?.[0]?.digest).toBe(DIGEST);
+  });
+
+  it.each([
+    [{ id: "dns-cache", name: "registry.k8s.io/x:1", digest: null, source: "s" }, /id must be one of coredns/],
+    [{ id: "coredns", name: "coredns/coredns", digest: null, source: "s" }, /full image name with a tag/],
+    [{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1@" + DIGEST, digest: null, source: "s" }, /full image name with a tag/],
+    [{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1", digest: "sha256:abc", source: "s" }, /digest must be sha256:/],
+    [{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1", digest: null, source: " " }, /source is empty/],
+  ])("refuses %j in one line", (image, msg) => {
+    const e = userErrorFrom(() => parseManifest(withImages([image]), "t.json"));
+    expect(e.exitCode).toBe(2);
+    expect(e.message).toMatch(msg);
+    expect(e.message).not.toContain("\n");
+  });
+
+  it("refuses two images with one id", () => {
+    const i = { id: "coredns", name: "registry.k8s.io/coredns/coredns:v1", digest: null, source: "s" };
+    expect(userErrorFrom(() => parseManifest(withImages([i, i]), "t.json")).message).toMatch(/two images with id "coredns"/);
+  });
+});

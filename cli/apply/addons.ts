@@ -1,0 +1,159 @@
+// Applies the plan's add-ons (cli/render/addons.ts) through the API server with server-side apply,
+// as the admin: idempotent (an unchanged object is not written, its resourceVersion stays), so a
+// re-install changes nothing and an upgrade re-applies. An add-on turned off (--no-dns) has its
+// objects deleted. Also reads each add-on's readiness for `status`.
+import { ExitCode, UserError, messageOf } from "../errors";
+import type { Plan } from "../plan/plan";
+import { ADDON_LABEL, type Addon, type KubeObject, addons } from "../render";
+import type { Progress } from "../ui/progress";
+import { type ApiClient, apiClient, readKubeconfig } from "./readiness";
+
+export const FIELD_MANAGER = "rootless-k8s";
+
+const PLURAL: Record<string, string> = {
+  ServiceAccount: "serviceaccounts",
+  ConfigMap: "configmaps",
+  Service: "services",
+  ClusterRole: "clusterroles",
+  ClusterRoleBinding: "clusterrolebindings",
+  Deployment: "deployments",
+};
+
+/** The object's REST path: /api/v1/... for the core group, /apis/GROUP/VERSION/... otherwise. */
+export function objectPath(o: KubeObject): string {
+  const plural = PLURAL[o.kind];
+  if (!plural) throw new Error(`no REST path known for kind ${o.kind}`);
+  const base = o.apiVersion.includes("/") ? `/apis/${o.apiVersion}` : `/api/${o.apiVersion}`;
+  const ns = o.metadata.namespace ? `/namespaces/${encodeURIComponent(o.metadata.namespace)}` : "";
+  return `${base}${ns}/${plural}/${encodeURIComponent(o.metadata.name)}`;
+}
+
+const label = (o: KubeObject) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata.name}`;
+
+function apiMessage(body: string): string {
+  try {
+    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
+  } catch {
+    return body.slice(0, 200);
+  }
+}
+
+export interface AddonOutcome {
+  id: string;
+  enabled: boolean;
+  /** Objects whose resourceVersion changed (created or updated), or deleted when off. */
+  changed: string[];
+}
+
+async function applyOne(client: ApiClient, addon: Addon): Promise<AddonOutcome> {
+  const changed: string[] = [];
+  if (addon.enabled) {
+    for (const o of addon.objects) {
+      const p = objectPath(o);
+      const before = await client.get(p);
+      const r = await client.apply(p, o, FIELD_MANAGER);
+      if (r.status !== 200 && r.status !== 201)
+        throw new UserError(`could not apply the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
+          exitCode: ExitCode.Failure,
+          fix: "re-run `rootless-k8s install`; `rootless-k8s logs kube-apiserver` shows why the API server refused it",
+        });
+      const version = (b: string) => (JSON.parse(b) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+      if (before.status !== 200 || version(before.body) !== version(r.body)) changed.push(label(o));
+    }
+  } else {
+    for (const o of [...addon.objects].reverse()) {
+      const r = await client.delete(objectPath(o));
+      if (r.status === 200 || r.status === 202) changed.push(label(o));
+      else if (r.status !== 404)
+        throw new UserError(`could not remove the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
+          exitCode: ExitCode.Failure,
+          fix: "re-run `rootless-k8s install`; `rootless-k8s logs kube-apiserver` shows why the API server refused it",
+        });
+    }
+  }
+  return { id: addon.id, enabled: addon.enabled, changed };
+}
+
+/** Applies every add-on that is on and removes every one that is off; what changed, per add-on. */
+export async function applyAddons(client: ApiClient, plan: Plan): Promise<AddonOutcome[]> {
+  const out: AddonOutcome[] = [];
+  for (const a of addons(plan)) out.push(await applyOne(client, a));
+  return out;
+}
+
+export interface AddonReadiness {
+  id: string;
+  ready: boolean;
+  /** "1/1 available", "0/1 available: ImagePullBackOff ...", "not found". */
+  detail: string;
+}
+
+/** Why an add-on's pods do not run yet ("ImagePullBackOff: ..."), from their container states. */
+async function waitingReason(client: ApiClient, a: Addon): Promise<string> {
+  const r = await client.get(`/api/v1/namespaces/${a.ready.namespace}/pods?labelSelector=${encodeURIComponent(`${ADDON_LABEL}=${a.id}`)}`);
+  if (r.status !== 200) return "";
+  type Pod = { status?: { phase?: string; containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] } };
+  const pods = (JSON.parse(r.body) as { items?: Pod[] }).items ?? [];
+  const waiting = pods.flatMap((p) => p.status?.containerStatuses ?? []).find((c) => c.state?.waiting)?.state?.waiting;
+  if (waiting) return ` (${[waiting.reason, waiting.message].filter(Boolean).join(": ").slice(0, 200)})`;
+  return pods.length ? ` (pod ${pods[0]?.status?.phase ?? "pending"})` : " (no pod yet)";
+}
+
+/** Each add-on that is on: whether its Deployment has every replica available. */
+export async function addonReadiness(client: ApiClient, plan: Plan): Promise<AddonReadiness[]> {
+  const out: AddonReadiness[] = [];
+  for (const a of addons(plan).filter((x) => x.enabled)) {
+    const r = await client.get(`/apis/apps/v1/namespaces/${a.ready.namespace}/deployments/${a.ready.deployment}`);
+    if (r.status !== 200) {
+      out.push({ id: a.id, ready: false, detail: r.status === 404 ? "not applied (re-run `rootless-k8s install`)" : `HTTP ${r.status}` });
+      continue;
+    }
+    const d = JSON.parse(r.body) as { spec?: { replicas?: number }; status?: { availableReplicas?: number } };
+    const want = d.spec?.replicas ?? 1;
+    const have = d.status?.availableReplicas ?? 0;
+    out.push({ id: a.id, ready: have >= want, detail: `${have}/${want} available${have >= want ? "" : await waitingReason(client, a)}` });
+  }
+  return out;
+}
+
+/** The install/upgrade step: apply the add-ons as the admin, and say what changed. */
+export async function addonsStep(plan: Plan, progress: Progress): Promise<AddonOutcome[]> {
+  const list = addons(plan);
+  if (!list.length) return [];
+  return progress.step("addons", `Applying add-ons (${list.map((a) => `${a.id}${a.enabled ? "" : " off"}`).join(", ")})`, async (h) => {
+    const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+    const outcomes = await applyAddons(client, plan);
+    h.update(
+      outcomes
+        .map(
+          (o) =>
+            `${o.id}: ${o.enabled ? (o.changed.length ? `applied ${o.changed.length} objects` : "unchanged") : o.changed.length ? "removed" : "off"}`,
+        )
+        .join("; "),
+    );
+    return outcomes;
+  });
+}
+
+/**
+ * Uninstall: deletes every add-on's objects while the API server still runs (the data, and etcd
+ * with it, may stay). Never fails the uninstall: what could not be deleted is a note.
+ */
+export async function removeAddons(plan: Plan): Promise<{ removed: string[]; notes: string[] }> {
+  const list = addons(plan).filter((a) => a.enabled);
+  if (!list.length) return { removed: [], notes: [] };
+  try {
+    const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+    if ((await client.get("/readyz", 3000)).status !== 200) throw new Error("/readyz does not answer 200");
+    const removed: string[] = [];
+    for (const a of list) removed.push(...(await applyOne(client, { ...a, enabled: false })).changed);
+    return { removed, notes: [] };
+  } catch (e) {
+    return {
+      removed: [],
+      notes: [
+        `kept the add-ons' objects in the node's data: the API server did not answer (${messageOf(e)}); install re-applies them, --purge removes them`,
+      ],
+    };
+  }
+}

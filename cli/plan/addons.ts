@@ -1,0 +1,57 @@
+// The add-ons a node gets (issue: cluster essentials): which are on, and what they are built from.
+// Pure: the plan's service network and the version set's pinned images in, decisions out.
+import { nthAddress } from "./cidr";
+import type { AddonImage, AddonsPlan, Cidrs, NetworkPlan, PlanOptions, VersionSet } from "./plan";
+
+/** kubeadm 1.36's CoreDNS (cmd/kubeadm/app/constants CoreDNSVersion), when a manifest pins none. */
+export const DEFAULT_COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.14.2";
+export const CLUSTER_DOMAIN = "cluster.local";
+
+function addonImage(versions: VersionSet, id: string, fallback: string): { image: AddonImage; reason: string } {
+  const pinned = versions.images?.[id];
+  if (pinned?.digest)
+    return {
+      image: { name: pinned.name, digest: pinned.digest, ref: `${pinned.name}@${pinned.digest}` },
+      reason: `image ${pinned.name}, pinned by digest ${pinned.digest.slice(0, 19)}… (components manifest)`,
+    };
+  const name = pinned?.name ?? fallback;
+  return {
+    image: { name, digest: null, ref: name },
+    reason: `image ${name}, by tag only: the components manifest pins no digest for it`,
+  };
+}
+
+/** Where names outside the cluster go, per network driver: the namespace's resolv.conf names its DNS. */
+function upstreamReason(driver: NetworkPlan["driver"]): string {
+  switch (driver) {
+    case "slirp4netns":
+      return "names outside the cluster go to slirp4netns's DNS, which asks the host's resolvers and re-reads the host's resolv.conf when it changes (NetworkManager, systemd-resolved's 127.0.0.53 stub)";
+    case "builtin":
+      return "names outside the cluster go to RootlessKit's gvisor-tap-vsock DNS, which asks the host's resolvers";
+    case "pasta":
+      return "names outside the cluster go to pasta's DNS forwarder, which takes the host's first resolver when the node starts: after the host's resolvers change, restart the node (systemctl --user restart rootless-k8s.target)";
+    case "docker":
+      return "names outside the cluster go to the resolver of dockerd's own namespace";
+  }
+}
+
+export function decideAddons(cidrs: Cidrs, driver: NetworkPlan["driver"], versions: VersionSet, options: PlanOptions): AddonsPlan {
+  const serviceIP = nthAddress(cidrs.services, 10);
+  const { image, reason } = addonImage(versions, "coredns", DEFAULT_COREDNS_IMAGE);
+  const enabled = options.dns !== false;
+  return {
+    dns: {
+      enabled,
+      serviceIP,
+      domain: CLUSTER_DOMAIN,
+      image,
+      reasons: enabled
+        ? [
+            `CoreDNS answers for ${CLUSTER_DOMAIN} at ${serviceIP} (the tenth address of ${cidrs.services}); the kubelet gives pods that address`,
+            upstreamReason(driver),
+            reason,
+          ]
+        : ["--no-dns: no CoreDNS, and pods get the node's resolv.conf instead of a cluster DNS"],
+    },
+  };
+}

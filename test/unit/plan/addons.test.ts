@@ -1,0 +1,113 @@
+// Cluster DNS in the plan and its rendering: CoreDNS at the tenth service address, the kubelet's
+// clusterDNS, the image as the manifest pins it, --no-dns, and plans older than add-ons.
+import { describe, expect, it } from "vitest";
+import { buildPlan } from "../../../cli/plan";
+import { nthAddress } from "../../../cli/plan/cidr";
+import type { Plan } from "../../../cli/plan/plan";
+import { addons } from "../../../cli/render/addons";
+import { kubeletConfiguration } from "../../../cli/render/kube-configs";
+import { generatePki, renderNode } from "../../../cli/render/index";
+import { baseFacts, delegatedFacts, upstreamVersions } from "./facts-builder";
+
+const versions = upstreamVersions();
+const DIGEST = `sha256:${"ab".repeat(32)}`;
+
+describe("the dns add-on in the plan", () => {
+  it("is on by default: CoreDNS at the tenth address of the service network, for cluster.local", () => {
+    const plan = buildPlan(delegatedFacts(), {}, versions);
+    const dns = plan.addons!.dns;
+    expect(dns.enabled).toBe(true);
+    expect(dns.serviceIP).toBe(nthAddress(plan.cidrs.services, 10));
+    expect(dns.serviceIP).not.toBe(plan.cidrs.firstServiceIP);
+    expect(dns.domain).toBe("cluster.local");
+    expect(kubeletConfiguration(plan)).toMatchObject({ clusterDNS: [dns.serviceIP], clusterDomain: "cluster.local" });
+  });
+
+  it("takes the built-in manifest's CoreDNS by tag, and says that no digest pins it", () => {
+    const dns = buildPlan(baseFacts(), {}, versions).addons!.dns;
+    expect(dns.image).toEqual({
+      name: "registry.k8s.io/coredns/coredns:v1.14.2",
+      digest: null,
+      ref: "registry.k8s.io/coredns/coredns:v1.14.2",
+    });
+    expect(dns.reasons.join(" ")).toMatch(/by tag only/);
+  });
+
+  it("runs the image by digest when the manifest pins one", () => {
+    const pinned = { ...versions, images: { coredns: { name: "registry.k8s.io/coredns/coredns:v1.14.3", digest: DIGEST } } };
+    const plan = buildPlan(baseFacts(), {}, pinned);
+    expect(plan.addons!.dns.image.ref).toBe(`registry.k8s.io/coredns/coredns:v1.14.3@${DIGEST}`);
+    const deployment = addons(plan)[0]!.objects.find((o) => o.kind === "Deployment") as unknown as {
+      spec: { template: { spec: { containers: { image: string }[] } } };
+    };
+    expect(deployment.spec.template.spec.containers[0]!.image).toBe(plan.addons!.dns.image.ref);
+  });
+
+  it("--no-dns: no clusterDNS, no add-on file, and the add-on is listed as off (its objects get deleted)", async () => {
+    const plan = buildPlan(baseFacts(), { dns: false }, versions);
+    expect(plan.addons!.dns.enabled).toBe(false);
+    expect(kubeletConfiguration(plan)).not.toHaveProperty("clusterDNS");
+    const files = renderNode(plan, await generatePki(plan));
+    expect(files.filter((f) => f.kind === "addon")).toEqual([]);
+    expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([["dns", false]]);
+  });
+
+  it("a plan from a receipt older than add-ons renders no add-on and no clusterDNS", async () => {
+    const plan = buildPlan(baseFacts(), {}, versions);
+    const old = { ...plan } as Plan;
+    delete old.addons;
+    expect(addons(old)).toEqual([]);
+    expect(kubeletConfiguration(old)).not.toHaveProperty("clusterDNS");
+    expect(renderNode(old, await generatePki(old)).some((f) => f.kind === "addon")).toBe(false);
+  });
+});
+
+describe("the CoreDNS objects", () => {
+  const plan = buildPlan(baseFacts(), { taintNone: true }, versions);
+  const [dns] = addons(plan);
+  const byKind = (k: string) => dns!.objects.find((o) => o.kind === k) as unknown as Record<string, any>;
+
+  it("are RBAC, config, workload and Service in that order, each labelled as ours", () => {
+    expect(dns!.objects.map((o) => o.kind)).toEqual([
+      "ServiceAccount",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "ConfigMap",
+      "Deployment",
+      "Service",
+    ]);
+    for (const o of dns!.objects)
+      expect((o.metadata as unknown as { labels: Record<string, string> }).labels["rootless-k8s.io/addon"]).toBe("dns");
+  });
+
+  it("the kube-dns Service holds the plan's address, UDP and TCP 53", () => {
+    const svc = byKind("Service");
+    expect(svc.metadata).toMatchObject({ name: "kube-dns", namespace: "kube-system" });
+    expect(svc.spec.clusterIP).toBe(plan.addons!.dns.serviceIP);
+    expect(svc.spec.ports.filter((p: { port: number }) => p.port === 53).map((p: { protocol: string }) => p.protocol)).toEqual([
+      "UDP",
+      "TCP",
+    ]);
+  });
+
+  it("CoreDNS serves the cluster domain and forwards the rest to the node namespace's resolver", () => {
+    const corefile = byKind("ConfigMap").data.Corefile as string;
+    expect(corefile).toContain("kubernetes cluster.local in-addr.arpa ip6.arpa {");
+    expect(corefile).toContain("forward . /etc/resolv.conf");
+    expect(byKind("Deployment").spec.template.spec.dnsPolicy).toBe("Default");
+  });
+
+  it("tolerates the taint rootless-k8s puts on a mode none node (--taint-none)", () => {
+    expect(plan.node.taints.length).toBe(1);
+    const tolerations = byKind("Deployment").spec.template.spec.tolerations as { key: string }[];
+    expect(tolerations.map((t) => t.key)).toContain(plan.node.taints[0]!.key);
+  });
+
+  it("are written for the user to read as config/addons/dns.yaml, without a restart", async () => {
+    const files = renderNode(plan, await generatePki(plan));
+    const f = files.find((x) => x.kind === "addon");
+    expect(f?.path).toBe(`${plan.paths.configDir}/addons/dns.yaml`);
+    expect(f?.unit).toBeUndefined();
+    expect(String(f?.content)).toContain(`clusterIP: ${plan.addons!.dns.serviceIP}`);
+  });
+});
