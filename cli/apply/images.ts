@@ -4,7 +4,10 @@
 // from the plan by `imageLoader` alone:
 //   containerd  the version set's ctr (or the one next to --runtime-bin) on the node's containerd
 //               socket, namespace k8s.io (the CRI plugin's), the node's platform, unpacked into
-//               the planned snapshotter (the kubelet needs unpacked images);
+//               the planned snapshotter (the kubelet needs unpacked images); then each name is
+//               also tagged REPO@sha256:<its target digest>, as a pull names it, so a pod that
+//               names its image by digest (the add-ons', pinned) finds the loaded one (ctr's own
+//               --digests names the archive's index in containerd 2, not the image);
 //   docker      `docker load -i` on the user's rootless dockerd (cri-dockerd serves its images);
 //   crio        refused: loading into CRI-O's storage needs skopeo, which is not part of the set.
 // The socket lies in $XDG_RUNTIME_DIR on the host's side too (`status` talks CRI to it the same
@@ -16,7 +19,7 @@ import * as path from "node:path";
 import { ExitCode, UserError, messageOf } from "../errors";
 import { extractBundleImages } from "../fetch/bundle";
 import { readImageArchive, type ArchiveImage, type ImageArchive } from "../fetch/image-archive";
-import { normalizeImageRef } from "../fetch/image-ref";
+import { normalizeImageRef, parseImageRef } from "../fetch/image-ref";
 import type { Plan } from "../plan/plan";
 import { criClient } from "./cri";
 import { readReceipt, receiptLocation } from "./receipt";
@@ -35,6 +38,21 @@ export interface LoaderCommand {
 /** The ctr of the node's containerd: the version set's, or the one next to --runtime-bin's containerd. */
 export function ctrPath(plan: Plan): string {
   return plan.runtime.source === "bundled" ? path.join(plan.paths.binDir, "ctr") : path.join(path.dirname(plan.runtime.binary), "ctr");
+}
+
+/** ctr on the node's containerd, in the CRI plugin's namespace: `ctr --address S --namespace k8s.io ARGS`. */
+export function ctrCommand(plan: Plan, ...args: string[]): LoaderCommand {
+  const socket = plan.runtime.criSocket;
+  return { cmd: ctrPath(plan), argv: ["--address", socket, "--namespace", CRI_NAMESPACE, ...args], socket };
+}
+
+/** The image's target digest in `ctr images ls name==NAME` output (REF TYPE DIGEST ...); null when not listed. */
+export function targetDigest(listing: string, name: string): string | null {
+  for (const line of listing.split("\n")) {
+    const [ref, , digest] = line.trim().split(/\s+/);
+    if (ref === name && digest && /^sha256:[0-9a-f]{64}$/.test(digest)) return digest;
+  }
+  return null;
 }
 
 /** The exact command that loads `file` into the node's runtime. Pure: a function of the plan. */
@@ -158,6 +176,28 @@ function runLoader(loader: LoaderCommand, env: NodeJS.ProcessEnv, signal?: Abort
   });
 }
 
+/** docker.io/library/busybox:1.36.1 → docker.io/library/busybox (names are normalized, with a tag). */
+export function repositoryOf(name: string): string {
+  const r = parseImageRef(name);
+  return r ? `${r.domain}/${r.path}` : name.replace(/[:@][^/]*$/, "");
+}
+
+/** Names each loaded image also REPO@<target digest>, as a pull would (the kubelet looks pinned images up so). */
+async function tagDigests(plan: Plan, a: ImageArchive, opts: LoadOptions): Promise<void> {
+  for (const i of a.images) {
+    try {
+      const digest = targetDigest(await runLoader(ctrCommand(plan, "images", "ls", `name==${i.name}`), opts.env, opts.signal), i.name);
+      if (!digest) throw new Error(`ctr images ls does not list ${i.name}`);
+      await runLoader(ctrCommand(plan, "images", "tag", "--force", i.name, `${repositoryOf(i.name)}@${digest}`), opts.env, opts.signal);
+    } catch (e) {
+      throw new UserError(`loaded ${a.file}, but could not name ${i.name} by its digest: ${messageOf(e)}`, {
+        exitCode: opts.signal?.aborted ? ExitCode.Interrupted : ExitCode.Failure,
+        fix: "re-run the load (loading again is harmless); pods that name this image by tag run meanwhile",
+      });
+    }
+  }
+}
+
 /** Whether `tag` (as a runtime lists it: full or familiar) names `name` (normalized). */
 const sameName = (tag: string, name: string) => normalizeImageRef(tag) === name;
 
@@ -179,6 +219,7 @@ export async function loadImages(plan: Plan, archives: readonly ImageArchive[], 
         fix: `check the node (rootless-k8s status; rootless-k8s logs ${plan.runtime.name === "docker" ? "cri-dockerd" : "rootlesskit"}) and re-run; loading again is harmless`,
       });
     }
+    if (plan.runtime.name === "containerd") await tagDigests(plan, a, opts);
     const ids = await criIds(plan, a.images, opts.criWaitMs ?? 10_000, opts.signal);
     const missing = ids ? a.images.filter((i) => !ids.has(i.name)) : [];
     if (missing.length > 0) {

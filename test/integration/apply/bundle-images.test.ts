@@ -82,6 +82,20 @@ describe.skipIf(reason !== null)("install --bundle loads the bundle's image arch
     expect(loaded.map((i) => i.name)).toEqual(["docker.io/library/busybox:1.36.1", "example.org/team/app:v2"]);
     for (const i of loaded) expect(i.criId).toBe(i.id); // the CRI answered, with the config digest
     expect(criNames()).toEqual(expect.arrayContaining(["docker.io/library/busybox:1.36.1", "example.org/team/app:v2"]));
+    // Also by the digest each name points at, as a pull would name them: a pod's
+    // `image: NAME@sha256:...` finds them.
+    const listing = spawnSync("ctr", ["--address", sock, "--namespace", "k8s.io", "images", "list"], { encoding: "utf8" }).stdout;
+    for (const [name, repo] of [
+      ["docker.io/library/busybox:1.36.1", "docker.io/library/busybox"],
+      ["example.org/team/app:v2", "example.org/team/app"],
+    ]) {
+      const digest = listing
+        .split("\n")
+        .find((l) => l.startsWith(`${name} `))
+        ?.split(/\s+/)[2];
+      expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(criNames()).toContain(`${repo}@${digest}`);
+    }
     expect(readdirSync(join(work, "cache"))).toEqual([]);
   });
 });

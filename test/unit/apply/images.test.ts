@@ -1,6 +1,6 @@
 // The loader each runtime gets, computed from the plan alone (the real load runs in the e2e).
 import { describe, expect, it } from "vitest";
-import { imageLoader } from "../../../cli/apply/images";
+import { imageLoader, repositoryOf, targetDigest } from "../../../cli/apply/images";
 import { buildPlan } from "../../../cli/plan/index";
 import { userErrorFrom } from "../../helpers/errors";
 import { baseFacts, upstreamVersions, withFacts } from "../plan/facts-builder";
@@ -27,6 +27,15 @@ describe("imageLoader", () => {
       socket: "/run/user/1000/rootless-k8s/containerd/containerd.sock",
     });
     expect(imageLoader(plan, "/x").argv).not.toContain("--no-unpack");
+  });
+  it("names a loaded image by its digest: the target digest from ctr images ls, under the image's repository", () => {
+    const d = `sha256:${"d0".repeat(32)}`;
+    const listing = `REF TYPE DIGEST SIZE PLATFORMS LABELS\nregistry.k8s.io/coredns/coredns:v1.14.3 application/vnd.oci.image.manifest.v1+json ${d} 71.3 MiB linux/amd64 -\n`;
+    expect(targetDigest(listing, "registry.k8s.io/coredns/coredns:v1.14.3")).toBe(d);
+    expect(targetDigest(listing, "registry.k8s.io/coredns/coredns:v1")).toBeNull();
+    expect(repositoryOf("registry.k8s.io/coredns/coredns:v1.14.3")).toBe("registry.k8s.io/coredns/coredns");
+    expect(repositoryOf("localhost:5000/a/b:1")).toBe("localhost:5000/a/b");
+    expect(repositoryOf("docker.io/library/busybox:1.36.1")).toBe("docker.io/library/busybox");
   });
   it("containerd from --runtime-bin: the ctr next to it", () => {
     const plan = buildPlan(baseFacts(), { runtimeBin: "/usr/bin/containerd", runtimeBinVersion: "1.7.24" }, versions);
