@@ -11,6 +11,10 @@ import { type ApiClient, apiClient, readKubeconfig } from "./readiness";
 export const FIELD_MANAGER = "rootless-k8s";
 
 const PLURAL: Record<string, string> = {
+  Namespace: "namespaces",
+  Role: "roles",
+  RoleBinding: "rolebindings",
+  StorageClass: "storageclasses",
   ServiceAccount: "serviceaccounts",
   ConfigMap: "configmaps",
   Service: "services",
@@ -61,7 +65,8 @@ async function applyOne(client: ApiClient, addon: Addon): Promise<AddonOutcome> 
       if (before.status !== 200 || version(before.body) !== version(r.body)) changed.push(label(o));
     }
   } else {
-    for (const o of [...addon.objects].reverse()) {
+    // A Namespace stays: its deletion would still be running when a later install applies into it.
+    for (const o of [...addon.objects].reverse().filter((x) => x.kind !== "Namespace")) {
       const r = await client.delete(objectPath(o));
       if (r.status === 200 || r.status === 202) changed.push(label(o));
       else if (r.status !== 404)

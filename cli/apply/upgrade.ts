@@ -46,6 +46,7 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     taintNone: p.node.taints.some((t) => t.key === "rootless-k8s.io/resource-isolation"),
     // A node installed before add-ons existed gets the defaults; --no-dns stays off.
     dns: p.addons ? p.addons.dns.enabled : undefined,
+    storage: p.addons?.storage ? p.addons.storage.enabled : undefined,
     pkiAlgorithm: p.pki.algorithm,
     env,
   };

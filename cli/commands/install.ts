@@ -63,6 +63,10 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
     prefix: { type: "string", valueName: "DIR", description: "Keep binaries, data, config and PKI below DIR instead of the XDG folders" },
     "node-name": { type: "string", valueName: "NAME", description: "Node name (default: the host name)" },
     "taint-none": { type: "boolean", description: "In mode none, also taint the node rootless-k8s.io/resource-isolation=none:NoSchedule" },
+    "no-storage": {
+      type: "boolean",
+      description: "No default StorageClass: skip the local-path provisioner (removes it from a node that has it; volumes stay)",
+    },
     "no-dns": {
       type: "boolean",
       description: "No cluster DNS: skip CoreDNS and the kubelet's clusterDNS (removes it from a node that has it)",
@@ -141,6 +145,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     nodeName,
     taintNone: opt.bool(parsed, "taint-none"),
     dns: opt.bool(parsed, "no-dns") ? false : undefined,
+    storage: opt.bool(parsed, "no-storage") ? false : undefined,
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
     env: ctx.env,
   };

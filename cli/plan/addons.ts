@@ -1,11 +1,14 @@
 // The add-ons a node gets (issue: cluster essentials): which are on, and what they are built from.
 // Pure: the plan's service network and the version set's pinned images in, decisions out.
 import { nthAddress } from "./cidr";
-import type { AddonImage, AddonsPlan, Cidrs, NetworkPlan, PlanOptions, VersionSet } from "./plan";
+import type { AddonImage, AddonsPlan, Cidrs, NetworkPlan, PlanOptions, StorageAddonPlan, VersionSet } from "./plan";
 
 /** kubeadm 1.36's CoreDNS (cmd/kubeadm/app/constants CoreDNSVersion), when a manifest pins none. */
 export const DEFAULT_COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.14.2";
 export const CLUSTER_DOMAIN = "cluster.local";
+/** The provisioner and helper images k3s's local-storage add-on runs, when a manifest pins none. */
+export const DEFAULT_LOCAL_PATH_IMAGE = "docker.io/rancher/local-path-provisioner:v0.0.30";
+export const DEFAULT_LOCAL_PATH_HELPER_IMAGE = "docker.io/rancher/mirrored-library-busybox:1.36.1";
 
 function addonImage(versions: VersionSet, id: string, fallback: string): { image: AddonImage; reason: string } {
   const pinned = versions.images?.[id];
@@ -35,7 +38,35 @@ function upstreamReason(driver: NetworkPlan["driver"]): string {
   }
 }
 
-export function decideAddons(cidrs: Cidrs, driver: NetworkPlan["driver"], versions: VersionSet, options: PlanOptions): AddonsPlan {
+function decideStorage(dataDir: string, versions: VersionSet, options: PlanOptions): StorageAddonPlan {
+  const enabled = options.storage !== false;
+  const { image, reason } = addonImage(versions, "local-path-provisioner", DEFAULT_LOCAL_PATH_IMAGE);
+  const helper = addonImage(versions, "local-path-helper", DEFAULT_LOCAL_PATH_HELPER_IMAGE);
+  const path = `${dataDir}/storage`;
+  return {
+    enabled,
+    path,
+    storageClass: "local-path",
+    image,
+    helperImage: helper.image,
+    reasons: enabled
+      ? [
+          `the default StorageClass local-path: rancher's local-path-provisioner makes each volume a folder below ${path}`,
+          "files containers write there belong to the user, or to one of the user's subordinate ids; uninstall keeps them, uninstall --purge removes them",
+          reason,
+          `helper ${helper.reason}`,
+        ]
+      : ["--no-storage: no StorageClass, so a PersistentVolumeClaim stays Pending until one is made"],
+  };
+}
+
+export function decideAddons(
+  cidrs: Cidrs,
+  driver: NetworkPlan["driver"],
+  dataDir: string,
+  versions: VersionSet,
+  options: PlanOptions,
+): AddonsPlan {
   const serviceIP = nthAddress(cidrs.services, 10);
   const { image, reason } = addonImage(versions, "coredns", DEFAULT_COREDNS_IMAGE);
   const enabled = options.dns !== false;
@@ -53,5 +84,6 @@ export function decideAddons(cidrs: Cidrs, driver: NetworkPlan["driver"], versio
           ]
         : ["--no-dns: no CoreDNS, and pods get the node's resolv.conf instead of a cluster DNS"],
     },
+    storage: decideStorage(dataDir, versions, options),
   };
 }

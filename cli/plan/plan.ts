@@ -59,9 +59,22 @@ export interface DnsAddonPlan extends Reasoned {
   image: AddonImage;
 }
 
+/** Storage: the default StorageClass, backed by rancher's local-path-provisioner. */
+export interface StorageAddonPlan extends Reasoned {
+  enabled: boolean;
+  /** Where volumes live: a folder of the node's data (kept by uninstall, removed by --purge). */
+  path: string;
+  storageClass: string;
+  image: AddonImage;
+  /** The helper pod's image: it creates and removes each volume's folder. */
+  helperImage: AddonImage;
+}
+
 /** Add-ons applied through the API server once the node is Ready (cli/render/addons.ts). */
 export interface AddonsPlan {
   dns: DnsAddonPlan;
+  /** Absent from plans written before the storage add-on existed. */
+  storage?: StorageAddonPlan;
 }
 
 export interface RuntimePlan extends Reasoned {
@@ -259,6 +272,8 @@ export interface PlanOptions {
   taintNone?: boolean;
   /** false: no cluster DNS (--no-dns). */
   dns?: boolean;
+  /** false: no default StorageClass and provisioner (--no-storage). */
+  storage?: boolean;
   pkiAlgorithm?: PkiAlgorithm;
   nodeName?: string;
   /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */

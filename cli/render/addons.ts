@@ -102,10 +102,7 @@ function dnsObjects(plan: Plan): KubeObject[] {
             priorityClassName: "system-cluster-critical",
             serviceAccountName: "coredns",
             // Runs whatever taint rootless-k8s put on its node (mode none's resource-isolation).
-            tolerations: [
-              { key: "CriticalAddonsOnly", operator: "Exists" },
-              ...plan.node.taints.map((t) => ({ key: t.key, operator: "Exists", effect: t.effect })),
-            ],
+            tolerations: [{ key: "CriticalAddonsOnly", operator: "Exists" }, ...ownTolerations(plan)],
             nodeSelector: { "kubernetes.io/os": "linux" },
             containers: [
               {
@@ -165,10 +162,139 @@ function dnsObjects(plan: Plan): KubeObject[] {
   ];
 }
 
+export const LOCAL_PATH = {
+  namespace: "local-path-storage",
+  deployment: "local-path-provisioner",
+  configMap: "local-path-config",
+} as const;
+const LOCAL_PATH_SA = "local-path-provisioner-service-account";
+const LOCAL_PATH_PROVISIONER = "rancher.io/local-path";
+
+/** The provisioner's config.json: every node's volumes below the plan's storage folder. */
+export function localPathConfig(path: string): string {
+  return `${JSON.stringify({ nodePathMap: [{ node: "DEFAULT_PATH_FOR_NON_LISTED_NODES", paths: [path] }] }, null, 2)}\n`;
+}
+
+/** Tolerations for rootless-k8s's own taints (mode none's resource-isolation), for add-on pods. */
+function ownTolerations(plan: Plan) {
+  return plan.node.taints.map((t) => ({ key: t.key, operator: "Exists", effect: t.effect }));
+}
+
+function storageObjects(plan: Plan): KubeObject[] {
+  const st = plan.addons!.storage!;
+  const labels = { [ADDON_LABEL]: "storage" };
+  const app = { app: "local-path-provisioner" };
+  const ns = LOCAL_PATH.namespace;
+  // The helper pod makes and removes each volume's folder through a hostPath of its parent (the
+  // provisioner adds the volumes, the command and the node); root in the node's user namespace
+  // is the user on the host, so the folders are the user's.
+  const helperPod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "helper-pod", labels },
+    spec: {
+      priorityClassName: "system-node-critical",
+      tolerations: [{ key: "node.kubernetes.io/disk-pressure", operator: "Exists", effect: "NoSchedule" }, ...ownTolerations(plan)],
+      containers: [{ name: "helper-pod", image: st.helperImage.ref, imagePullPolicy: "IfNotPresent" }],
+    },
+  };
+  return [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels } },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: LOCAL_PATH_SA, namespace: ns, labels } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "local-path-provisioner-role", namespace: ns, labels },
+      rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "create", "patch", "update", "delete"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "local-path-provisioner-role", labels },
+      rules: [
+        {
+          apiGroups: [""],
+          resources: ["nodes", "persistentvolumeclaims", "configmaps", "pods", "pods/log"],
+          verbs: ["get", "list", "watch"],
+        },
+        { apiGroups: [""], resources: ["persistentvolumes"], verbs: ["get", "list", "watch", "create", "patch", "update", "delete"] },
+        { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+        { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "local-path-provisioner-bind", namespace: ns, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "local-path-provisioner-role" },
+      subjects: [{ kind: "ServiceAccount", name: LOCAL_PATH_SA, namespace: ns }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "local-path-provisioner-bind", labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "local-path-provisioner-role" },
+      subjects: [{ kind: "ServiceAccount", name: LOCAL_PATH_SA, namespace: ns }],
+    },
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: LOCAL_PATH.configMap, namespace: ns, labels },
+      data: {
+        "config.json": localPathConfig(st.path),
+        setup: '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
+        teardown: '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
+        "helperPod.yaml": YAML.stringify(helperPod, { lineWidth: 0 }),
+      },
+    },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: LOCAL_PATH.deployment, namespace: ns, labels: { ...labels, ...app } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: app },
+        template: {
+          metadata: { labels: { ...labels, ...app } },
+          spec: {
+            serviceAccountName: LOCAL_PATH_SA,
+            tolerations: ownTolerations(plan),
+            containers: [
+              {
+                name: "local-path-provisioner",
+                image: st.image.ref,
+                imagePullPolicy: "IfNotPresent",
+                command: ["local-path-provisioner", "start", "--config", "/etc/config/config.json"],
+                volumeMounts: [{ name: "config-volume", mountPath: "/etc/config/" }],
+                env: [
+                  { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+                  { name: "CONFIG_MOUNT_PATH", value: "/etc/config/" },
+                ],
+              },
+            ],
+            volumes: [{ name: "config-volume", configMap: { name: LOCAL_PATH.configMap } }],
+          },
+        },
+      },
+    },
+    {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: st.storageClass, labels, annotations: { "storageclass.kubernetes.io/is-default-class": "true" } },
+      provisioner: LOCAL_PATH_PROVISIONER,
+      volumeBindingMode: "WaitForFirstConsumer",
+      reclaimPolicy: "Delete",
+    },
+  ];
+}
+
 /** Every add-on of the plan, on or off, with its objects (none for a plan older than add-ons). */
 export function addons(plan: Plan): Addon[] {
   if (!plan.addons) return [];
-  return [{ id: "dns", enabled: plan.addons.dns.enabled, objects: dnsObjects(plan), ready: COREDNS }];
+  const list: Addon[] = [{ id: "dns", enabled: plan.addons.dns.enabled, objects: dnsObjects(plan), ready: COREDNS }];
+  if (plan.addons.storage)
+    list.push({ id: "storage", enabled: plan.addons.storage.enabled, objects: storageObjects(plan), ready: LOCAL_PATH });
+  return list;
 }
 
 /** One add-on as a YAML stream, for config/addons/<id>.yaml. */

@@ -62,6 +62,8 @@ export function folders(plan: Plan): { path: string; mode: number }[] {
   const p = plan.paths;
   // etcd refuses to share its data: 0700 like the secrets.
   const secret = [p.configDir, p.pkiDir, l.data.etcd];
+  // Volumes (the storage add-on): only the user (root in the node's user namespace) goes through.
+  if (plan.addons?.storage?.enabled) secret.push(plan.addons.storage.path);
   const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, p.runtimeDir, l.cniConfDir, l.addonsDir];
   open.push(l.data.kubelet, l.data.kubeletPlugins, l.data.cni, l.data.log);
   if (plan.logging.to === "file") open.push(p.logDir);

@@ -10,7 +10,7 @@
 //
 //   node test/e2e/prepare.mjs --cache /var/tmp/rk8s-e2e --opt /opt/rk8s-e2e --cli dist/rootless-k8s-linux-amd64
 import { build } from "esbuild";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -68,12 +68,30 @@ const built = (id) => {
 };
 const agn = built("agnhost");
 const ctd = built("containerd");
+const dns = built("coredns");
+const lpp = built("local-path-provisioner");
 const images = buildImages({
   out: join(opt, "images"),
   kubernetes: { module: agn.module, version: agn.version },
   agnhost: agn.binaries.find((x) => x.name === "agnhost").path,
   busybox: r.busybox,
+  coredns: { path: dns.binaries.find((x) => x.name === "coredns").path, version: dns.version },
+  localPath: { path: lpp.binaries.find((x) => x.name === "local-path-provisioner").path, version: lpp.version },
   sandboxImages: [containerdSandboxImage(ctd.module, ctd.version)],
 });
 console.log(`images: ${images.map((i) => i.names.join(" = ")).join("; ")}`);
+// The add-on images the node runs, pinned by the digests of the archives built here (as the
+// built-in manifest pins upstream's), in every manifest the mirror serves.
+const ADDON_ROLES = { coredns: "coredns", "local-path-provisioner": "local-path-provisioner", "local-path-helper": "busybox" };
+const addonImages = Object.entries(ADDON_ROLES).map(([id, role]) => {
+  const i = images.find((x) => x.role === role);
+  if (!i) throw new Error(`no ${role} image for the ${id} add-on`);
+  return { id, name: i.name, digest: i.digest, source: `e2e: the archive built here from ${i.source} (test/e2e/images)` };
+});
+const manifestDir = join(opt, "mirror", "manifests");
+for (const f of readdirSync(manifestDir).filter((x) => x.endsWith(".json"))) {
+  const m = JSON.parse(readFileSync(join(manifestDir, f), "utf8"));
+  m.images = addonImages;
+  writeFileSync(join(manifestDir, f), `${JSON.stringify(m, null, 2)}\n`);
+}
 console.log(`prepared ${opt}: ${r.manifests.length} version sets`);

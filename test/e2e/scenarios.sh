@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services dns storage limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -122,6 +122,7 @@ kc() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin
 merged_context_works() { has ' Ready ' as_user "$SHARE/versions/current/bin/kubectl" --context rootless-k8s get nodes; }
 no_merged_context() { ! as_user grep -qs 'name: rootless-k8s' "$H/.kube/config"; }
 printed_line_works() { has ' Ready ' as_user sh -c "$(printed_kubectl "$1")"; }
+run_to() { local log=$1; shift; "$@" >"$log" 2>&1; } # run_to LOG CMD...: CMD's output into LOG
 install_to() { local log=$1; shift; rk8s install "$@" >"$log" 2>&1 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
 status_json_healthy() { has '"healthy": true' rk8s status --json; }
 # (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
@@ -331,6 +332,84 @@ YAML
   check services "requests through the Service reach both replicas ($(tr ' ' '\n' <<<"$seen" | sort -u | tr '\n' ' '))" test "$(tr ' ' '\n' <<<"$seen" | grep '^web-' | sort -u | wc -l)" = 2
 }
 
+# Cluster DNS: the dns add-on's CoreDNS (the image built from its Go module and loaded, pinned by
+# digest in the e2e manifest) answers at the plan's address; pods resolve Service names.
+coredns_available() { [ "$(kc -n kube-system get deploy coredns -o 'jsonpath={.status.availableReplicas}' 2>/dev/null)" = 1 ]; }
+client_resolves() { # client_resolves NAME IP: busybox nslookup through the pod's resolv.conf gives IP
+  kc -n e2e exec client -- timeout 5 nslookup "$1" 2>/dev/null | grep -q "Address.*[^0-9]$2\($\|[^0-9]\)"
+}
+scenario_dns() {
+  local dns_ip svc_ip image first out
+  dns_ip=$(receipt_value .plan.addons.dns.serviceIP)
+  image=$(receipt_value .plan.addons.dns.image.ref)
+  check dns "the CoreDNS Deployment is available (image $image)" wait_for 300 coredns_available || {
+    kc -n kube-system get pods -o wide 2>&1 | sed 's/^/    | /'
+    return
+  }
+  check dns "the kube-dns Service holds the plan's address $dns_ip" test "$(kc -n kube-system get svc kube-dns -o 'jsonpath={.spec.clusterIP}')" = "$dns_ip"
+  check dns "the running CoreDNS is the pinned image ($(kc -n kube-system get pods -l k8s-app=kube-dns -o 'jsonpath={.items[0].spec.containers[0].image}'))" \
+    test "$(kc -n kube-system get pods -l k8s-app=kube-dns -o 'jsonpath={.items[0].spec.containers[0].image}')" = "$image"
+  out=$(kc -n e2e exec client -- cat /etc/resolv.conf 2>&1)
+  check dns "a pod's resolv.conf names it, with the cluster's search path ($(tr '\n' ';' <<<"$out"))" grep -q "nameserver $dns_ip" <<<"$out"
+  svc_ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
+  check dns "web.e2e.svc.cluster.local resolves to the Service's ClusterIP $svc_ip" wait_for 60 client_resolves web.e2e.svc.cluster.local "$svc_ip"
+  first=$(receipt_value .plan.cidrs.firstServiceIP)
+  check dns "kubernetes.default.svc.cluster.local resolves to the API server's Service address $first" client_resolves kubernetes.default.svc.cluster.local "$first"
+  out=$(kc -n e2e exec client -- timeout 5 wget -qO- http://web/hostname 2>&1)
+  check dns "the client reaches http://web/hostname by the Service's short name ($out)" grep -q '^web-' <<<"$out"
+  check dns "status shows the add-on ready" has 'add-on dns .*ready, 1/1' rk8s status
+}
+
+# Storage: the storage add-on's default StorageClass (local-path-provisioner built from its Go
+# module, its helper the busybox image) gives a claim a folder below the node's data; a pod's
+# files there belong to the user's subordinate ids; deleting the claim removes the folder.
+provisioner_available() { [ "$(kc -n local-path-storage get deploy local-path-provisioner -o 'jsonpath={.status.availableReplicas}' 2>/dev/null)" = 1 ]; }
+pvc_bound() { [ "$(kc -n e2e get pvc data -o 'jsonpath={.status.phase}' 2>/dev/null)" = Bound ]; }
+vol_written() { has '^stored$' kc -n e2e logs vol; }
+scenario_storage() {
+  local bb pv path start want got
+  bb=$(image_name busybox) || { fail storage "no busybox image"; return; }
+  check storage "local-path is the default StorageClass" \
+    test "$(kc get storageclass local-path -o 'jsonpath={.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}' 2>&1)" = true
+  check storage "the provisioner is available ($(receipt_value .plan.addons.storage.image.ref))" wait_for 300 provisioner_available || {
+    kc -n local-path-storage get pods -o wide 2>&1 | sed 's/^/    | /'
+    return
+  }
+  check storage "kubectl apply: a claim of the default class, and a pod (uid 1000) that writes to it" apply <<YAML || return
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: e2e}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 16Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: vol, namespace: e2e}
+spec:
+  securityContext: {runAsUser: 1000, runAsGroup: 1000}
+  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]
+  containers:
+  - name: c
+    image: $bb
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo hello > /d/hello && echo stored && exec sleep 86400"]
+    volumeMounts: [{name: d, mountPath: /d}]
+YAML
+  check storage "the claim is Bound" wait_for "$TIMEOUT" pvc_bound || { kc -n e2e describe pvc data 2>&1 | tail -8 | sed 's/^/    | /'; return; }
+  check storage "the pod wrote to its volume" wait_for "$TIMEOUT" vol_written
+  pv=$(kc -n e2e get pvc data -o 'jsonpath={.spec.volumeName}')
+  path=$(kc get pv "$pv" -o 'jsonpath={.spec.hostPath.path}')
+  check storage "the volume is a folder below the node's data: $path" test "${path#"$(receipt_value .plan.addons.storage.path)"/}" != "$path"
+  IFS=: read -r _ start _ < <(grep "^$E2E_USER:" /etc/subuid | head -1)
+  want=$((start + 999))
+  got=$(stat -c %u "$path/hello" 2>&1)
+  check storage "the file the pod wrote as uid 1000 is on the host, owned by subordinate id $want ($got)" test "$got" = "$want"
+  kc -n e2e delete pod vol --wait=true >/dev/null 2>&1
+  kc -n e2e delete pvc data --wait=true >/dev/null 2>&1
+  check storage "deleting the claim removes its folder (reclaim policy Delete)" wait_for 120 test ! -e "$path"
+}
+
 # Limits: in mode delegated a pod's cgroup carries memory.max and cpu.max and exceeding the memory
 # limit OOM-kills it; in mode none it runs unlimited, which is what doctor says none gives up.
 scenario_limits() {
@@ -385,8 +464,9 @@ scenario_reinstall() {
   local before after files_before files_after log=$STATE/reinstall.log
   before=$(unit_stamps)
   files_before=$(receipt_files_stamp)
-  local receipt_before
+  local receipt_before dns_before
   receipt_before=$(stat -c '%i %Y' "$RECEIPT")
+  dns_before=$(kc -n kube-system get deploy coredns -o 'jsonpath={.metadata.resourceVersion}')
   mirror_get /__e2e/reset >/dev/null
   check reinstall "install again with the same plan exits 0" install_to "$log" "${FLAGS[@]}" || return
   after=$(unit_stamps)
@@ -394,6 +474,8 @@ scenario_reinstall() {
   check reinstall "it says nothing changed" grep -q "nothing changed" "$log"
   check reinstall "no unit restarted (same main pids and start times)" test "$before" = "$after"
   check reinstall "no file was rewritten (same inodes and mtimes, receipt included)" test "$files_before|$receipt_before" = "$files_after|$(stat -c '%i %Y' "$RECEIPT")"
+  check reinstall "the add-ons were not rewritten (CoreDNS Deployment resourceVersion $dns_before)" \
+    test "$(kc -n kube-system get deploy coredns -o 'jsonpath={.metadata.resourceVersion}')" = "$dns_before"
   check reinstall "zero bytes downloaded (requests: $(mirror_stat requests))" test "$(mirror_stat requests)" = 0
 }
 
@@ -494,7 +576,9 @@ scenario_uninstall() {
   local log=$STATE/uninstall.log left
   rk8s uninstall >"$log" 2>&1
   check uninstall "without a terminal, uninstall asks for --yes and refuses (exit 3)" test $? = 3
-  check uninstall "uninstall --yes exits 0" rk8s uninstall --yes
+  check uninstall "uninstall --yes exits 0" run_to "$log" rk8s uninstall --yes
+  check uninstall "it deleted the add-ons' objects through the API first ($(grep -o '[0-9]* add-on objects deleted' "$log"))" \
+    grep -q ', [1-9][0-9]* add-on objects deleted' "$log"
   check uninstall "no unit of the node is loaded any more" units_gone
   left=$(ours_left | tr '\n' ' ')
   check uninstall "only data is left: $left" test "$left" = "$SHARE $CONFIG $H/.cache/rootless-k8s "

@@ -5,6 +5,11 @@
 //   busybox  Debian's busybox-static with every applet, tagged as test/utils/image/manifest.go's BusyBox
 //   agnhost  test/images/agnhost built from the Kubernetes module (test/e2e/build), over the busybox
 //            layer, tagged as test/images/agnhost/VERSION (= manifest.go's Agnhost)
+//   coredns  the coredns binary built from github.com/coredns/coredns (test/e2e/build), alone in its
+//            image as upstream's, tagged registry.k8s.io/coredns/coredns:<its version>; the e2e
+//            manifests pin it by this digest (the dns add-on's image)
+//   local-path-provisioner  the provisioner built from github.com/rancher/local-path-provisioner,
+//            tagged as upstream's; the storage add-on's image (its helper is the busybox image)
 // Every name and tag is read from the module source at the version the test manifest builds, so the
 // images are exactly the ones the kubelet, containerd and upstream's e2e suite ask for.
 //
@@ -44,7 +49,7 @@ function manifestTag(src, key) {
  * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: Debian's static busybox;
  * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
  */
-export function buildImages({ out, kubernetes, agnhost, busybox, sandboxImages = [] }) {
+export function buildImages({ out, kubernetes, agnhost, busybox, coredns, localPath, sandboxImages = [] }) {
   mkdirSync(out, { recursive: true });
   const src = moduleDir(kubernetes.module, kubernetes.version);
   const from = `${kubernetes.module}@${kubernetes.version}`;
@@ -95,6 +100,34 @@ export function buildImages({ out, kubernetes, agnhost, busybox, sandboxImages =
     [...bb, { path: "agnhost", content: readFileSync(agnhost), mode: 0o755 }],
     { Entrypoint: ["/agnhost"], Cmd: ["pause"] },
     `${from} test/images/agnhost over Debian's busybox-static`,
+  );
+
+  // Root in the pod's user namespace, which the pod spec gives NET_BIND_SERVICE for port 53
+  // (upstream's image runs as nonroot with a file capability on /coredns instead).
+  write(
+    "coredns",
+    [`registry.k8s.io/coredns/coredns:${coredns.version}`],
+    [
+      { path: "etc", type: "dir" },
+      { path: "tmp", type: "dir", mode: 0o1777 },
+      { path: "coredns", content: readFileSync(coredns.path), mode: 0o755 },
+    ],
+    { Entrypoint: ["/coredns"] },
+    `github.com/coredns/coredns@${coredns.version}`,
+  );
+
+  // The provisioner alone in its image, on PATH as upstream's (its helper pods run the busybox image).
+  write(
+    "local-path-provisioner",
+    [`docker.io/rancher/local-path-provisioner:${localPath.version}`],
+    [
+      { path: "usr", type: "dir" },
+      { path: "usr/bin", type: "dir" },
+      { path: "tmp", type: "dir", mode: 0o1777 },
+      { path: "usr/bin/local-path-provisioner", content: readFileSync(localPath.path), mode: 0o755 },
+    ],
+    { Entrypoint: [] },
+    `github.com/rancher/local-path-provisioner@${localPath.version}`,
   );
 
   writeFileSync(join(out, "images.json"), `${JSON.stringify(list, null, 2)}\n`);

@@ -245,6 +245,8 @@ describe("add-on images in a manifest", () => {
   it("the built-in one names CoreDNS by kubeadm's tag and says why no digest pins it", () => {
     expect(loadManifest().images).toEqual([
       expect.objectContaining({ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1.14.2", digest: null }),
+      expect.objectContaining({ id: "local-path-provisioner", name: "docker.io/rancher/local-path-provisioner:v0.0.30", digest: null }),
+      expect.objectContaining({ id: "local-path-helper", name: "docker.io/rancher/mirrored-library-busybox:1.36.1", digest: null }),
     ]);
   });
 
@@ -257,7 +259,10 @@ describe("add-on images in a manifest", () => {
   });
 
   it.each([
-    [{ id: "dns-cache", name: "registry.k8s.io/x:1", digest: null, source: "s" }, /id must be one of coredns/],
+    [
+      { id: "dns-cache", name: "registry.k8s.io/x:1", digest: null, source: "s" },
+      /id must be one of coredns, local-path-provisioner, local-path-helper/,
+    ],
     [{ id: "coredns", name: "coredns/coredns", digest: null, source: "s" }, /full image name with a tag/],
     [{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1@" + DIGEST, digest: null, source: "s" }, /full image name with a tag/],
     [{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1", digest: "sha256:abc", source: "s" }, /digest must be sha256:/],

@@ -48,8 +48,11 @@ describe("the dns add-on in the plan", () => {
     expect(plan.addons!.dns.enabled).toBe(false);
     expect(kubeletConfiguration(plan)).not.toHaveProperty("clusterDNS");
     const files = renderNode(plan, await generatePki(plan));
-    expect(files.filter((f) => f.kind === "addon")).toEqual([]);
-    expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([["dns", false]]);
+    expect(files.filter((f) => f.kind === "addon").map((f) => f.path.split("/").pop())).toEqual(["storage.yaml"]);
+    expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([
+      ["dns", false],
+      ["storage", true],
+    ]);
   });
 
   it("a plan from a receipt older than add-ons renders no add-on and no clusterDNS", async () => {
@@ -109,5 +112,53 @@ describe("the CoreDNS objects", () => {
     expect(f?.path).toBe(`${plan.paths.configDir}/addons/dns.yaml`);
     expect(f?.unit).toBeUndefined();
     expect(String(f?.content)).toContain(`clusterIP: ${plan.addons!.dns.serviceIP}`);
+  });
+});
+
+describe("the storage add-on", () => {
+  const DIGEST2 = `sha256:${"cd".repeat(32)}`;
+  const pinned = {
+    ...versions,
+    images: {
+      "local-path-provisioner": { name: "docker.io/rancher/local-path-provisioner:v0.0.30", digest: DIGEST },
+      "local-path-helper": { name: "registry.k8s.io/e2e-test-images/busybox:1.37.0-1", digest: DIGEST2 },
+    },
+  };
+  const plan = buildPlan(baseFacts(), { taintNone: true }, pinned);
+  const storage = addons(plan).find((a) => a.id === "storage")!;
+  const byKind = (k: string) => storage.objects.find((o) => o.kind === k) as unknown as Record<string, any>;
+
+  it("is on by default: volumes in the node's data folder, the default StorageClass local-path", () => {
+    const st = plan.addons!.storage!;
+    expect(st.enabled).toBe(true);
+    expect(st.path).toBe(`${plan.paths.dataDir}/storage`);
+    const sc = byKind("StorageClass");
+    expect(sc.metadata.annotations["storageclass.kubernetes.io/is-default-class"]).toBe("true");
+    expect(sc).toMatchObject({ provisioner: "rancher.io/local-path", volumeBindingMode: "WaitForFirstConsumer", reclaimPolicy: "Delete" });
+  });
+
+  it("the provisioner keeps every node's volumes below that folder, and runs the pinned images", () => {
+    const cm = byKind("ConfigMap");
+    expect(JSON.parse(cm.data["config.json"]).nodePathMap).toEqual([
+      { node: "DEFAULT_PATH_FOR_NON_LISTED_NODES", paths: [plan.addons!.storage!.path] },
+    ]);
+    expect(byKind("Deployment").spec.template.spec.containers[0].image).toBe(`docker.io/rancher/local-path-provisioner:v0.0.30@${DIGEST}`);
+    expect(cm.data["helperPod.yaml"]).toContain(`image: registry.k8s.io/e2e-test-images/busybox:1.37.0-1@${DIGEST2}`);
+    // Helper pods and the provisioner run on a node with rootless-k8s's taint.
+    expect(cm.data["helperPod.yaml"]).toContain(plan.node.taints[0]!.key);
+    expect(byKind("Deployment").spec.template.spec.tolerations.map((t: { key: string }) => t.key)).toContain(plan.node.taints[0]!.key);
+  });
+
+  it("the volume folder is created 0700 at install: only the user (root in the node's namespace) goes through", async () => {
+    const { folders } = await import("../../../cli/render/layout");
+    expect(folders(plan)).toContainEqual({ path: plan.addons!.storage!.path, mode: 0o700 });
+  });
+
+  it("--no-storage: off, no folder, and its objects get deleted (the namespace stays)", async () => {
+    const off = buildPlan(baseFacts(), { storage: false }, versions);
+    expect(off.addons!.storage!.enabled).toBe(false);
+    const { folders } = await import("../../../cli/render/layout");
+    expect(folders(off).map((f) => f.path)).not.toContain(off.addons!.storage!.path);
+    expect(addons(off).find((a) => a.id === "storage")!.enabled).toBe(false);
   });
 });
