@@ -204,7 +204,7 @@ pods_settled() {
   o=$(workload_pods)
   workloads_running || return 1
   running=$(tool running "$SOCK") || return 1
-  for id in $(awk '{print $3}' <<<"$o"); do grep -qx "${id#*://}" <<<"$running" || return 1; done
+  while read -r _ _ id _; do grep -qx "${id#*://}" <<<"$running" || return 1; done <<<"$o"
 }
 pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
 # phase_is POD PHASE: for wait_for, which re-runs it (a $(pod_phase) argument would be read once)
