@@ -6,7 +6,7 @@ import { ExitCode, UserError, messageOf } from "../errors";
 import type { Plan } from "../plan/plan";
 import { ADDON_LABEL, type Addon, type KubeObject, addons } from "../render";
 import type { Progress } from "../ui/progress";
-import { type ApiClient, apiClient, readKubeconfig } from "./readiness";
+import { type ApiClient, type ApiResponse, apiClient, readKubeconfig } from "./readiness";
 
 export const FIELD_MANAGER = "rootless-k8s";
 
@@ -49,13 +49,31 @@ export interface AddonOutcome {
   changed: string[];
 }
 
-async function applyOne(client: ApiClient, addon: Addon): Promise<AddonOutcome> {
+/**
+ * One request, tried again while the API server is busy (no answer, 429, 5xx): right after a
+ * restart it answers /readyz and the Node, yet may be slow for a while (a software-emulated VM
+ * took more than the single tries' 5 s). Up to `budgetMs` in all; then the last failure stands.
+ */
+export async function patiently(call: () => Promise<ApiResponse>, budgetMs = 120_000, pauseMs = 2000): Promise<ApiResponse> {
+  const deadline = Date.now() + budgetMs;
+  for (;;) {
+    try {
+      const r = await call();
+      if ((r.status !== 429 && r.status < 500) || Date.now() + pauseMs > deadline) return r;
+    } catch (e) {
+      if (Date.now() + pauseMs > deadline) throw e;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+}
+
+async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Promise<AddonOutcome> {
   const changed: string[] = [];
   if (addon.enabled) {
     for (const o of addon.objects) {
       const p = objectPath(o);
-      const before = await client.get(p);
-      const r = await client.apply(p, o, FIELD_MANAGER);
+      const before = await patiently(() => client.get(p, 30_000), budgetMs);
+      const r = await patiently(() => client.apply(p, o, FIELD_MANAGER, 30_000), budgetMs);
       if (r.status !== 200 && r.status !== 201)
         throw new UserError(`could not apply the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
           exitCode: ExitCode.Failure,
@@ -67,7 +85,7 @@ async function applyOne(client: ApiClient, addon: Addon): Promise<AddonOutcome> 
   } else {
     // A Namespace stays: its deletion would still be running when a later install applies into it.
     for (const o of [...addon.objects].reverse().filter((x) => x.kind !== "Namespace")) {
-      const r = await client.delete(objectPath(o));
+      const r = await patiently(() => client.delete(objectPath(o), 30_000), budgetMs);
       if (r.status === 200 || r.status === 202) changed.push(label(o));
       else if (r.status !== 404)
         throw new UserError(`could not remove the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
@@ -151,7 +169,7 @@ export async function removeAddons(plan: Plan): Promise<{ removed: string[]; not
     const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
     if ((await client.get("/readyz", 3000)).status !== 200) throw new Error("/readyz does not answer 200");
     const removed: string[] = [];
-    for (const a of list) removed.push(...(await applyOne(client, { ...a, enabled: false })).changed);
+    for (const a of list) removed.push(...(await applyOne(client, { ...a, enabled: false }, 15_000)).changed);
     return { removed, notes: [] };
   } catch (e) {
     return {
