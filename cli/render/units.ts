@@ -27,6 +27,8 @@ interface ComponentUnit {
   after: string[];
   /** Run once the component started (docker runtime: publish the API port). */
   startPost?: string[];
+  /** Seconds systemd waits for a graceful stop before SIGKILL (default 30). */
+  stopTimeout?: number;
 }
 
 function environmentFiles(plan: Plan): UnitSection {
@@ -65,6 +67,10 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: apiServerArgs(plan),
       extraArgs: "KUBE_APISERVER_EXTRA_ARGS",
       after: [u.etcd],
+      // Its graceful shutdown drains requests and watches: on a slow (emulated) machine it took
+      // more than 30 s, systemd killed it, the unit failed with result "timeout" and a re-install
+      // with a changed plan stopped there.
+      stopTimeout: 90,
       ...(plan.runtime.name === "docker" ? { startPost: [layout(plan).scripts.publish] } : {}),
     },
     {
@@ -141,7 +147,7 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
           ...(c.startPost ?? []).map((cmd): [string, string] => ["ExecStartPost", commandLine([cmd])]),
           ["Restart", "on-failure"],
           ["RestartSec", 3],
-          ["TimeoutStopSec", 30],
+          ["TimeoutStopSec", c.stopTimeout ?? 30],
           ["LimitNOFILE", 1048576],
           ...output(plan, c.unit),
         ],
