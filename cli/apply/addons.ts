@@ -167,7 +167,8 @@ export async function removeAddons(plan: Plan): Promise<{ removed: string[]; not
   if (!list.length) return { removed: [], notes: [] };
   try {
     const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
-    if ((await client.get("/readyz", 3000)).status !== 200) throw new Error("/readyz does not answer 200");
+    // A slow API server (an emulated VM took more than 3 s) still gets its objects deleted.
+    if ((await patiently(() => client.get("/readyz", 10_000), 20_000)).status !== 200) throw new Error("/readyz does not answer 200");
     const removed: string[] = [];
     for (const a of list) removed.push(...(await applyOne(client, { ...a, enabled: false }, 15_000)).changed);
     return { removed, notes: [] };
