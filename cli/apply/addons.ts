@@ -6,6 +6,7 @@ import { ExitCode, UserError, messageOf } from "../errors";
 import type { Plan } from "../plan/plan";
 import { ADDON_LABEL, type Addon, type KubeObject, addons } from "../render";
 import type { Progress } from "../ui/progress";
+import { sleep } from "../wait";
 import { type ApiClient, type ApiResponse, apiClient, readKubeconfig } from "./readiness";
 
 export const FIELD_MANAGER = "rootless-k8s";
@@ -63,8 +64,16 @@ export async function patiently(call: () => Promise<ApiResponse>, budgetMs = 120
     } catch (e) {
       if (Date.now() + pauseMs > deadline) throw e;
     }
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    await sleep(pauseMs);
   }
+}
+
+/** The API server's refusal of one add-on object, in one line with the fix. */
+function refused(verb: "apply" | "remove", addon: Addon, o: KubeObject, r: ApiResponse): UserError {
+  return new UserError(`could not ${verb} the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
+    exitCode: ExitCode.Failure,
+    fix: "re-run `rootless-k8s install`; `rootless-k8s logs kube-apiserver` shows why the API server refused it",
+  });
 }
 
 async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Promise<AddonOutcome> {
@@ -74,11 +83,7 @@ async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Pr
       const p = objectPath(o);
       const before = await patiently(() => client.get(p, 30_000), budgetMs);
       const r = await patiently(() => client.apply(p, o, FIELD_MANAGER, 30_000), budgetMs);
-      if (r.status !== 200 && r.status !== 201)
-        throw new UserError(`could not apply the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
-          exitCode: ExitCode.Failure,
-          fix: "re-run `rootless-k8s install`; `rootless-k8s logs kube-apiserver` shows why the API server refused it",
-        });
+      if (r.status !== 200 && r.status !== 201) throw refused("apply", addon, o, r);
       const version = (b: string) => (JSON.parse(b) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
       if (before.status !== 200 || version(before.body) !== version(r.body)) changed.push(label(o));
     }
@@ -87,11 +92,7 @@ async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Pr
     for (const o of [...addon.objects].reverse().filter((x) => x.kind !== "Namespace")) {
       const r = await patiently(() => client.delete(objectPath(o), 30_000), budgetMs);
       if (r.status === 200 || r.status === 202) changed.push(label(o));
-      else if (r.status !== 404)
-        throw new UserError(`could not remove the ${addon.id} add-on's ${label(o)}: HTTP ${r.status}: ${apiMessage(r.body)}`, {
-          exitCode: ExitCode.Failure,
-          fix: "re-run `rootless-k8s install`; `rootless-k8s logs kube-apiserver` shows why the API server refused it",
-        });
+      else if (r.status !== 404) throw refused("remove", addon, o, r);
     }
   }
   return { id: addon.id, enabled: addon.enabled, changed };

@@ -144,12 +144,8 @@ export async function removeNode(
   };
 
   // 0. The add-ons' objects, through the API server while it runs: the data (etcd) may stay.
-  const addonObjects: string[] = [];
-  if (plan && !purge && receipt.state !== "uninstalled") {
-    const a = await removeAddons(plan);
-    addonObjects.push(...a.removed);
-    notes.push(...a.notes);
-  }
+  const addonsGone = plan && !purge && receipt.state !== "uninstalled" ? await removeAddons(plan) : { removed: [], notes: [] };
+  notes.push(...addonsGone.notes);
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
   await systemd.ensureReachable();
@@ -213,7 +209,7 @@ export async function removeNode(
   }
   for (const d of receipt.createdDirs.filter((d) => mayRemoveEmptyDir(d, own))) await removeEmptyDirs(d, path.dirname(d)).catch(() => {});
   await removeEmptyDirs(own.state, own.home).catch(() => {});
-  return { removed, addons: addonObjects, kept, stoppedUnits: loaded, notes };
+  return { removed, addons: addonsGone.removed, kept, stoppedUnits: loaded, notes };
 }
 
 /** Links `systemctl enable` made (default.target.wants/…) for our units, when they are still there. */
