@@ -2,7 +2,7 @@
 // as the admin: idempotent (an unchanged object is not written, its resourceVersion stays), so a
 // re-install changes nothing and an upgrade re-applies. An add-on turned off (--no-dns) has its
 // objects deleted. Also reads each add-on's readiness for `status`.
-import { ExitCode, UserError, messageOf } from "../errors";
+import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import type { Plan } from "../plan/plan";
 import { ADDON_LABEL, type Addon, type KubeObject, addons } from "../render";
 import type { Progress } from "../ui/progress";
@@ -22,6 +22,7 @@ const PLURAL: Record<string, string> = {
   ClusterRole: "clusterroles",
   ClusterRoleBinding: "clusterrolebindings",
   Deployment: "deployments",
+  APIService: "apiservices",
 };
 
 /** The object's REST path: /api/v1/... for the core group, /apis/GROUP/VERSION/... otherwise. */
@@ -54,17 +55,24 @@ export interface AddonOutcome {
  * One request, tried again while the API server is busy (no answer, 429, 5xx): right after a
  * restart it answers /readyz and the Node, yet may be slow for a while (a software-emulated VM
  * took more than the single tries' 5 s). Up to `budgetMs` in all; then the last failure stands.
+ * Ctrl-C (`signal`) ends the wait between tries with InterruptedError (exit 130).
  */
-export async function patiently(call: () => Promise<ApiResponse>, budgetMs = 120_000, pauseMs = 2000): Promise<ApiResponse> {
+export async function patiently(
+  call: () => Promise<ApiResponse>,
+  budgetMs = 120_000,
+  pauseMs = 2000,
+  signal?: AbortSignal,
+): Promise<ApiResponse> {
   const deadline = Date.now() + budgetMs;
   for (;;) {
+    if (signal?.aborted) throw new InterruptedError();
     try {
       const r = await call();
       if ((r.status !== 429 && r.status < 500) || Date.now() + pauseMs > deadline) return r;
     } catch (e) {
       if (Date.now() + pauseMs > deadline) throw e;
     }
-    await sleep(pauseMs);
+    await sleep(pauseMs, signal);
   }
 }
 
@@ -76,13 +84,14 @@ function refused(verb: "apply" | "remove", addon: Addon, o: KubeObject, r: ApiRe
   });
 }
 
-async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Promise<AddonOutcome> {
+async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000, signal?: AbortSignal): Promise<AddonOutcome> {
   const changed: string[] = [];
+  const pause = 2000;
   if (addon.enabled) {
     for (const o of addon.objects) {
       const p = objectPath(o);
-      const before = await patiently(() => client.get(p, 30_000), budgetMs);
-      const r = await patiently(() => client.apply(p, o, FIELD_MANAGER, 30_000), budgetMs);
+      const before = await patiently(() => client.get(p, 30_000), budgetMs, pause, signal);
+      const r = await patiently(() => client.apply(p, o, FIELD_MANAGER, 30_000), budgetMs, pause, signal);
       if (r.status !== 200 && r.status !== 201) throw refused("apply", addon, o, r);
       const version = (b: string) => (JSON.parse(b) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
       if (before.status !== 200 || version(before.body) !== version(r.body)) changed.push(label(o));
@@ -90,7 +99,7 @@ async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Pr
   } else {
     // A Namespace stays: its deletion would still be running when a later install applies into it.
     for (const o of [...addon.objects].reverse().filter((x) => x.kind !== "Namespace")) {
-      const r = await patiently(() => client.delete(objectPath(o), 30_000), budgetMs);
+      const r = await patiently(() => client.delete(objectPath(o), 30_000), budgetMs, pause, signal);
       if (r.status === 200 || r.status === 202) changed.push(label(o));
       else if (r.status !== 404) throw refused("remove", addon, o, r);
     }
@@ -99,9 +108,9 @@ async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000): Pr
 }
 
 /** Applies every add-on that is on and removes every one that is off; what changed, per add-on. */
-export async function applyAddons(client: ApiClient, plan: Plan): Promise<AddonOutcome[]> {
+export async function applyAddons(client: ApiClient, plan: Plan, signal?: AbortSignal): Promise<AddonOutcome[]> {
   const out: AddonOutcome[] = [];
-  for (const a of addons(plan)) out.push(await applyOne(client, a));
+  for (const a of addons(plan)) out.push(await applyOne(client, a, 120_000, signal));
   return out;
 }
 
@@ -140,13 +149,16 @@ export async function addonReadiness(client: ApiClient, plan: Plan): Promise<Add
   return out;
 }
 
-/** The install/upgrade step: apply the add-ons as the admin, and say what changed. */
-export async function addonsStep(plan: Plan, progress: Progress): Promise<AddonOutcome[]> {
+/**
+ * The install/upgrade step: apply the add-ons as the admin, and say what changed. Ctrl-C stops it
+ * between requests (exit 130); the node stays Ready and a re-run of install applies the rest.
+ */
+export async function addonsStep(plan: Plan, progress: Progress, signal?: AbortSignal): Promise<AddonOutcome[]> {
   const list = addons(plan);
   if (!list.length) return [];
   return progress.step("addons", `Applying add-ons (${list.map((a) => `${a.id}${a.enabled ? "" : " off"}`).join(", ")})`, async (h) => {
     const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
-    const outcomes = await applyAddons(client, plan);
+    const outcomes = await applyAddons(client, plan, signal);
     h.update(
       outcomes
         .map(

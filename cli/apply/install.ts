@@ -60,7 +60,7 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
     });
     // The bundle's images first: an add-on's pod then starts from them instead of failing to pull.
     if (o.source.bundle) await loadFromBundle(ctx, plan, o.source.bundle, progress);
-    await addonsStep(plan, progress);
+    await addonsStep(plan, progress, ctx.signal);
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {

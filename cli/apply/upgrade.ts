@@ -47,6 +47,7 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     // A node installed before add-ons existed gets the defaults; --no-dns stays off.
     dns: p.addons ? p.addons.dns.enabled : undefined,
     storage: p.addons?.storage ? p.addons.storage.enabled : undefined,
+    metrics: p.addons?.metrics ? p.addons.metrics.enabled : undefined,
     pkiAlgorithm: p.pki.algorithm,
     env,
   };
@@ -122,7 +123,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
       return rollBack(ctx, from, plan, e, timeoutMs);
     }
     // The new version set may bring new add-on images: re-applied (no change when there is none).
-    await addonsStep(plan, progress);
+    await addonsStep(plan, progress, ctx.signal);
     const done = await readReceipt(plan.paths.receipt);
     if (done) await pruneSets(done, plan);
     out.out(

@@ -11,6 +11,7 @@ import * as path from "node:path";
 import * as fs from "node:fs/promises";
 import type { Context } from "../context";
 import { readImageArchive } from "../fetch/image-archive";
+import { ADDON_OF_IMAGE } from "../plan/addons";
 
 export const spec: CommandSpec = {
   name: "bundle",
@@ -25,7 +26,9 @@ made from another manifest is refused there unless --trust-bundle is given.
 --image FILE adds an image archive (\`docker save\` or OCI layout tar, as \`rootless-k8s image load\`
 takes): it is checked before anything is downloaded (named images, one for --arch, every blob),
 carried byte for byte with its sha256, and loaded into the node by \`install --bundle\` once the
-node is Ready.`,
+node is Ready. The add-ons' images (CoreDNS, local-path-provisioner and its helper, metrics-server)
+come the same way: for each one the version set names that no --image carries, bundle says which
+archive to add, or which --no-<add-on> install flag to use offline.`,
   options: {
     output: { type: "string", short: "o", valueName: "FILE", description: "Write the bundle here (required)" },
     arch: {
@@ -79,6 +82,12 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   ctx.out.out(
     `wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}${carried}`,
   );
+  for (const m of fetch.addonImagesMissing(manifest, names)) {
+    const use = ADDON_OF_IMAGE[m.id];
+    ctx.out.err(
+      `${ctx.out.errStyle.yellow("note:")} the bundle carries no ${m.name} (the ${use?.addon ?? m.id} add-on's image): offline its pod cannot start; add it with --image FILE (for example \`docker save ${m.name} -o ${m.id}.tar\`), or install with ${use?.flag ?? "that add-on off"}`,
+    );
+  }
   ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);
   return ExitCode.Ok;
 }

@@ -67,6 +67,10 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
       type: "boolean",
       description: "No default StorageClass: skip the local-path provisioner (removes it from a node that has it; volumes stay)",
     },
+    "no-metrics": {
+      type: "boolean",
+      description: "No metrics-server: `kubectl top` does not answer (removes it from a node that has it)",
+    },
     "no-dns": {
       type: "boolean",
       description: "No cluster DNS: skip CoreDNS and the kubelet's clusterDNS (removes it from a node that has it)",
@@ -146,6 +150,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     taintNone: opt.bool(parsed, "taint-none"),
     dns: opt.bool(parsed, "no-dns") ? false : undefined,
     storage: opt.bool(parsed, "no-storage") ? false : undefined,
+    metrics: opt.bool(parsed, "no-metrics") ? false : undefined,
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
     env: ctx.env,
   };

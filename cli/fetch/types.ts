@@ -88,7 +88,7 @@ export interface ManifestArtifact {
 }
 
 /** The add-ons whose container image a manifest may pin. */
-export const ADDON_IMAGE_IDS = ["coredns", "local-path-provisioner", "local-path-helper"] as const;
+export const ADDON_IMAGE_IDS = ["coredns", "local-path-provisioner", "local-path-helper", "metrics-server"] as const;
 export type AddonImageId = (typeof ADDON_IMAGE_IDS)[number];
 
 /** A container image an add-on runs: its name with a tag, pinned by the digest the runtime resolves. */

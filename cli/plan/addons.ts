@@ -1,7 +1,17 @@
 // The add-ons a node gets (issue: cluster essentials): which are on, and what they are built from.
 // Pure: the plan's service network and the version set's pinned images in, decisions out.
 import { nthAddress } from "./cidr";
-import type { AddonImage, AddonsPlan, Cidrs, NetworkPlan, PlanOptions, StorageAddonPlan, VersionSet } from "./plan";
+import type {
+  AddonImage,
+  AddonsPlan,
+  Cidrs,
+  MetricsAddonPlan,
+  ModePlan,
+  NetworkPlan,
+  PlanOptions,
+  StorageAddonPlan,
+  VersionSet,
+} from "./plan";
 
 /** kubeadm 1.36's CoreDNS (cmd/kubeadm/app/constants CoreDNSVersion), when a manifest pins none. */
 export const DEFAULT_COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.14.2";
@@ -9,6 +19,8 @@ export const CLUSTER_DOMAIN = "cluster.local";
 /** The provisioner and helper images k3s's local-storage add-on runs, when a manifest pins none. */
 export const DEFAULT_LOCAL_PATH_IMAGE = "docker.io/rancher/local-path-provisioner:v0.0.30";
 export const DEFAULT_LOCAL_PATH_HELPER_IMAGE = "docker.io/rancher/mirrored-library-busybox:1.36.1";
+/** metrics-server's own release manifest (components.yaml of v0.8.0), when a manifest pins none. */
+export const DEFAULT_METRICS_SERVER_IMAGE = "registry.k8s.io/metrics-server/metrics-server:v0.8.0";
 
 function addonImage(versions: VersionSet, id: string, fallback: string): { image: AddonImage; reason: string } {
   const pinned = versions.images?.[id];
@@ -60,12 +72,33 @@ function decideStorage(dataDir: string, versions: VersionSet, options: PlanOptio
   };
 }
 
+function decideMetrics(mode: ModePlan["name"], versions: VersionSet, options: PlanOptions): MetricsAddonPlan {
+  const enabled = options.metrics !== false;
+  const { image, reason } = addonImage(versions, "metrics-server", DEFAULT_METRICS_SERVER_IMAGE);
+  const figures = mode === "delegated" ? "nodes-and-pods" : "nodes";
+  return {
+    enabled,
+    image,
+    figures,
+    reasons: enabled
+      ? [
+          figures === "nodes-and-pods"
+            ? "kubectl top nodes and kubectl top pods: metrics-server reads the kubelet's figures, which come from each pod's own cgroup"
+            : "kubectl top nodes only: in mode none pods have no cgroup of their own, so the kubelet has no CPU or memory figure per pod and kubectl top pods answers none",
+          "metrics-server verifies the kubelet's serving certificate with the cluster CA (no --kubelet-insecure-tls); the API server reaches it through the aggregation layer",
+          reason,
+        ]
+      : ["--no-metrics: no metrics-server, so kubectl top and the HorizontalPodAutoscaler's resource metrics do not answer"],
+  };
+}
+
 export function decideAddons(
   cidrs: Cidrs,
   driver: NetworkPlan["driver"],
   dataDir: string,
   versions: VersionSet,
   options: PlanOptions,
+  mode: ModePlan["name"],
 ): AddonsPlan {
   const serviceIP = nthAddress(cidrs.services, 10);
   const { image, reason } = addonImage(versions, "coredns", DEFAULT_COREDNS_IMAGE);
@@ -85,5 +118,14 @@ export function decideAddons(
         : ["--no-dns: no CoreDNS, and pods get the node's resolv.conf instead of a cluster DNS"],
     },
     storage: decideStorage(dataDir, versions, options),
+    metrics: decideMetrics(mode, versions, options),
   };
 }
+
+/** Which add-on runs each image of a manifest's `images`, and the install flag that turns it off. */
+export const ADDON_OF_IMAGE: Readonly<Record<string, { addon: string; flag: string }>> = {
+  coredns: { addon: "dns", flag: "--no-dns" },
+  "local-path-provisioner": { addon: "storage", flag: "--no-storage" },
+  "local-path-helper": { addon: "storage", flag: "--no-storage" },
+  "metrics-server": { addon: "metrics", flag: "--no-metrics" },
+};

@@ -58,6 +58,9 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     item("DNS", d.enabled ? `CoreDNS at ${d.serviceIP} for ${d.domain}` : "off", d.reasons);
     const st = plan.addons.storage;
     if (st) item("Storage", st.enabled ? `StorageClass ${st.storageClass} (default), volumes in ${t(st.path)}` : "off", st.reasons);
+    const m = plan.addons.metrics;
+    if (m)
+      item("Metrics", m.enabled ? `metrics-server (kubectl top ${m.figures === "nodes" ? "nodes" : "nodes and pods"})` : "off", m.reasons);
   }
   item("PKI", plan.pki.algorithm === "rsa-2048" ? "RSA 2048" : "ECDSA P-256", [
     `API server names: ${[...plan.pki.hostnames, ...plan.pki.hostAddresses].join(", ") || "(loopback only)"}`,

@@ -75,7 +75,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       hostnames: facts.network.hostname ? [facts.network.hostname] : [],
       hostAddresses,
     },
-    addons: decideAddons(cidrs, network.driver, paths.dataDir, versions, options),
+    addons: decideAddons(cidrs, network.driver, paths.dataDir, versions, options, mode.name),
     paths,
     logging:
       facts.systemd.journal === false

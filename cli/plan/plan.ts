@@ -70,11 +70,21 @@ export interface StorageAddonPlan extends Reasoned {
   helperImage: AddonImage;
 }
 
+/** Metrics: metrics-server behind the metrics.k8s.io APIService (kubectl top). */
+export interface MetricsAddonPlan extends Reasoned {
+  enabled: boolean;
+  image: AddonImage;
+  /** What `kubectl top` shows in this mode: nodes and pods, or nodes only (mode none). */
+  figures: "nodes-and-pods" | "nodes";
+}
+
 /** Add-ons applied through the API server once the node is Ready (cli/render/addons.ts). */
 export interface AddonsPlan {
   dns: DnsAddonPlan;
   /** Absent from plans written before the storage add-on existed. */
   storage?: StorageAddonPlan;
+  /** Absent from plans written before the metrics add-on existed. */
+  metrics?: MetricsAddonPlan;
 }
 
 export interface RuntimePlan extends Reasoned {
@@ -274,6 +284,8 @@ export interface PlanOptions {
   dns?: boolean;
   /** false: no default StorageClass and provisioner (--no-storage). */
   storage?: boolean;
+  /** false: no metrics-server (--no-metrics). */
+  metrics?: boolean;
   pkiAlgorithm?: PkiAlgorithm;
   nodeName?: string;
   /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */

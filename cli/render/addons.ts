@@ -288,12 +288,153 @@ function storageObjects(plan: Plan): KubeObject[] {
   ];
 }
 
+export const METRICS_SERVER = { namespace: "kube-system", deployment: "metrics-server", apiService: "v1beta1.metrics.k8s.io" } as const;
+/** The cluster CA as every pod gets it (the controller-manager's --root-ca-file): the kubelet's serving certificate's issuer. */
+const POD_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+
+/**
+ * metrics-server as its release manifest (components.yaml of v0.8.0) deploys it, with the node's
+ * choices: the kubelet's serving certificate verified with the cluster CA (it is signed by it, for
+ * the node's address) instead of trusted blindly, and the node's own taints tolerated.
+ */
+function metricsObjects(plan: Plan): KubeObject[] {
+  const m = plan.addons!.metrics!;
+  const labels = { [ADDON_LABEL]: "metrics" };
+  const app = { "k8s-app": "metrics-server" };
+  const ns = METRICS_SERVER.namespace;
+  const sa = { kind: "ServiceAccount", name: "metrics-server", namespace: ns };
+  return [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "metrics-server", namespace: ns, labels: { ...labels, ...app } } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: {
+        name: "system:aggregated-metrics-reader",
+        labels: {
+          ...labels,
+          ...app,
+          "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+          "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+          "rbac.authorization.k8s.io/aggregate-to-view": "true",
+        },
+      },
+      rules: [{ apiGroups: ["metrics.k8s.io"], resources: ["pods", "nodes"], verbs: ["get", "list", "watch"] }],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "system:metrics-server", labels: { ...labels, ...app } },
+      rules: [
+        { apiGroups: [""], resources: ["nodes/metrics"], verbs: ["get"] },
+        { apiGroups: [""], resources: ["pods", "nodes"], verbs: ["get", "list", "watch"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "metrics-server-auth-reader", namespace: ns, labels: { ...labels, ...app } },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "extension-apiserver-authentication-reader" },
+      subjects: [sa],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "metrics-server:system:auth-delegator", labels: { ...labels, ...app } },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:auth-delegator" },
+      subjects: [sa],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "system:metrics-server", labels: { ...labels, ...app } },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:metrics-server" },
+      subjects: [sa],
+    },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "metrics-server", namespace: ns, labels: { ...labels, ...app } },
+      spec: { selector: app, ports: [{ name: "https", port: 443, protocol: "TCP", targetPort: "https" }] },
+    },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: METRICS_SERVER.deployment, namespace: ns, labels: { ...labels, ...app } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: app },
+        strategy: { rollingUpdate: { maxUnavailable: 0 } },
+        template: {
+          metadata: { labels: { ...labels, ...app } },
+          spec: {
+            priorityClassName: "system-cluster-critical",
+            serviceAccountName: "metrics-server",
+            tolerations: [{ key: "CriticalAddonsOnly", operator: "Exists" }, ...ownTolerations(plan)],
+            nodeSelector: { "kubernetes.io/os": "linux" },
+            containers: [
+              {
+                name: "metrics-server",
+                image: m.image.ref,
+                imagePullPolicy: "IfNotPresent",
+                args: [
+                  "--cert-dir=/tmp",
+                  "--secure-port=10250",
+                  "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
+                  "--kubelet-use-node-status-port",
+                  `--kubelet-certificate-authority=${POD_CA}`,
+                  "--metric-resolution=15s",
+                ],
+                ports: [{ containerPort: 10250, name: "https", protocol: "TCP" }],
+                livenessProbe: { httpGet: { path: "/livez", port: "https", scheme: "HTTPS" }, periodSeconds: 10, failureThreshold: 3 },
+                readinessProbe: {
+                  httpGet: { path: "/readyz", port: "https", scheme: "HTTPS" },
+                  initialDelaySeconds: 20,
+                  periodSeconds: 10,
+                  failureThreshold: 3,
+                },
+                resources: { requests: { cpu: "100m", memory: "200Mi" } },
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  capabilities: { drop: ["ALL"] },
+                  readOnlyRootFilesystem: true,
+                  runAsNonRoot: true,
+                  runAsUser: 1000,
+                  seccompProfile: { type: "RuntimeDefault" },
+                },
+                volumeMounts: [{ name: "tmp-dir", mountPath: "/tmp" }],
+              },
+            ],
+            volumes: [{ name: "tmp-dir", emptyDir: {} }],
+          },
+        },
+      },
+    },
+    {
+      apiVersion: "apiregistration.k8s.io/v1",
+      kind: "APIService",
+      metadata: { name: METRICS_SERVER.apiService, labels: { ...labels, ...app } },
+      spec: {
+        group: "metrics.k8s.io",
+        version: "v1beta1",
+        groupPriorityMinimum: 100,
+        versionPriority: 100,
+        // metrics-server serves with the certificate it makes itself in /tmp (upstream's choice, as
+        // kubeadm's, kind's and k3s's manifests): the API server cannot verify it.
+        insecureSkipTLSVerify: true,
+        service: { name: "metrics-server", namespace: ns },
+      },
+    },
+  ];
+}
+
 /** Every add-on of the plan, on or off, with its objects (none for a plan older than add-ons). */
 export function addons(plan: Plan): Addon[] {
   if (!plan.addons) return [];
   const list: Addon[] = [{ id: "dns", enabled: plan.addons.dns.enabled, objects: dnsObjects(plan), ready: COREDNS }];
   if (plan.addons.storage)
     list.push({ id: "storage", enabled: plan.addons.storage.enabled, objects: storageObjects(plan), ready: LOCAL_PATH });
+  if (plan.addons.metrics)
+    list.push({ id: "metrics", enabled: plan.addons.metrics.enabled, objects: metricsObjects(plan), ready: METRICS_SERVER });
   return list;
 }
 

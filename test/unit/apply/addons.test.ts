@@ -1,6 +1,7 @@
 // The add-ons' REST paths and the retry rule for a busy API server (the real applies run in the e2e).
 import { describe, expect, it } from "vitest";
 import { objectPath, patiently } from "../../../cli/apply/addons";
+import { InterruptedError } from "../../../cli/errors";
 import { buildPlan } from "../../../cli/plan";
 import { addons } from "../../../cli/render/addons";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
@@ -14,6 +15,7 @@ describe("objectPath", () => {
     expect(paths).toContain("/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Acoredns");
     expect(paths).toContain("/api/v1/namespaces/local-path-storage");
     expect(paths).toContain("/apis/storage.k8s.io/v1/storageclasses/local-path");
+    expect(paths).toContain("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io");
   });
 });
 
@@ -48,5 +50,20 @@ describe("patiently", () => {
     expect((await patiently(refused, 5000, 1)).status).toBe(422);
     expect(calls).toBe(1);
     await expect(patiently(async () => Promise.reject(new Error("ECONNREFUSED")), 30, 10)).rejects.toThrow("ECONNREFUSED");
+  });
+
+  it("Ctrl-C ends the wait between tries with InterruptedError (exit 130), not after the budget", async () => {
+    const ac = new AbortController();
+    let calls = 0;
+    const busy = async () => {
+      calls++;
+      return { status: 503, body: "" };
+    };
+    // The first answer is busy, so it waits a minute before trying again; Ctrl-C comes meanwhile.
+    setTimeout(() => ac.abort(), 20);
+    const err = await patiently(busy, 600_000, 60_000, ac.signal).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InterruptedError);
+    expect((err as InterruptedError).exitCode).toBe(130);
+    expect(calls).toBe(1);
   });
 });

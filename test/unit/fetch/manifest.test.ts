@@ -247,6 +247,7 @@ describe("add-on images in a manifest", () => {
       expect.objectContaining({ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1.14.2", digest: null }),
       expect.objectContaining({ id: "local-path-provisioner", name: "docker.io/rancher/local-path-provisioner:v0.0.30", digest: null }),
       expect.objectContaining({ id: "local-path-helper", name: "docker.io/rancher/mirrored-library-busybox:1.36.1", digest: null }),
+      expect.objectContaining({ id: "metrics-server", name: "registry.k8s.io/metrics-server/metrics-server:v0.8.0", digest: null }),
     ]);
   });
 
@@ -261,7 +262,7 @@ describe("add-on images in a manifest", () => {
   it.each([
     [
       { id: "dns-cache", name: "registry.k8s.io/x:1", digest: null, source: "s" },
-      /id must be one of coredns, local-path-provisioner, local-path-helper/,
+      /id must be one of coredns, local-path-provisioner, local-path-helper, metrics-server/,
     ],
     [{ id: "coredns", name: "coredns/coredns", digest: null, source: "s" }, /full image name with a tag/],
     [{ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1@" + DIGEST, digest: null, source: "s" }, /full image name with a tag/],

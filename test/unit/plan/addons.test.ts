@@ -48,10 +48,11 @@ describe("the dns add-on in the plan", () => {
     expect(plan.addons!.dns.enabled).toBe(false);
     expect(kubeletConfiguration(plan)).not.toHaveProperty("clusterDNS");
     const files = renderNode(plan, await generatePki(plan));
-    expect(files.filter((f) => f.kind === "addon").map((f) => f.path.split("/").pop())).toEqual(["storage.yaml"]);
+    expect(files.filter((f) => f.kind === "addon").map((f) => f.path.split("/").pop())).toEqual(["storage.yaml", "metrics.yaml"]);
     expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([
       ["dns", false],
       ["storage", true],
+      ["metrics", true],
     ]);
   });
 
@@ -160,5 +161,54 @@ describe("the storage add-on", () => {
     const { folders } = await import("../../../cli/render/layout");
     expect(folders(off).map((f) => f.path)).not.toContain(off.addons!.storage!.path);
     expect(addons(off).find((a) => a.id === "storage")!.enabled).toBe(false);
+  });
+});
+
+describe("the metrics add-on", () => {
+  const pinned = {
+    ...versions,
+    images: { "metrics-server": { name: "registry.k8s.io/metrics-server/metrics-server:v0.8.0", digest: DIGEST } },
+  };
+  const metricsOf = (plan: Plan) => addons(plan).find((a) => a.id === "metrics")!;
+  const byKind = (plan: Plan, k: string) => metricsOf(plan).objects.find((o) => o.kind === k) as unknown as Record<string, any>;
+
+  it("is on by default; in mode delegated kubectl top answers for nodes and pods, in mode none for nodes only, and the plan says why", () => {
+    const delegated = buildPlan(delegatedFacts(), {}, versions).addons!.metrics!;
+    expect(delegated).toMatchObject({ enabled: true, figures: "nodes-and-pods" });
+    const none = buildPlan(baseFacts(), {}, versions).addons!.metrics!;
+    expect(none).toMatchObject({ enabled: true, figures: "nodes" });
+    expect(none.reasons[0]).toMatch(/kubectl top nodes only: .*no cgroup of their own/);
+  });
+
+  it("verifies the kubelet's serving certificate with the cluster CA every pod gets, never --kubelet-insecure-tls", () => {
+    const plan = buildPlan(baseFacts(), {}, pinned);
+    const c = byKind(plan, "Deployment").spec.template.spec.containers[0];
+    expect(c.image).toBe(`registry.k8s.io/metrics-server/metrics-server:v0.8.0@${DIGEST}`);
+    expect(c.args).toContain("--kubelet-certificate-authority=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+    expect(c.args.join(" ")).not.toContain("insecure");
+    expect(c.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+  });
+
+  it("registers metrics.k8s.io v1beta1 with the aggregation layer, the APIService applied last and so deleted first", () => {
+    const plan = buildPlan(baseFacts(), { taintNone: true }, versions);
+    const kinds = metricsOf(plan).objects.map((o) => o.kind);
+    expect(kinds.at(-1)).toBe("APIService");
+    expect(byKind(plan, "APIService")).toMatchObject({
+      apiVersion: "apiregistration.k8s.io/v1",
+      metadata: { name: "v1beta1.metrics.k8s.io" },
+      spec: { group: "metrics.k8s.io", version: "v1beta1", service: { name: "metrics-server", namespace: "kube-system" } },
+    });
+    const tolerations = byKind(plan, "Deployment").spec.template.spec.tolerations as { key: string }[];
+    expect(tolerations.map((t) => t.key)).toContain(plan.node.taints[0]!.key);
+    // kubectl top's readers: admin, edit and view aggregate the metrics reader role.
+    expect(byKind(plan, "ClusterRole").metadata.labels["rbac.authorization.k8s.io/aggregate-to-view"]).toBe("true");
+  });
+
+  it("--no-metrics: off, listed so its objects get deleted; a plan older than the add-on has none", () => {
+    const off = buildPlan(baseFacts(), { metrics: false }, versions);
+    expect(off.addons!.metrics!.enabled).toBe(false);
+    expect(metricsOf(off).enabled).toBe(false);
+    const old = { ...off, addons: { ...off.addons!, metrics: undefined } } as Plan;
+    expect(addons(old).map((a) => a.id)).toEqual(["dns", "storage"]);
   });
 });
