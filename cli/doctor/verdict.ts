@@ -13,7 +13,7 @@ export const NONE_GIVES_UP: readonly string[] = [
   "no QoS cgroups: Guaranteed, Burstable and BestEffort pods are not isolated from each other",
   "kube-reserved and system-reserved are not enforced (enforceNodeAllocatable is empty)",
   "eviction works from node-level signals only (memory.available, nodefs.available), not per-pod usage",
-  "reduced per-container metrics: CPU and memory figures per container are missing or approximate",
+  "no per-pod metrics: kubectl top pods shows every pod with the CPU and memory of the cgroup all pods share, not its own (kubectl top nodes is right)",
 ];
 
 export function decideMode(facts: Facts, outcomes: readonly CheckOutcome[]): { mode: Mode; reasons: string[]; givesUp: string[] } {

@@ -84,7 +84,7 @@ function decideMetrics(mode: ModePlan["name"], versions: VersionSet, options: Pl
       ? [
           figures === "nodes-and-pods"
             ? "kubectl top nodes and kubectl top pods: metrics-server reads the kubelet's figures, which come from each pod's own cgroup"
-            : "kubectl top nodes only: in mode none pods have no cgroup of their own, so the kubelet has no CPU or memory figure per pod and kubectl top pods answers none",
+            : "kubectl top nodes only: in mode none pods have no cgroup of their own, so kubectl top pods shows every pod with the figures of the one cgroup they all share (the node's own usage), not the pod's",
           "metrics-server verifies the kubelet's serving certificate with the cluster CA (no --kubelet-insecure-tls); the API server reaches it through the aggregation layer",
           reason,
         ]

@@ -74,7 +74,10 @@ export interface StorageAddonPlan extends Reasoned {
 export interface MetricsAddonPlan extends Reasoned {
   enabled: boolean;
   image: AddonImage;
-  /** What `kubectl top` shows in this mode: nodes and pods, or nodes only (mode none). */
+  /**
+   * Whose figures `kubectl top` shows: nodes and pods (mode delegated), or nodes only (mode none,
+   * where every pod shows the figures of the cgroup all pods share, not its own).
+   */
   figures: "nodes-and-pods" | "nodes";
 }
 

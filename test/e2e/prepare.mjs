@@ -70,6 +70,7 @@ const agn = built("agnhost");
 const ctd = built("containerd");
 const dns = built("coredns");
 const lpp = built("local-path-provisioner");
+const ms = built("metrics-server");
 const images = buildImages({
   out: join(opt, "images"),
   kubernetes: { module: agn.module, version: agn.version },
@@ -77,12 +78,18 @@ const images = buildImages({
   busybox: r.busybox,
   coredns: { path: dns.binaries.find((x) => x.name === "coredns").path, version: dns.version },
   localPath: { path: lpp.binaries.find((x) => x.name === "local-path-provisioner").path, version: lpp.version },
+  metricsServer: { path: ms.binaries.find((x) => x.name === "metrics-server").path, version: ms.version },
   sandboxImages: [containerdSandboxImage(ctd.module, ctd.version)],
 });
 console.log(`images: ${images.map((i) => i.names.join(" = ")).join("; ")}`);
 // The add-on images the node runs, pinned by the digests of the archives built here (as the
 // built-in manifest pins upstream's), in every manifest the mirror serves.
-const ADDON_ROLES = { coredns: "coredns", "local-path-provisioner": "local-path-provisioner", "local-path-helper": "busybox" };
+const ADDON_ROLES = {
+  coredns: "coredns",
+  "local-path-provisioner": "local-path-provisioner",
+  "local-path-helper": "busybox",
+  "metrics-server": "metrics-server",
+};
 const addonImages = Object.entries(ADDON_ROLES).map(([id, role]) => {
   const i = images.find((x) => x.role === role);
   if (!i) throw new Error(`no ${role} image for the ${id} add-on`);

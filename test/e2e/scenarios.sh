@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services dns storage limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -63,6 +63,10 @@ has() {
   o=$("$@")
   grep -q -- "$pattern" <<<"$o"
 }
+# same_text A B: A and B are equal; else the difference is the output (for check's FAIL lines).
+same_text() { diff <(printf '%s\n' "$1") <(printf '%s\n' "$2"); }
+# lacks PATTERN CMD...: CMD's output does not match PATTERN.
+lacks() { ! has "$@"; }
 tool() { as_user "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" "$@"; }
 mirror_get() { "$E2E_OPT/node" -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(t))' "http://127.0.0.1:$MIRROR_PORT$1"; }
 mirror_stat() { mirror_get /__e2e/stats | "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" json - ".$1"; }
@@ -189,8 +193,11 @@ logs_show_netexec() { has 'Started HTTP server' kc -n e2e logs deploy/web; }
 hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }
 no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
 doctor_gives_up_limits() { has 'per-pod.*limit' rk8s doctor --json; }
+doctor_gives_up_pod_metrics() { has 'no per-pod metrics' rk8s doctor --json; }
 # name, uid, container id and restart count of the e2e pods that run (to compare across an upgrade)
 workload_pods() { kc -n e2e get pods -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^hog ' | sort; }
+# The add-ons' pods (every namespace), in the same shape.
+addon_pods() { kc get pods -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^helper-pod-' | sort; }
 workloads_running() {
   local o
   o=$(workload_pods)
@@ -201,14 +208,21 @@ workloads_running() {
 # until the kubelet's next sync recreates them; a snapshot taken then compares stale ids.
 pods_settled() {
   local o running id
-  o=$(workload_pods)
+  o=$(workload_pods; addon_pods)
   workloads_running || return 1
+  ! grep -v ' Running$' <<<"$o" | grep -q . || return 1
   running=$(tool running "$SOCK") || return 1
   while read -r _ _ id _; do grep -qx "${id#*://}" <<<"$running" || return 1; done <<<"$o"
 }
 pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
 # phase_is POD PHASE: for wait_for, which re-runs it (a $(pod_phase) argument would be read once)
 phase_is() { [ "$(pod_phase "$1")" = "$2" ]; }
+rk8s_to() {
+  local f=$1
+  shift
+  rk8s "$@" >"$f" 2>&1
+}
+addons_available() { coredns_available && provisioner_available && metrics_server_available; }
 offline_log_ok() { has '^offline ok$' kc -n e2e logs offline; }
 
 # --- scenarios ------------------------------------------------------------------------------------
@@ -410,6 +424,43 @@ YAML
   check storage "deleting the claim removes its folder (reclaim policy Delete)" wait_for 120 test ! -e "$path"
 }
 
+# Metrics: the metrics add-on's metrics-server (built from its Go module, pinned by digest) serves
+# metrics.k8s.io through the aggregation layer (front-proxy CA, requestheader flags), reading the
+# kubelet over TLS verified with the cluster CA. kubectl top nodes answers in both modes; kubectl top
+# pods answers in mode delegated, and in mode none answers as the plan says (figures: nodes).
+metrics_server_available() { [ "$(kc -n kube-system get deploy metrics-server -o 'jsonpath={.status.availableReplicas}' 2>/dev/null)" = 1 ]; }
+top_nodes() { has "^$(receipt_value .plan.node.name)  *[0-9][0-9]*m  *[0-9][0-9]*%  *[0-9][0-9]*Mi  *[0-9][0-9]*%" kc top nodes --no-headers; }
+# shared_memory_figures TOP: two pods or more, and their memory figures within 5% of each other.
+shared_memory_figures() { awk '{ m = $3 + 0; if (NR == 1 || m > hi) hi = m; if (NR == 1 || m < lo) lo = m } END { exit !(NR >= 2 && hi > 0 && (hi - lo) * 20 <= hi) }' <<<"$1"; }
+top_pod_client() { has '^client  *[0-9][0-9]*m  *[0-9][0-9]*Mi' kc -n e2e top pods --no-headers; }
+scenario_metrics() {
+  local figures out
+  figures=$(receipt_value .plan.addons.metrics.figures)
+  check metrics "the metrics-server Deployment is available ($(receipt_value .plan.addons.metrics.image.ref))" wait_for 300 metrics_server_available || {
+    kc -n kube-system get pods -l k8s-app=metrics-server -o wide 2>&1 | sed 's/^/    | /'
+    kc -n kube-system logs deploy/metrics-server --tail=20 2>&1 | sed 's/^/    | /'
+    return
+  }
+  check metrics "the APIService v1beta1.metrics.k8s.io is Available (the aggregation layer reaches it)" \
+    test "$(kc get apiservice v1beta1.metrics.k8s.io -o 'jsonpath={.status.conditions[?(@.type=="Available")].status}')" = True
+  check metrics "kubectl top nodes answers with the node's CPU and memory" wait_for 120 top_nodes || {
+    kc top nodes 2>&1 | sed 's/^/    | /'
+    kc -n kube-system logs deploy/metrics-server --tail=20 2>&1 | sed 's/^/    | /'
+  }
+  out=$(kc top nodes --no-headers 2>&1)
+  info metrics "kubectl top nodes: $out"
+  if [ "$figures" = nodes-and-pods ]; then
+    check metrics "kubectl top pods answers for the client pod (mode $MODE)" wait_for 120 top_pod_client || kc -n e2e top pods 2>&1 | sed 's/^/    | /'
+  else
+    wait_for 120 top_pod_client
+    out=$(kc -n e2e top pods --no-headers 2>&1)
+    check metrics "mode $MODE: kubectl top pods shows no pod's own figure, as the plan says (figures: $figures): every pod has the memory of the one cgroup they share ($(awk '{ print $1, $3 }' <<<"$out" | tr '\n' ';'))" \
+      shared_memory_figures "$out"
+    check metrics "doctor names per-pod metrics among what mode none gives up" doctor_gives_up_pod_metrics
+  fi
+  check metrics "status shows the add-on ready" has 'add-on metrics .*ready, 1/1' rk8s status
+}
+
 # Limits: in mode delegated a pod's cgroup carries memory.max and cpu.max and exceeding the memory
 # limit OOM-kills it; in mode none it runs unlimited, which is what doctor says none gives up.
 scenario_limits() {
@@ -528,9 +579,10 @@ scenario_interrupt_start() {
 scenario_upgrade() {
   local log=$STATE/upgrade.log rc owner_before
   owner_before=$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)
-  local pods_before pods_after
-  check upgrade "the workloads have settled: every pod runs the container the API reports" wait_for 300 pods_settled
+  local pods_before pods_after addons_before addons_after
+  check upgrade "the workloads and add-ons have settled: every pod runs the container the API reports" wait_for 300 pods_settled
   pods_before=$(workload_pods)
+  addons_before=$(addon_pods)
   info upgrade "running pods before: $(tr '\n' ';' <<<"$pods_before")"
   check upgrade "--dry-run shows the change and changes nothing" rk8s upgrade --dry-run --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" "${SOURCE[@]}"
   rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
@@ -547,6 +599,9 @@ scenario_upgrade() {
   wait_for 300 pods_settled
   pods_after=$(workload_pods)
   check upgrade "running pods survived: same pods, same containers, no restart ($(tr '\n' ';' <<<"$pods_after"))" test "$pods_before" = "$pods_after"
+  addons_after=$(addon_pods)
+  check upgrade "the add-ons stayed up through it: same pods, same containers, no restart ($(cut -d' ' -f1 <<<"$addons_after" | tr '\n' ' '))" \
+    same_text "$addons_before" "$addons_after"
   check upgrade "status is healthy" rk8s status
 }
 
@@ -621,11 +676,12 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.
 # mirror gone, `install --bundle` alone brings the node up and loads the bundle's images, and a pod
 # runs one of them with no registry and no mirror. (Runs last: it stops the mirror.)
 scenario_offline_bundle() {
-  local b=$SCRATCH/offline.tar log=$STATE/offline-bundle.log imgs=() f bb
+  local b=$SCRATCH/offline.tar log=$STATE/offline-bundle.log blog=$STATE/bundle.log imgs=() f bb
   for f in "$IMAGES"/*.tar; do imgs+=(--image "$f"); done
   bb=$(image_name busybox) || { fail offline-bundle "no busybox image in $IMAGES/images.json"; return; }
   check offline-bundle "bundle -o FILE with $((${#imgs[@]} / 2)) image archives, from the mirror" \
-    rk8s bundle -o "$b" --manifest "$MANIFESTS/k8s-$V_INSTALL.json" "${SOURCE[@]}" "${imgs[@]}" || return
+    rk8s_to "$blog" bundle -o "$b" --manifest "$MANIFESTS/k8s-$V_INSTALL.json" "${SOURCE[@]}" "${imgs[@]}" || { tail -5 "$blog" | sed 's/^/    | /'; return; }
+  check offline-bundle "it carries every add-on image the version set names (no 'carries no' note)" lacks "carries no" cat "$blog"
   stop_mirror
   MIRROR_PID=
   check offline-bundle "install --bundle with the mirror stopped: the node is Ready" \
@@ -645,6 +701,7 @@ spec:
 YAML
   check offline-bundle "the pod Succeeded" wait_for "$TIMEOUT" phase_is offline Succeeded
   check offline-bundle "kubectl logs: offline ok" offline_log_ok
+  check offline-bundle "the add-ons run offline from the bundle's images (dns, storage and metrics available)" wait_for 300 addons_available
   check offline-bundle "uninstall --purge --yes cleans up" rk8s uninstall --purge --yes
 }
 

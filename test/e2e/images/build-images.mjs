@@ -10,6 +10,8 @@
 //            manifests pin it by this digest (the dns add-on's image)
 //   local-path-provisioner  the provisioner built from github.com/rancher/local-path-provisioner,
 //            tagged as upstream's; the storage add-on's image (its helper is the busybox image)
+//   metrics-server  metrics-server built from sigs.k8s.io/metrics-server, alone in its image as
+//            upstream's (distroless: the binary and a writable /tmp), tagged as upstream's
 // Every name and tag is read from the module source at the version the test manifest builds, so the
 // images are exactly the ones the kubelet, containerd and upstream's e2e suite ask for.
 //
@@ -45,11 +47,12 @@ function manifestTag(src, key) {
 }
 
 /**
- * Builds the three images into `out`. `kubernetes`: {module, version} of the Kubernetes source
+ * Builds the images into `out`. `kubernetes`: {module, version} of the Kubernetes source
  * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: Debian's static busybox;
+ * `coredns`, `localPath`, `metricsServer`: {path, version} of the add-ons' built binaries;
  * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
  */
-export function buildImages({ out, kubernetes, agnhost, busybox, coredns, localPath, sandboxImages = [] }) {
+export function buildImages({ out, kubernetes, agnhost, busybox, coredns, localPath, metricsServer, sandboxImages = [] }) {
   mkdirSync(out, { recursive: true });
   const src = moduleDir(kubernetes.module, kubernetes.version);
   const from = `${kubernetes.module}@${kubernetes.version}`;
@@ -128,6 +131,19 @@ export function buildImages({ out, kubernetes, agnhost, busybox, coredns, localP
     ],
     { Entrypoint: [] },
     `github.com/rancher/local-path-provisioner@${localPath.version}`,
+  );
+
+  // Upstream's image is the binary on distroless/static, run as a non-root user; the add-on gives
+  // it /tmp as an emptyDir for the serving certificate it makes itself.
+  write(
+    "metrics-server",
+    [`registry.k8s.io/metrics-server/metrics-server:${metricsServer.version}`],
+    [
+      { path: "tmp", type: "dir", mode: 0o1777 },
+      { path: "metrics-server", content: readFileSync(metricsServer.path), mode: 0o755 },
+    ],
+    { Entrypoint: ["/metrics-server"], User: "65534:65534" },
+    `sigs.k8s.io/metrics-server@${metricsServer.version}`,
   );
 
   writeFileSync(join(out, "images.json"), `${JSON.stringify(list, null, 2)}\n`);

@@ -177,7 +177,7 @@ describe("the metrics add-on", () => {
     expect(delegated).toMatchObject({ enabled: true, figures: "nodes-and-pods" });
     const none = buildPlan(baseFacts(), {}, versions).addons!.metrics!;
     expect(none).toMatchObject({ enabled: true, figures: "nodes" });
-    expect(none.reasons[0]).toMatch(/kubectl top nodes only: .*no cgroup of their own/);
+    expect(none.reasons[0]).toMatch(/kubectl top nodes only: .*no cgroup of their own.*one cgroup they all share/);
   });
 
   it("verifies the kubelet's serving certificate with the cluster CA every pod gets, never --kubelet-insecure-tls", () => {
