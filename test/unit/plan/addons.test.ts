@@ -187,6 +187,8 @@ describe("the metrics add-on", () => {
     expect(c.args).toContain("--kubelet-certificate-authority=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
     expect(c.args.join(" ")).not.toContain("insecure");
     expect(c.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    // Its liveness outlasts a restart of the node's only kubelet (the VM's upgrade killed it at 3 × 10 s).
+    expect(c.livenessProbe.periodSeconds * c.livenessProbe.failureThreshold).toBeGreaterThanOrEqual(120);
   });
 
   it("registers metrics.k8s.io v1beta1 with the aggregation layer, the APIService applied last and so deleted first", () => {
