@@ -2,7 +2,9 @@
 // receipt of the node already there → plan (cli/plan), with the kubelet of the version set probed.
 // Nothing is changed. The caller builds the request: install from its flags, upgrade from the
 // installed node's receipt; the dry run reports what it returns, install and upgrade act on it.
+import { realpathSync } from "node:fs";
 import * as path from "node:path";
+import { isSea } from "node:sea";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
 import { archOf, gatherFacts } from "../host/gather";
@@ -78,6 +80,7 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   const blocking = blockingFailures(diagnosis.outcomes, req.ignoreChecks, ownPorts(previous, req.plan.apiPort), facts.network.busyPorts);
   let options: PlanOptions = { ...req.plan };
   if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, blocking, previous);
+  options.selfCommand ??= selfCommand();
   if (options.runtimeBin) {
     const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
     if (r.notFound)
@@ -94,6 +97,17 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   if (kubelet) plan = buildPlan(facts, { ...options, kubelet }, versions);
   validatePlan(plan, facts, { previous });
   return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
+}
+
+/**
+ * The command that runs this rootless-k8s again, for the units that run it (the ports unit): the
+ * binary itself (a release: `ports run` then runs whatever binary is at that path, self-upgrade
+ * included), or, from a source checkout, node with its loader flags and the script.
+ */
+export function selfCommand(): string[] {
+  if (isSea()) return [realpathSync(process.execPath)];
+  const script = process.argv[1];
+  return [process.execPath, ...process.execArgv, ...(script ? [realpathSync(script)] : [])];
 }
 
 /**

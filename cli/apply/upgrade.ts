@@ -48,6 +48,8 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     dns: p.addons ? p.addons.dns.enabled : undefined,
     storage: p.addons?.storage ? p.addons.storage.enabled : undefined,
     metrics: p.addons?.metrics ? p.addons.metrics.enabled : undefined,
+    // A node installed before ports were published gets the default address.
+    publishAddress: p.publish?.bindAddress,
     pkiAlgorithm: p.pki.algorithm,
     env,
   };

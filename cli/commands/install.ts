@@ -75,6 +75,12 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
       type: "boolean",
       description: "No cluster DNS: skip CoreDNS and the kubelet's clusterDNS (removes it from a node that has it)",
     },
+    "publish-address": {
+      type: "string",
+      valueName: "ADDR",
+      choices: ["0.0.0.0", "127.0.0.1"],
+      description: "Host address for Services' and pods' published ports (default 0.0.0.0; 127.0.0.1: this host only)",
+    },
     "pki-algorithm": {
       type: "string",
       valueName: "ALG",
@@ -151,6 +157,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     dns: opt.bool(parsed, "no-dns") ? false : undefined,
     storage: opt.bool(parsed, "no-storage") ? false : undefined,
     metrics: opt.bool(parsed, "no-metrics") ? false : undefined,
+    publishAddress: opt.str(parsed, "publish-address") as PlanOptions["publishAddress"],
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
     env: ctx.env,
   };

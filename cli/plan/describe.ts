@@ -42,6 +42,17 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     ? `every node port (${n.published.map((p) => p.hostPort).join(", ")})`
     : n.published.map((p) => `${p.hostIP}:${p.hostPort}`).join(", ");
   item("Published", `${published} on the host; API server on ${plan.ports.apiServer}`);
+  const pub = plan.publish;
+  if (pub) {
+    const keeps = (k: boolean) => (k ? "kept" : "not kept");
+    item(
+      "Services",
+      pub.enabled
+        ? `NodePort, LoadBalancer and hostPort published on ${pub.bindAddress} by ${plan.units.ports ?? "the ports unit"}; client address ${keeps(pub.keepsSourceIP.tcp)} for TCP, ${keeps(pub.keepsSourceIP.udp)} for UDP`
+        : "not published by rootless-k8s",
+      pub.reasons,
+    );
+  }
   item("Networks", `pods ${plan.cidrs.pods}, services ${plan.cidrs.services}`, plan.cidrs.reasons);
   const labels = Object.entries(plan.node.labels).map(([k, val]) => `${k}=${val}`);
   const taints = plan.node.taints.map((x) => `${x.key}=${x.value}:${x.effect}`);

@@ -15,6 +15,7 @@ import { decideMode } from "./mode";
 import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
 import { decideNode } from "./node";
 import { planPaths } from "./paths";
+import { PORTS_UNIT, decidePublish } from "./publish";
 import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
 import { CONTAINERD_2_FOR_KUBERNETES, CONTAINERD_CRI_V1, RUNTIME_FLOORS, atLeast } from "./rules";
 import { decideRuntime } from "./runtime";
@@ -27,7 +28,7 @@ export { planPaths } from "./paths";
 
 export const UNIT_PREFIX = "rootless-k8s";
 
-export function unitNames(plan: Pick<Plan, "runtime">): UnitNames {
+export function unitNames(plan: Pick<Plan, "runtime" | "publish">): UnitNames {
   const docker = plan.runtime.name === "docker";
   return {
     target: `${UNIT_PREFIX}.target`,
@@ -39,6 +40,7 @@ export function unitNames(plan: Pick<Plan, "runtime">): UnitNames {
     kubelet: `${UNIT_PREFIX}-kubelet.service`,
     kubeProxy: `${UNIT_PREFIX}-kube-proxy.service`,
     criDockerd: docker ? `${UNIT_PREFIX}-cri-dockerd.service` : null,
+    ports: plan.publish?.enabled ? PORTS_UNIT : null,
   };
 }
 
@@ -76,6 +78,10 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       hostAddresses,
     },
     addons: decideAddons(cidrs, network.driver, paths.dataDir, versions, options, mode.name),
+    publish: decidePublish(
+      { network, rootlesskitVersion: requireVersion(versions, "rootlesskit"), proxy: proxy.mode, hostAddresses, home: paths.home },
+      options,
+    ),
     paths,
     logging:
       facts.systemd.journal === false

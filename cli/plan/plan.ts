@@ -143,6 +143,31 @@ export interface Cidrs extends Reasoned {
   firstServiceIP: string;
 }
 
+/**
+ * Publishing the cluster's own ports on the host: rootless-k8s-ports.service (`rootless-k8s ports
+ * run`) watches Services and pods and publishes every NodePort, each LoadBalancer port and every pod
+ * hostPort through RootlessKit's port API (cli/plan/ports.ts decides the set).
+ */
+export interface PublishPlan extends Reasoned {
+  /** Off where RootlessKit's port API is not ours to reconcile, or there is none (docker, pasta): then no ports unit. */
+  enabled: boolean;
+  /** --publish-address: the host address every port is published on (default 0.0.0.0, as Docker's -p). */
+  bindAddress: "0.0.0.0" | "127.0.0.1";
+  /**
+   * Where RootlessKit connects inside the namespace: the node's own address (network.namespaceIP),
+   * which kube-proxy's NodePort rules (iptables and nftables) and portmap's hostPort rules match.
+   */
+  childIP: string;
+  /** A port below net.ipv4.ip_unprivileged_port_start is refused, naming the sysctl that allows it (never shifted). */
+  privilegedPorts: "refuse";
+  /** status.loadBalancer.ingress of LoadBalancer Services: the host's addresses (127.0.0.1 when bound there). */
+  ingressIPs: string[];
+  /** Whether a pod sees the client's own address (TCP, UDP) through this port driver; the reasons say when. */
+  keepsSourceIP: { tcp: boolean; udp: boolean };
+  /** The command the ports unit runs before `ports run`: this rootless-k8s binary. */
+  command: string[];
+}
+
 /** TCP ports inside the namespace. Only apiServer is published unless the driver forwards all. */
 export interface Ports {
   apiServer: number;
@@ -250,6 +275,8 @@ export interface Plan {
   pki: { algorithm: PkiAlgorithm; hostnames: string[]; hostAddresses: string[] };
   /** Absent from the plans of receipts written before add-ons existed (read: no add-ons). */
   addons?: AddonsPlan;
+  /** Absent from the plans of receipts written before ports were published (read: off, no ports unit). */
+  publish?: PublishPlan;
   paths: Paths;
   /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */
   logging: { to: "journal" | "file" } & Reasoned;
@@ -269,6 +296,8 @@ export interface UnitNames {
   kubeProxy: string;
   /** docker only: cri-dockerd. */
   criDockerd: string | null;
+  /** The port publisher, when plan.publish is on; absent from plans written before it existed. */
+  ports?: string | null;
 }
 
 /** What the user asked for on the command line; everything is optional. */
@@ -289,6 +318,13 @@ export interface PlanOptions {
   storage?: boolean;
   /** false: no metrics-server (--no-metrics). */
   metrics?: boolean;
+  /** --publish-address: where Services' and pods' ports are published on the host (default 0.0.0.0). */
+  publishAddress?: "0.0.0.0" | "127.0.0.1";
+  /**
+   * The rootless-k8s command the ports unit runs (cli/apply/prepare.ts: the running binary). Absent:
+   * ~/.local/bin/rootless-k8s, where install.sh puts it.
+   */
+  selfCommand?: string[];
   pkiAlgorithm?: PkiAlgorithm;
   nodeName?: string;
   /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */
