@@ -60,6 +60,20 @@ export interface ApiClient {
   /** Server-side apply of one whole object (`kubectl apply --server-side --force-conflicts`). */
   apply(path: string, object: unknown, fieldManager: string, timeoutMs?: number): Promise<ApiResponse>;
   delete(path: string, timeoutMs?: number): Promise<ApiResponse>;
+  /** Creates an object (POST of its JSON), as `kubectl create` does. */
+  post(path: string, object: unknown, timeoutMs?: number): Promise<ApiResponse>;
+  /**
+   * A watch (a GET with ?watch=1): calls `onEvent` for each event line as it arrives. Resolves when
+   * the server ends the stream (status 200, e.g. at its timeoutSeconds) or refuses the watch (its
+   * status and body); rejects when the connection fails or drops, or after `idleMs` without a byte.
+   */
+  watch(path: string, onEvent: (e: WatchEvent) => void, opts?: { signal?: AbortSignal; idleMs?: number }): Promise<ApiResponse>;
+}
+
+/** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (only a resourceVersion) or ERROR (a Status). */
+export interface WatchEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: { metadata?: { resourceVersion?: string }; code?: number; message?: string } & Record<string, unknown>;
 }
 
 export function apiClient(creds: KubeconfigCreds): ApiClient {
@@ -91,6 +105,70 @@ export function apiClient(creds: KubeconfigCreds): ApiClient {
         data: JSON.stringify(object),
       }),
     delete: (p, timeoutMs = 10_000) => request("DELETE", p, timeoutMs),
+    post: (p, object, timeoutMs = 10_000) => request("POST", p, timeoutMs, { type: "application/json", data: JSON.stringify(object) }),
+    watch: (p, onEvent, opts = {}) =>
+      new Promise<ApiResponse>((resolve, reject) => {
+        const idleMs = opts.idleMs ?? 330_000;
+        const req = https.request(new URL(p, creds.server), {
+          method: "GET",
+          agent,
+          timeout: idleMs,
+          headers: { accept: "application/json" },
+        });
+        const abort = () => req.destroy(opts.signal?.reason instanceof Error ? opts.signal.reason : new Error("the watch was stopped"));
+        if (opts.signal?.aborted) return abort();
+        opts.signal?.addEventListener("abort", abort, { once: true });
+        const done = () => opts.signal?.removeEventListener("abort", abort);
+        req.on("timeout", () => req.destroy(new Error(`the watch of ${p} got nothing from ${creds.server} for ${idleMs} ms`)));
+        req.on("error", (e) => {
+          done();
+          reject(e);
+        });
+        req.on("response", (res) => {
+          const status = res.statusCode ?? 0;
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (d: string) => {
+            text += d;
+            if (status !== 200) return;
+            // One JSON object per line; a line may arrive in pieces.
+            let nl = text.indexOf("\n");
+            while (nl >= 0) {
+              const line = text.slice(0, nl).trim();
+              text = text.slice(nl + 1);
+              if (line) {
+                try {
+                  onEvent(JSON.parse(line) as WatchEvent);
+                } catch (e) {
+                  req.destroy(
+                    e instanceof SyntaxError
+                      ? new Error(`the watch of ${p} sent a line that is not JSON: ${line.slice(0, 100)}`)
+                      : (e as Error),
+                  );
+                  return;
+                }
+              }
+              nl = text.indexOf("\n");
+            }
+          });
+          let ended = false;
+          res.on("error", (e) => {
+            done();
+            reject(e);
+          });
+          res.on("end", () => {
+            ended = true;
+            done();
+            resolve({ status, body: status === 200 ? "" : text });
+          });
+          // A connection cut in the middle of the body is an error, not the end of the stream.
+          res.on("close", () => {
+            done();
+            if (!ended) reject(new Error(`the watch of ${p} was cut off`));
+          });
+        });
+        req.end();
+      }),
   };
 }
 

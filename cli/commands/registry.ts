@@ -28,6 +28,11 @@ export const commands: CommandEntry[] = [
   { name: "upgrade", summary: "Upgrade the node to another version set, rolling back on failure", load: () => import("./upgrade") },
   { name: "uninstall", summary: "Stop and remove the node (--purge also removes its data)", load: () => import("./uninstall") },
   {
+    name: "ports",
+    summary: "Publish Services' and pods' ports on the host (run by rootless-k8s-ports.service)",
+    load: () => import("./ports"),
+  },
+  {
     name: "components",
     summary: "List the components that would be installed on this host",
     aliases: ["versions"],

@@ -17,6 +17,8 @@ export function layout(plan: Plan) {
     /** CNI plugins: the manifest installs them in bin/cni of each version set. */
     cniBinDir: path.join(plan.paths.binDir, "cni"),
     cniConflist: config("cni", "10-rootless-k8s.conflist"),
+    /** The port publisher's config (`rootless-k8s ports run --config FILE`). */
+    portsConfig: config("ports.json"),
     /** What each add-on applies through the API server, for the user to read (addons/<id>.yaml). */
     addonsDir: config("addons"),
     kubeconfigs: {
@@ -25,6 +27,7 @@ export function layout(plan: Plan) {
       controllerManager: config("controller-manager.kubeconfig"),
       scheduler: config("scheduler.kubeconfig"),
       kubeProxy: config("kube-proxy.kubeconfig"),
+      ports: config("ports.kubeconfig"),
     },
     scripts: {
       /** RootlessKit's child: prepares the mount namespace, then runs the runtime. */
@@ -49,6 +52,8 @@ export function layout(plan: Plan) {
     run: {
       containerd: path.join(runtimeDir, "containerd"),
       crio: path.join(runtimeDir, "crio"),
+      /** What the port publisher published, skipped and could not publish (read by `status`). */
+      portsState: path.join(runtimeDir, "ports-state.json"),
     },
     pkiDir,
   };

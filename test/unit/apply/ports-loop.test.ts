@@ -1,0 +1,333 @@
+// The port publisher's loop against a real RootlessKit (Debian's, on PATH: slirp4netns, the builtin
+// port driver, `sleep infinity` as the child, run by an ordinary test user as the node runs it) and a
+// loopback HTTPS server speaking the part of the Kubernetes API it uses, which is a TEST FIXTURE
+// serving real-shaped JSON (kube-api-fixture.ts), not a Kubernetes. Checked: a start resyncs
+// RootlessKit to exactly the wanted set (a stray port removed, the API port kept), data reaches a
+// listener inside the namespace through a published NodePort at the node's address, a deleted
+// Service is unpublished within 2 s, a host port held by another program gets one Event and is
+// published once freed, an expired or cut watch is listed again, and a stopped-then-restarted
+// publisher restores exactly the set. Skips, saying why, where the host lacks the tools.
+import type { ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LoopTiming, type PortsState, runPortsController } from "../../../cli/apply/ports-controller";
+import { apiClient, readKubeconfig } from "../../../cli/apply/readiness";
+import { rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+import type { PortStatus } from "../../../cli/plan/ports";
+import type { PortsConfig } from "../../../cli/render/ports";
+import { freePort, listen } from "../../helpers/net";
+import { waitFor, which as whichOn } from "../../helpers/process";
+import { testUser, USER_PATH } from "../../helpers/user";
+import { type KubeApiFixture, kubeApiFixture } from "./kube-api-fixture";
+import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+
+const NAME = "rk8s-ports";
+const tools = ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"];
+const which = (t: string) => whichOn(t, USER_PATH);
+const CHILD_IP = "10.0.2.100"; // slirp4netns's address for the namespace, the node's address in the plan
+const TIMING: LoopTiming = { debounceMs: 100, resyncMs: 1000, retryMs: 200, watchSeconds: 30 };
+
+function skipReason(): string | null {
+  if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";
+  const missing = tools.filter((t) => !which(t));
+  if (missing.length) return `missing ${missing.join(", ")} (apt-get install rootlesskit slirp4netns uidmap util-linux python3)`;
+  return null;
+}
+const reason = skipReason();
+if (reason) console.log(`ports-loop: skipped: ${reason}`);
+
+async function stop(child: ChildProcess | null): Promise<void> {
+  if (!child?.pid) return;
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {}
+  await new Promise((r) => setTimeout(r, 1000));
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {}
+}
+
+/** What a TCP client reads from 127.0.0.1:port until the other side closes. */
+function readAll(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const s = connect(port, "127.0.0.1");
+    s.setTimeout(5000, () => s.destroy(new Error(`no end from 127.0.0.1:${port}`)));
+    s.on("data", (d) => (text += d));
+    s.on("close", () => resolve(text));
+    s.on("error", reject);
+  });
+}
+
+/** Polls an async condition every 50 ms; the time it took, or a throw naming `what`. */
+async function eventually(cond: () => Promise<boolean>, ms: number, what: () => string): Promise<number> {
+  const start = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return Date.now() - start;
+}
+
+describe.skipIf(reason !== null)("the port publisher's loop, against a real RootlessKit and the fixture API server", () => {
+  const user = testUser(NAME, { subIds: 910000 });
+  const work = user.newDir("rk8s-ports-");
+  const stateDir = join(work, "state");
+  const rk = rootlessKitClient(join(stateDir, "api.sock"));
+  let tls: TlsFixture;
+  let api: KubeApiFixture;
+  let rootlesskit: ChildProcess | null = null;
+  let inside: ChildProcess | null = null;
+  let config: PortsConfig;
+  let apiPort = 0;
+  let log: string[] = [];
+  let loop: { ac: AbortController; done: Promise<void> } | null = null;
+  const ports = { nodePort: 0, udpNodePort: 0, lbPort: 0, lbNodePort: 0, hostPort: 0, taken: 0 };
+
+  const start = async () => {
+    const ac = new AbortController();
+    const client = apiClient(await readKubeconfig(config.kubeconfig));
+    const done = runPortsController(
+      config,
+      { api: client, rootlesskit: rk, unprivilegedPortStart: async () => 1024, log: (l) => log.push(l) },
+      ac.signal,
+      TIMING,
+    );
+    loop = { ac, done };
+  };
+  const stopLoop = async () => {
+    if (!loop) return;
+    loop.ac.abort(new Error("SIGTERM"));
+    await loop.done;
+    loop = null;
+  };
+  const list = () => rk.listPorts();
+  const key = (p: PortStatus) => `${p.spec.proto} ${p.spec.parentIP}:${p.spec.parentPort}>${p.spec.childIP ?? ""}:${p.spec.childPort}`;
+  const set = async () => (await list()).map(key).sort();
+  const state = () => JSON.parse(readFileSync(config.stateFile, "utf8")) as PortsState;
+  const wantedSet = (extra: string[] = []) =>
+    [
+      `tcp 0.0.0.0:${apiPort}>:6443`,
+      `tcp 127.0.0.1:${ports.nodePort}>${CHILD_IP}:${ports.nodePort}`,
+      `udp 127.0.0.1:${ports.udpNodePort}>${CHILD_IP}:${ports.udpNodePort}`,
+      `tcp 127.0.0.1:${ports.lbPort}>${CHILD_IP}:${ports.lbNodePort}`,
+      `tcp 127.0.0.1:${ports.lbNodePort}>${CHILD_IP}:${ports.lbNodePort}`,
+      `tcp 127.0.0.1:${ports.hostPort}>${CHILD_IP}:${ports.hostPort}`,
+      ...extra,
+    ].sort();
+
+  beforeAll(async () => {
+    const args = ["--net=slirp4netns", "--port-driver=builtin", `--state-dir=${stateDir}`, "--disable-host-loopback", "sleep", "infinity"];
+    rootlesskit = user.spawn(which("rootlesskit"), args, { HOME: user.newHome(), PATH: USER_PATH }, { detached: true });
+    let out = "";
+    rootlesskit.stdout!.on("data", (d) => (out += d));
+    rootlesskit.stderr!.on("data", (d) => (out += d));
+    await waitFor(
+      () => existsSync(join(stateDir, "child_pid")) && existsSync(join(stateDir, "api.sock")),
+      30_000,
+      () => `RootlessKit (${out})`,
+    );
+    // The node's own port (the API server's, as --publish makes it) and a stray one added by hand.
+    apiPort = await freePort();
+    await rk.addPort({ proto: "tcp", parentIP: "0.0.0.0", parentPort: apiPort, childPort: 6443 });
+    await rk.addPort({ proto: "tcp", parentIP: "127.0.0.1", parentPort: await freePort(), childPort: 1 });
+    for (const k of Object.keys(ports) as (keyof typeof ports)[]) ports[k] = await freePort();
+    ports.udpNodePort = ports.nodePort;
+
+    tls = makeTlsFixture();
+    api = await kubeApiFixture(tls);
+    config = {
+      kubeconfig: tls.kubeconfig(api.url),
+      rootlesskitSocket: join(stateDir, "api.sock"),
+      bindAddress: "127.0.0.1",
+      childIP: CHILD_IP,
+      reserved: [apiPort],
+      ingressIPs: ["127.0.0.1"],
+      stateFile: join(work, "ports-state.json"),
+      nodeName: "node1",
+    };
+    api.put("services", {
+      metadata: { namespace: "default", name: "echo" },
+      spec: {
+        type: "NodePort",
+        ports: [
+          { name: "tcp", port: 80, nodePort: ports.nodePort },
+          { name: "udp", protocol: "UDP", port: 80, nodePort: ports.udpNodePort },
+        ],
+      },
+    });
+    api.put("services", {
+      metadata: { namespace: "shop", name: "web" },
+      spec: { type: "LoadBalancer", ports: [{ port: ports.lbPort, nodePort: ports.lbNodePort }] },
+    });
+    api.put("services", { metadata: { namespace: "default", name: "internal" }, spec: { type: "ClusterIP", ports: [{ port: 80 }] } });
+    api.put("pods", {
+      metadata: { namespace: "default", name: "hp" },
+      spec: { nodeName: "node1", containers: [{ ports: [{ containerPort: 8080, hostPort: ports.hostPort }] }] },
+      status: { phase: "Running" },
+    });
+
+    // A listener inside the namespace on the NodePort, as kube-proxy's target would answer.
+    const childPid = readFileSync(join(stateDir, "child_pid"), "utf8").trim();
+    const server = [
+      "import socket,sys",
+      "s=socket.socket()",
+      "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)",
+      "s.bind(('0.0.0.0',int(sys.argv[1])))",
+      "s.listen(8)",
+      "print('listening',flush=True)",
+      "while True:",
+      "  c,a=s.accept()",
+      "  c.sendall(('hello from inside to '+c.getsockname()[0]+'\\n').encode())",
+      "  c.close()",
+    ].join("\n");
+    inside = user.spawn(
+      which("nsenter"),
+      ["-U", "-n", "--preserve-credentials", "-t", childPid, which("python3"), "-c", server, String(ports.nodePort)],
+      { PATH: USER_PATH },
+      { detached: true },
+    );
+    let said = "";
+    inside.stdout!.on("data", (d) => (said += d));
+    inside.stderr!.on("data", (d) => (said += d));
+    await waitFor(
+      () => said.includes("listening"),
+      10_000,
+      () => `the listener inside (${said})`,
+    );
+  }, 90_000);
+
+  afterAll(async () => {
+    await stopLoop();
+    await api?.close();
+    await stop(inside);
+    await stop(rootlesskit);
+  });
+
+  it("resyncs at start to exactly the wanted set: the stray port removed, the API server's kept; state and ingress written", async () => {
+    expect((await set()).length).toBe(2);
+    await start();
+    await eventually(
+      async () => JSON.stringify(await set()) === JSON.stringify(wantedSet()),
+      10_000,
+      () => `the wanted set (log: ${log.join(" | ")})`,
+    );
+    await eventually(
+      async () => existsSync(config.stateFile) && state().published.length === 5,
+      3000,
+      () => "the state file",
+    );
+    const s = state();
+    expect(s.error).toBeNull();
+    expect(s.published.map((p) => `${p.protocol}/${p.hostPort} ${p.owner}`).sort()).toEqual(
+      [
+        `tcp/${ports.nodePort} Service default/echo`,
+        `udp/${ports.udpNodePort} Service default/echo`,
+        `tcp/${ports.lbPort} Service shop/web`,
+        `tcp/${ports.lbNodePort} Service shop/web`,
+        `tcp/${ports.hostPort} Pod default/hp`,
+      ].sort(),
+    );
+    await eventually(
+      async () => api.get("services", "shop", "web")?.status?.loadBalancer !== undefined,
+      5000,
+      () => "the ingress",
+    );
+    expect(api.get("services", "shop", "web")!.status).toEqual({ loadBalancer: { ingress: [{ ip: "127.0.0.1" }] } });
+    expect(api.events).toEqual([]);
+  });
+
+  it("carries data from the host to the node's address inside the namespace", async () => {
+    expect(await readAll(ports.nodePort)).toBe(`hello from inside to ${CHILD_IP}\n`);
+  });
+
+  it("unpublishes a deleted Service within 2 s, and its host port is free again", async () => {
+    const t = Date.now();
+    api.remove("services", "shop", "web");
+    const took = await eventually(
+      async () => !(await set()).some((k) => k.includes(`:${ports.lbPort}>`)),
+      2000,
+      () => "the LoadBalancer's port gone",
+    );
+    expect(took).toBeLessThan(2000);
+    expect(await set()).toEqual(wantedSet().filter((k) => !k.includes(`:${ports.lbPort}>`) && !k.includes(`:${ports.lbNodePort}>`)));
+    expect(Date.now() - t).toBeLessThan(2000);
+    await (await listen(createServer(), { port: ports.lbPort })).close();
+  });
+
+  it("writes one Event for a host port another program holds, keeps running, and publishes it once freed", async () => {
+    const holder = await listen(createServer(), { port: ports.taken });
+    api.put("services", {
+      metadata: { namespace: "shop", name: "busy" },
+      spec: { type: "NodePort", ports: [{ port: 80, nodePort: ports.taken }] },
+    });
+    await eventually(
+      async () => api.events.length > 0,
+      5000,
+      () => `an Event (log: ${log.join(" | ")})`,
+    );
+    await new Promise((r) => setTimeout(r, 2500)); // two resyncs: tried again, no second Event
+    expect(api.events).toHaveLength(1);
+    expect(api.events[0]).toMatchObject({
+      reason: "PortPublishFailed",
+      type: "Warning",
+      involvedObject: { kind: "Service", namespace: "shop", name: "busy", uid: api.get("services", "shop", "busy")!.metadata.uid },
+      message: expect.stringMatching(
+        new RegExp(`^host port tcp/${ports.taken} \\(127\\.0\\.0\\.1\\) not published: .*address already in use$`),
+      ),
+    });
+    expect(state().unpublished).toEqual([expect.objectContaining({ owner: "Service shop/busy", hostPort: ports.taken, kind: "refused" })]);
+    await holder.close();
+    await eventually(
+      async () => (await set()).some((k) => k.startsWith(`tcp 127.0.0.1:${ports.taken}>`)),
+      5000,
+      () => "the freed port published",
+    );
+    await eventually(
+      async () => state().unpublished.length === 0,
+      3000,
+      () => "the state without the conflict",
+    );
+  });
+
+  it("lists again after an expired watch (410 Gone) and after a cut connection, and applies what changed meanwhile", async () => {
+    const lists = () => api.requests.filter((r) => r.method === "GET" && r.url === "/api/v1/services").length;
+    const before = lists();
+    api.expireWatches();
+    await eventually(
+      async () => lists() > before,
+      3000,
+      () => "a new list after 410",
+    );
+    api.dropWatches();
+    api.remove("services", "shop", "busy"); // while no watch is open
+    await eventually(
+      async () => !(await set()).some((k) => k.includes(`:${ports.taken}>`)),
+      3000,
+      () => "the change made during the outage",
+    );
+    expect(lists()).toBeGreaterThan(before + 1);
+  });
+
+  it("stops at once on SIGTERM leaving the ports published; a restart restores exactly the set", async () => {
+    const wanted = await set();
+    const t = Date.now();
+    await stopLoop();
+    expect(Date.now() - t).toBeLessThan(1000);
+    expect(await set()).toEqual(wanted);
+    // Meanwhile: one published port removed, one stray added, by hand.
+    const current = await list();
+    await rk.removePort(current.find((p) => p.spec.parentPort === ports.hostPort)!.id);
+    await rk.addPort({ proto: "udp", parentIP: "127.0.0.1", parentPort: await freePort(), childPort: 9 });
+    expect(await set()).not.toEqual(wanted);
+    log = [];
+    await start();
+    await eventually(
+      async () => JSON.stringify(await set()) === JSON.stringify(wanted),
+      10_000,
+      () => `the set restored (log: ${log.join(" | ")})`,
+    );
+  });
+});
