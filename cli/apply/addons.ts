@@ -122,8 +122,8 @@ export interface AddonReadiness {
 }
 
 /** Why an add-on's pods do not run yet ("ImagePullBackOff: ..."), from their container states. */
-async function waitingReason(client: ApiClient, a: Addon): Promise<string> {
-  const r = await client.get(`/api/v1/namespaces/${a.ready.namespace}/pods?labelSelector=${encodeURIComponent(`${ADDON_LABEL}=${a.id}`)}`);
+async function waitingReason(client: ApiClient, a: Addon, namespace: string): Promise<string> {
+  const r = await client.get(`/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent(`${ADDON_LABEL}=${a.id}`)}`);
   if (r.status !== 200) return "";
   type Pod = { status?: { phase?: string; containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] } };
   const pods = (JSON.parse(r.body) as { items?: Pod[] }).items ?? [];
@@ -136,6 +136,7 @@ async function waitingReason(client: ApiClient, a: Addon): Promise<string> {
 export async function addonReadiness(client: ApiClient, plan: Plan): Promise<AddonReadiness[]> {
   const out: AddonReadiness[] = [];
   for (const a of addons(plan).filter((x) => x.enabled)) {
+    if (!a.ready) continue; // no workload of its own (the ports add-on: its unit says whether it runs)
     const r = await client.get(`/apis/apps/v1/namespaces/${a.ready.namespace}/deployments/${a.ready.deployment}`);
     if (r.status !== 200) {
       out.push({ id: a.id, ready: false, detail: r.status === 404 ? "not applied (re-run `rootless-k8s install`)" : `HTTP ${r.status}` });
@@ -144,7 +145,11 @@ export async function addonReadiness(client: ApiClient, plan: Plan): Promise<Add
     const d = JSON.parse(r.body) as { spec?: { replicas?: number }; status?: { availableReplicas?: number } };
     const want = d.spec?.replicas ?? 1;
     const have = d.status?.availableReplicas ?? 0;
-    out.push({ id: a.id, ready: have >= want, detail: `${have}/${want} available${have >= want ? "" : await waitingReason(client, a)}` });
+    out.push({
+      id: a.id,
+      ready: have >= want,
+      detail: `${have}/${want} available${have >= want ? "" : await waitingReason(client, a, a.ready.namespace)}`,
+    });
   }
   return out;
 }

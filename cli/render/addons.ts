@@ -5,6 +5,7 @@
 // address of the plan, and a toleration for rootless-k8s's own taints.
 import YAML from "yaml";
 import type { Plan } from "../plan/plan";
+import { portsObjects } from "./ports";
 
 export type KubeObject = {
   apiVersion: string;
@@ -19,8 +20,8 @@ export interface Addon {
   enabled: boolean;
   /** Its objects, in the order they are applied (RBAC and config before the workload). */
   objects: KubeObject[];
-  /** The Deployment whose availability says the add-on is ready. */
-  ready: { namespace: string; deployment: string };
+  /** The Deployment whose availability says the add-on is ready; null when it has none (its readiness is a unit's). */
+  ready: { namespace: string; deployment: string } | null;
 }
 
 /** Every object carries this label: `kubectl get all -l rootless-k8s.io/addon` lists them. */
@@ -439,6 +440,9 @@ export function addons(plan: Plan): Addon[] {
     list.push({ id: "storage", enabled: plan.addons.storage.enabled, objects: storageObjects(plan), ready: LOCAL_PATH });
   if (plan.addons.metrics)
     list.push({ id: "metrics", enabled: plan.addons.metrics.enabled, objects: metricsObjects(plan), ready: METRICS_SERVER });
+  // The port publisher's RBAC: on and off with plan.publish (no flag of its own; its process is the ports unit).
+  if (plan.publish)
+    list.push({ id: "ports", enabled: plan.publish.enabled, objects: portsObjects({ [ADDON_LABEL]: "ports" }), ready: null });
   return list;
 }
 

@@ -6,9 +6,10 @@ import * as path from "node:path";
 import type { Plan } from "../plan/plan";
 import { addonYaml, addons } from "./addons";
 import { kubeProxyConfiguration, kubeletConfiguration, renderYaml } from "./kube-configs";
-import { adminKubeconfig, componentKubeconfig, renderKubeconfig } from "./kubeconfig";
+import { adminKubeconfig, componentKubeconfig, portsKubeconfig, renderKubeconfig } from "./kubeconfig";
 import { layout } from "./layout";
 import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
+import { PORTS_USER, renderPortsConfig } from "./ports";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
 import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
 import { renderUnits } from "./units";
@@ -17,6 +18,7 @@ export { folders, layout } from "./layout";
 export { addons, ADDON_LABEL, type Addon, type KubeObject } from "./addons";
 export { generatePki, readPki, pkiPaths, certSpecs, type Pki, type KeyPairPem } from "./pki";
 export { mergeKubeconfig, type MergeResult } from "./kubeconfig";
+export { portsConfig, type PortsConfig } from "./ports";
 
 export type RenderedKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "addon";
 
@@ -110,6 +112,7 @@ function renderConfigs(plan: Plan): RenderedFile[] {
     // The runtime re-reads its CNI folder by itself: no restart.
     { path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" },
   ];
+  if (u.ports) files.push({ path: l.portsConfig, content: renderPortsConfig(plan), mode: PUBLIC, kind: "config", unit: u.ports });
   if (plan.runtime.name === "containerd") {
     files.push({ path: l.containerdConfig, content: renderToml(containerdConfig(plan)), mode: PUBLIC, kind: "config", unit: u.owner });
   }
@@ -140,6 +143,7 @@ function pkiReader(plan: Plan, name: CaName | CertName): string {
     kubeProxy: u.kubeProxy,
     admin: u.target,
     frontProxyClient: u.apiServer,
+    ports: u.ports ?? u.target,
   };
   return readers[name];
 }
@@ -149,9 +153,11 @@ function renderPki(plan: Plan, pki: Pki): RenderedFile[] {
   const files: RenderedFile[] = [];
   const pair = (name: CaName | CertName, p: { cert: string; key: string }) => {
     const unit = pkiReader(plan, name);
+    const kp = pki[name];
+    if (!kp) throw new Error(`the PKI has no ${name} certificate, which the plan needs`);
     files.push(
-      { path: p.cert, content: pki[name].cert, mode: PUBLIC, kind: "pki", unit },
-      { path: p.key, content: pki[name].key, mode: SECRET, kind: "pki", unit },
+      { path: p.cert, content: kp.cert, mode: PUBLIC, kind: "pki", unit },
+      { path: p.key, content: kp.key, mode: SECRET, kind: "pki", unit },
     );
   };
   for (const name of Object.keys(paths.cas) as CaName[]) pair(name, paths.cas[name]);
@@ -166,18 +172,27 @@ function renderPki(plan: Plan, pki: Pki): RenderedFile[] {
 function renderKubeconfigs(plan: Plan, pki: Pki): RenderedFile[] {
   const l = layout(plan).kubeconfigs;
   const u = plan.units;
-  const component = (file: string, client: keyof Pki & CertName, user: string, unit: string): RenderedFile => ({
+  const component = (file: string, client: Exclude<CertName, "ports">, user: string, unit: string): RenderedFile => ({
     path: file,
     content: renderKubeconfig(componentKubeconfig(plan, pki, pki[client], user)),
     mode: SECRET,
     kind: "kubeconfig",
     unit,
   });
-  return [
+  const files: RenderedFile[] = [
     { path: l.admin, content: renderKubeconfig(adminKubeconfig(plan, pki)), mode: SECRET, kind: "kubeconfig" },
     component(l.kubelet, "kubeletClient", `system:node:${plan.node.name}`, u.kubelet),
     component(l.controllerManager, "controllerManager", "system:kube-controller-manager", u.controllerManager),
     component(l.scheduler, "scheduler", "system:kube-scheduler", u.scheduler),
     component(l.kubeProxy, "kubeProxy", "system:kube-proxy", u.kubeProxy),
   ];
+  if (u.ports)
+    files.push({
+      path: l.ports,
+      content: renderKubeconfig(portsKubeconfig(plan, pki, PORTS_USER)),
+      mode: SECRET,
+      kind: "kubeconfig",
+      unit: u.ports,
+    });
+  return files;
 }

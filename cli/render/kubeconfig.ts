@@ -38,10 +38,20 @@ export function componentKubeconfig(plan: Plan, pki: Pki, client: KeyPairPem, us
   return kubeconfig(apiServerUrl(plan), pki.ca.cert, client, { cluster: CLUSTER_NAME, user, context: `${user}@${CLUSTER_NAME}` });
 }
 
-export function adminKubeconfig(plan: Plan, pki: Pki): Record<string, unknown> {
-  // From the host, through the port RootlessKit publishes (same number inside and outside).
+/** The API server as seen from the host, through the port RootlessKit publishes (same number inside and outside). */
+export function hostApiServerUrl(plan: Plan): string {
   const published = plan.network.published.find((p) => p.namespacePort === plan.ports.apiServer)?.hostPort ?? plan.ports.apiServer;
-  return kubeconfig(`https://127.0.0.1:${published}`, pki.ca.cert, pki.admin, adminNames());
+  return `https://127.0.0.1:${published}`;
+}
+
+export function adminKubeconfig(plan: Plan, pki: Pki): Record<string, unknown> {
+  return kubeconfig(hostApiServerUrl(plan), pki.ca.cert, pki.admin, adminNames());
+}
+
+/** The port publisher runs on the host (it talks to RootlessKit's API there): the admin's way in, its own certificate. */
+export function portsKubeconfig(plan: Plan, pki: Pki, user: string): Record<string, unknown> {
+  if (!pki.ports) throw new Error("the PKI has no certificate for the port publisher");
+  return kubeconfig(hostApiServerUrl(plan), pki.ca.cert, pki.ports, { cluster: CLUSTER_NAME, user, context: `${user}@${CLUSTER_NAME}` });
 }
 
 export function renderKubeconfig(doc: Record<string, unknown>): string {

@@ -10,6 +10,7 @@ import * as x509 from "@peculiar/x509";
 import { webcrypto } from "node:crypto";
 import * as path from "node:path";
 import type { Plan, PkiAlgorithm } from "../plan/plan";
+import { PORTS_USER } from "./ports";
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -35,9 +36,13 @@ export type CertName =
   | "scheduler"
   | "kubeProxy"
   | "admin"
-  | "frontProxyClient";
+  | "frontProxyClient"
+  | "ports";
 
-export interface Pki extends Record<CaName | CertName, KeyPairPem> {
+/** Certificates only some plans have (the port publisher's: plan.publish on). */
+type OptionalCert = "ports";
+
+export interface Pki extends Record<CaName | Exclude<CertName, OptionalCert>, KeyPairPem>, Partial<Record<OptionalCert, KeyPairPem>> {
   algorithm: PkiAlgorithm;
   serviceAccount: { publicKey: string; privateKey: string };
 }
@@ -171,6 +176,20 @@ export function certSpecs(plan: Plan): CertSpec[] {
       dns: [],
       ips: [],
     },
+    // The port publisher: its own user, bound to a ClusterRole of its own (cli/render/ports.ts).
+    ...(plan.publish?.enabled
+      ? [
+          {
+            name: "ports" as const,
+            file: "ports",
+            issuer: "ca" as const,
+            commonName: PORTS_USER,
+            usages: ["client" as const],
+            dns: [],
+            ips: [],
+          },
+        ]
+      : []),
   ];
 }
 

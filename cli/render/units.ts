@@ -23,6 +23,8 @@ interface ComponentUnit {
   args: string[];
   /** Variable with extra flags, e.g. KUBELET_EXTRA_ARGS, set in env.local. */
   extraArgs: string;
+  /** Runs on the host as it is, not inside the node's namespaces (the port publisher). */
+  onHost?: boolean;
   /** Started after these (and wanted by this one). */
   after: string[];
   /** Run once the component started (docker runtime: publish the API port). */
@@ -106,6 +108,18 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       after: [u.apiServer, u.kubelet],
     },
   ];
+  if (u.ports && plan.publish) {
+    list.push({
+      unit: u.ports,
+      description: `publishes NodePort, LoadBalancer and hostPort ports on ${plan.publish.bindAddress} (RootlessKit's port API)`,
+      documentation: "https://github.com/rootless-containers/rootlesskit/blob/master/docs/port.md",
+      // On the host: RootlessKit's API socket and the API server's published port are there.
+      args: [...plan.publish.command, "ports", "run", "--config", layout(plan).portsConfig],
+      extraArgs: "ROOTLESS_K8S_PORTS_EXTRA_ARGS",
+      onHost: true,
+      after: [u.apiServer],
+    });
+  }
   if (u.criDockerd) {
     list.unshift({
       unit: u.criDockerd,
@@ -121,7 +135,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
 
 function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
   const owner = plan.units.owner;
-  const command: (string | VariableArg)[] = [layout(plan).scripts.enter, ...c.args, { variable: c.extraArgs }];
+  const command: (string | VariableArg)[] = [...(c.onHost ? [] : [layout(plan).scripts.enter]), ...c.args, { variable: c.extraArgs }];
   return {
     header: HEADER,
     sections: [

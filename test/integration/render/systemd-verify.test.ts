@@ -1,7 +1,7 @@
 // Every rendered unit passes `systemd-analyze --user verify`, run as an ordinary user against a
 // temporary HOME where every file the units name exists: the plan is made for that HOME from the
 // real fixture host, the rendered files are written at their paths, and the binaries are stand-in
-// executables in versions/<set>/bin behind the `current` link.
+// executables in versions/<set>/bin behind the `current` link (and rootless-k8s itself in ~/.local/bin).
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -29,6 +29,11 @@ function materialize(plan: Plan, pki: Pki): string[] {
   mkdirSync(plan.paths.versionBinDir, { recursive: true });
   for (const bin of ["rootlesskit", "rootlessctl"]) copyFileSync("/bin/true", join(plan.paths.versionBinDir, bin));
   symlinkSync(plan.versions.id, plan.paths.currentLink);
+  // The port publisher runs rootless-k8s itself (~/.local/bin/rootless-k8s in these plans).
+  if (plan.publish?.enabled) {
+    mkdirSync(dirname(plan.publish.command[0]!), { recursive: true });
+    copyFileSync("/bin/true", plan.publish.command[0]!);
+  }
   if (plan.runtime.docker) {
     // The user's own rootless Docker unit, as dockerd-rootless-setuptool.sh writes it.
     writeFileSync(

@@ -9,8 +9,9 @@ const plan = buildPlan(baseFacts(), {}, upstreamVersions());
 const u = plan.units;
 
 describe("startOrder", () => {
-  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy", () => {
-    expect(startOrder(plan)).toEqual([u.owner, u.etcd, u.apiServer, u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy]);
+  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher", () => {
+    expect(startOrder(plan)).toEqual([u.owner, u.etcd, u.apiServer, u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports]);
+    expect(u.ports).toBe("rootless-k8s-ports.service");
   });
 });
 

@@ -48,11 +48,16 @@ describe("the dns add-on in the plan", () => {
     expect(plan.addons!.dns.enabled).toBe(false);
     expect(kubeletConfiguration(plan)).not.toHaveProperty("clusterDNS");
     const files = renderNode(plan, await generatePki(plan));
-    expect(files.filter((f) => f.kind === "addon").map((f) => f.path.split("/").pop())).toEqual(["storage.yaml", "metrics.yaml"]);
+    expect(files.filter((f) => f.kind === "addon").map((f) => f.path.split("/").pop())).toEqual([
+      "storage.yaml",
+      "metrics.yaml",
+      "ports.yaml",
+    ]);
     expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([
       ["dns", false],
       ["storage", true],
       ["metrics", true],
+      ["ports", true],
     ]);
   });
 
@@ -210,7 +215,7 @@ describe("the metrics add-on", () => {
     const off = buildPlan(baseFacts(), { metrics: false }, versions);
     expect(off.addons!.metrics!.enabled).toBe(false);
     expect(metricsOf(off).enabled).toBe(false);
-    const old = { ...off, addons: { ...off.addons!, metrics: undefined } } as Plan;
+    const old = { ...off, addons: { ...off.addons!, metrics: undefined }, publish: undefined } as Plan;
     expect(addons(old).map((a) => a.id)).toEqual(["dns", "storage"]);
   });
 });

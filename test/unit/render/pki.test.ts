@@ -53,7 +53,7 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
         frontProxyCa: save(`${algorithm}-front-proxy-ca.crt`, pki.frontProxyCa.cert),
       };
       for (const spec of certSpecs(plan)) {
-        const f = save(`${algorithm}-${spec.file}.crt`, pki[spec.name].cert);
+        const f = save(`${algorithm}-${spec.file}.crt`, pki[spec.name]!.cert);
         for (const usage of spec.usages) {
           const purpose = usage === "server" ? "sslserver" : "sslclient";
           expect(openssl(["verify", "-purpose", purpose, "-CAfile", caFile[spec.issuer], f]).trim(), spec.name).toBe(`${f}: OK`);
@@ -61,7 +61,7 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
         // and not against the other CAs
         for (const [name, other] of Object.entries(caFile).filter(([n]) => n !== spec.issuer))
           expect(() => openssl(["verify", "-CAfile", other, f]), `${spec.name} must not verify against ${name}`).toThrow();
-        const t = text(pki[spec.name].cert);
+        const t = text(pki[spec.name]!.cert);
         expect(t).toMatch(/CA:FALSE/);
         expect(t).toMatch(/Digital Signature/);
         if (algorithm === "rsa-2048") expect(t).toMatch(/Key Encipherment/);
@@ -92,8 +92,8 @@ for (const algorithm of ["ecdsa-p256", "rsa-2048"] as const) {
 
     it("pairs each key with its certificate, and the service-account keys with each other", () => {
       for (const spec of certSpecs(plan)) {
-        const fromCert = openssl(["x509", "-noout", "-pubkey"], pki[spec.name].cert);
-        const fromKey = openssl(["pkey", "-pubout"], pki[spec.name].key);
+        const fromCert = openssl(["x509", "-noout", "-pubkey"], pki[spec.name]!.cert);
+        const fromKey = openssl(["pkey", "-pubout"], pki[spec.name]!.key);
         expect(fromKey, spec.name).toBe(fromCert);
       }
       expect(openssl(["pkey", "-pubout"], pki.serviceAccount.privateKey)).toBe(pki.serviceAccount.publicKey);
