@@ -1,6 +1,35 @@
 // `status` in words: one block a person can read at a glance, problems first.
 import type { Style } from "../ui/output";
+import type { PortsStatus } from "./ports-status";
 import type { NodeStatus } from "./status";
+
+const pad = (label: string) => `  ${label.padEnd(11)} `;
+
+/** Every published port with its owner, then each port not published with why, and what pods see of the client. */
+export function portsLines(p: PortsStatus, own: NodeStatus["ports"], s: Style): string[] {
+  const lines: string[] = [];
+  const planned = own.map((x) => `${x.hostIP}:${x.hostPort} → ${x.namespacePort}/${x.protocol}`).join(", ") || "none";
+  if (!p.publisher?.enabled || p.published === null) {
+    lines.push(`${pad("ports")}${planned}${p.publisher?.enabled ? s.yellow(` (publisher: ${p.detail ?? "no answer"})`) : ""}`);
+  } else {
+    const w = Math.max(...p.published.map((x) => `${x.protocol} ${x.hostIP}:${x.hostPort} → ${x.target}`.length), 0);
+    p.published.forEach((x, i) =>
+      lines.push(`${pad(i ? "" : "ports")}${`${x.protocol} ${x.hostIP}:${x.hostPort} → ${x.target}`.padEnd(w)}  ${x.owner}`),
+    );
+    if (!p.published.length) lines.push(`${pad("ports")}none`);
+    if (p.detail) lines.push(`${pad("")}${s.yellow(`publisher: ${p.detail}`)}`);
+  }
+  for (const u of p.unpublished)
+    lines.push(`${pad("")}${s.yellow(`not published: ${u.protocol}/${u.hostPort} for ${u.owner}: ${u.reason}`)}`);
+  if (p.publisher?.enabled) {
+    const k = p.publisher.keepsSourceIP;
+    const say = (x: boolean) => (x ? "kept" : "not kept");
+    lines.push(
+      `${pad("client IP")}${say(k.tcp)} for TCP${k.tcp ? " (Services with externalTrafficPolicy: Local)" : ""}, ${say(k.udp)} for UDP`,
+    );
+  }
+  return lines;
+}
 
 export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   const t = (p: string) => (p.startsWith(home + "/") ? "~" + p.slice(home.length) : p);
@@ -31,7 +60,7 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   }
   for (const a of st.addons) row(`add-on ${a.id}`, a.ready ? s.green(`ready, ${a.detail}`) : s.yellow(`not ready, ${a.detail}`));
   row("runtime", st.runtime.cri.answering ? `answers CRI: ${st.runtime.cri.version}` : `not answering (${st.runtime.cri.detail ?? "?"})`);
-  row("ports", st.ports.map((p) => `${p.hostIP}:${p.hostPort} → ${p.namespacePort}/${p.protocol}`).join(", ") || "none");
+  lines.push(...portsLines(st.publishing, st.ports, s));
   row("versions", `set ${st.versions.set ?? "none"}${st.versions.previous ? ` (previous: ${st.versions.previous})` : ""}`);
   row(
     "",

@@ -8,6 +8,7 @@ import { apiClient, parseNode, readKubeconfig, type NodeView } from "../apply/re
 import type { Receipt } from "../apply/receipt";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
 import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd";
+import { portsStatus, type PortsStatus } from "./ports-status";
 
 export interface NodeStatus {
   schemaVersion: 1;
@@ -24,7 +25,10 @@ export interface NodeStatus {
   nodeView: NodeView | null;
   /** Each add-on that is on, and whether it runs (not part of `healthy`: the node works without). */
   addons: AddonReadiness[];
+  /** The ports the plan publishes itself (the API server's; with pasta every node port). */
   ports: Plan["network"]["published"];
+  /** Services' and pods' ports: each published one with its owner, each one not published with why. */
+  publishing: PortsStatus;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
   logs: { to: "journal" | "file"; where: string };
 }
@@ -84,6 +88,8 @@ export async function nodeStatus(
     }
   }
 
+  const publishing = await portsStatus(plan);
+
   return {
     schemaVersion: 1,
     healthy: problems.length === 0,
@@ -98,6 +104,7 @@ export async function nodeStatus(
     nodeView,
     addons,
     ports: plan.network.published,
+    publishing,
     units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
       unit,
       activeState,

@@ -6,7 +6,8 @@
 // listener inside the namespace through a published NodePort at the node's address, a deleted
 // Service is unpublished within 2 s, a host port held by another program gets one Event and is
 // published once freed, an expired or cut watch is listed again, and a stopped-then-restarted
-// publisher restores exactly the set. Skips, saying why, where the host lacks the tools.
+// publisher restores exactly the set; `status` names the owner of every published port. Skips,
+// saying why, where the host lacks the tools.
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
@@ -15,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LoopTiming, type PortsState, runPortsController } from "../../../cli/apply/ports-controller";
 import { apiClient, readKubeconfig } from "../../../cli/apply/readiness";
 import { rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+import { publishedView } from "../../../cli/inspect/ports-status";
 import type { PortStatus } from "../../../cli/plan/ports";
 import type { PortsConfig } from "../../../cli/render/ports";
 import { freePort, listen } from "../../helpers/net";
@@ -228,6 +230,21 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
         `tcp/${ports.lbPort} Service shop/web`,
         `tcp/${ports.lbNodePort} Service shop/web`,
         `tcp/${ports.hostPort} Pod default/hp`,
+      ].sort(),
+    );
+    // What `status` shows: RootlessKit's own list, an owner for every entry.
+    expect(
+      publishedView(await list(), s, [apiPort])
+        .map((v) => `${v.protocol} ${v.hostIP}:${v.hostPort} ${v.owner}`)
+        .sort(),
+    ).toEqual(
+      [
+        `tcp 0.0.0.0:${apiPort} the API server`,
+        `tcp 127.0.0.1:${ports.nodePort} Service default/echo`,
+        `udp 127.0.0.1:${ports.udpNodePort} Service default/echo`,
+        `tcp 127.0.0.1:${ports.hostPort} Pod default/hp`,
+        `tcp 127.0.0.1:${ports.lbPort} Service shop/web`,
+        `tcp 127.0.0.1:${ports.lbNodePort} Service shop/web`,
       ].sort(),
     );
     await eventually(
