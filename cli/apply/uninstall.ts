@@ -148,6 +148,10 @@ export async function removeNode(
   notes.push(...addonsGone.notes);
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
+  //    No published port outlives this: every one (the API server's and the port publisher's) is a
+  //    listening socket of RootlessKit's own process, the main process of the namespace owner unit,
+  //    which stops here (last, after the ports unit); the kernel closes its sockets when it exits,
+  //    also when it is killed. The publisher only asks RootlessKit; it holds no port itself.
   await systemd.ensureReachable();
   const ours = (plan ? allUnits(plan).filter((u) => !(plan.runtime.name === "docker" && u === plan.units.owner)) : receipt.units).filter(
     (u) => /^[A-Za-z0-9@:._-]+$/.test(u),

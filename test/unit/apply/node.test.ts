@@ -1,7 +1,7 @@
 // Which units start in which order, and which restart after a change: a real plan of a Debian 12
 // host (built by cli/plan), fed file and binary changes.
 import { describe, expect, it } from "vitest";
-import { restartsFor, startOrder, unitOfBinary, unitsWithNewBinaries, unitsWithNewVersions } from "../../../cli/apply/node";
+import { allUnits, restartsFor, startOrder, unitOfBinary, unitsWithNewBinaries, unitsWithNewVersions } from "../../../cli/apply/node";
 import { buildPlan } from "../../../cli/plan/index";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
 
@@ -12,6 +12,16 @@ describe("startOrder", () => {
   it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher", () => {
     expect(startOrder(plan)).toEqual([u.owner, u.etcd, u.apiServer, u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports]);
     expect(u.ports).toBe("rootless-k8s-ports.service");
+  });
+});
+
+describe("allUnits", () => {
+  it("is every unit uninstall stops and removes: the target, the owner last in start order, the port publisher first to stop", () => {
+    const all = allUnits(plan);
+    expect(all).toEqual([u.target, ...startOrder(plan)]);
+    expect(all).toContain("rootless-k8s-ports.service");
+    expect([...startOrder(plan)].reverse()[0]).toBe(u.ports);
+    expect([...startOrder(plan)].reverse().at(-1)).toBe(u.owner);
   });
 });
 
