@@ -21,8 +21,8 @@ interface ComponentUnit {
   description: string;
   documentation: string;
   args: string[];
-  /** Variable with extra flags, e.g. KUBELET_EXTRA_ARGS, set in env.local. */
-  extraArgs: string;
+  /** Variable with extra flags, e.g. KUBELET_EXTRA_ARGS, set in env.local (none for the port publisher, which has no flags to add). */
+  extraArgs: string | null;
   /** Runs on the host as it is, not inside the node's namespaces (the port publisher). */
   onHost?: boolean;
   /** Started after these (and wanted by this one). */
@@ -115,7 +115,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       documentation: "https://github.com/rootless-containers/rootlesskit/blob/master/docs/port.md",
       // On the host: RootlessKit's API socket and the API server's published port are there.
       args: [...plan.publish.command, "ports", "run", "--config", layout(plan).portsConfig],
-      extraArgs: "ROOTLESS_K8S_PORTS_EXTRA_ARGS",
+      extraArgs: null,
       onHost: true,
       after: [u.apiServer],
     });
@@ -135,7 +135,11 @@ function componentUnits(plan: Plan): ComponentUnit[] {
 
 function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
   const owner = plan.units.owner;
-  const command: (string | VariableArg)[] = [...(c.onHost ? [] : [layout(plan).scripts.enter]), ...c.args, { variable: c.extraArgs }];
+  const command: (string | VariableArg)[] = [
+    ...(c.onHost ? [] : [layout(plan).scripts.enter]),
+    ...c.args,
+    ...(c.extraArgs ? [{ variable: c.extraArgs }] : []),
+  ];
   return {
     header: HEADER,
     sections: [

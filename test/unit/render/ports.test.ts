@@ -34,7 +34,7 @@ describe("the ports unit", () => {
     const unit = files.find((f) => f.kind === "unit" && f.unit === "rootless-k8s-ports.service")!;
     const text = unit.content.toString();
     expect(text).toContain(
-      `ExecStart=/home/alice/.local/bin/rootless-k8s \\\n  ports \\\n  run \\\n  --config \\\n  /home/alice/.config/rootless-k8s/ports.json \\\n  $ROOTLESS_K8S_PORTS_EXTRA_ARGS\n`,
+      `ExecStart=/home/alice/.local/bin/rootless-k8s \\\n  ports \\\n  run \\\n  --config \\\n  /home/alice/.config/rootless-k8s/ports.json\n`,
     );
     expect(text).not.toContain("rootless-k8s-enter");
     for (const line of [
