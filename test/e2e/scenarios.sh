@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -49,7 +49,8 @@ REPORT=${E2E_REPORT:-$STATE/report.jsonl}
 chmod 644 "$REPORT"
 report() { printf '%s\n' "$1" >>"$REPORT"; }
 UNITS=(rootless-k8s.target rootless-k8s-rootlesskit.service rootless-k8s-etcd.service rootless-k8s-kube-apiserver.service
-  rootless-k8s-kube-controller-manager.service rootless-k8s-kube-scheduler.service rootless-k8s-kubelet.service rootless-k8s-kube-proxy.service)
+  rootless-k8s-kube-controller-manager.service rootless-k8s-kube-scheduler.service rootless-k8s-kubelet.service rootless-k8s-kube-proxy.service
+  rootless-k8s-ports.service)
 SCRATCH=/tmp/rk8s-e2e-$U
 install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "$SCRATCH"
 
@@ -635,6 +636,10 @@ scenario_uninstall() {
   check uninstall "it deleted the add-ons' objects through the API first ($(grep -o '[0-9]* add-on objects deleted' "$log"))" \
     grep -q ', [1-9][0-9]* add-on objects deleted' "$log"
   check uninstall "no unit of the node is loaded any more" units_gone
+  local np
+  np=$(cat "$STATE/publish/nodeport" 2>/dev/null)
+  [ -n "$np" ] && check uninstall "no published port is left: nothing listens on the NodePort $np" not_listening "$np"
+  check uninstall "nothing listens on the hostPort 18082" not_listening 18082
   left=$(ours_left | tr '\n' ' ')
   check uninstall "only data is left: $left" test "$left" = "$SHARE $CONFIG $H/.cache/rootless-k8s "
   check uninstall "below ~/.local/share/rootless-k8s: only data/ and the receipt" test "$(as_user ls "$SHARE" | tr '\n' ' ')" = "data receipt.json "
@@ -703,6 +708,131 @@ YAML
   check offline-bundle "kubectl logs: offline ok" offline_log_ok
   check offline-bundle "the add-ons run offline from the bundle's images (dns, storage and metrics available)" wait_for 300 addons_available
   check offline-bundle "uninstall --purge --yes cleans up" rk8s uninstall --purge --yes
+}
+
+# Services reachable from the host (issue 12): rootless-k8s-ports.service publishes every NodePort,
+# each LoadBalancer's ports and every hostPort through RootlessKit's port API, and keeps exactly
+# that set: a deleted Service closes its port, a port taken on the host is an Event (no crash loop),
+# and a killed publisher resyncs on restart.
+PUB=$STATE/publish
+host_ip() { ip -4 -o addr show scope global | awk '{ sub(/\/.*/, "", $4); print $4; exit }'; }
+# get URL: the body, fetched from the host as the test user (5 s at most)
+get() { as_user "$E2E_OPT/node" -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(5000) }).then((r) => r.text()).then((t) => process.stdout.write(t), (e) => { console.log(String(e)); process.exit(1); })' "$1"; }
+answers() { local out; out=$(get "$1" 2>&1) && [[ $out == "$2"* ]]; } # answers URL PREFIX
+closed() { ! get "$1" >/dev/null 2>&1; }
+listening() { # listening PORT: a TCP socket listens on PORT on the host (IPv4 or IPv6)
+  local hex
+  hex=$(printf '%04X' "$1")
+  awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p' /proc/net/tcp /proc/net/tcp6 | grep -q .
+}
+not_listening() { ! listening "$1"; }
+rkctl() { as_user "$SHARE/versions/current/bin/rootlessctl" --socket "$RT/rootless-k8s/rootlesskit/api.sock" "$@"; }
+rk_set() { rkctl list-ports | awk 'NR > 1 { print $2, $3, $4, $5 }' | sort; } # proto parentIP parentPort childPort
+events_of() { kc -n e2e get events --field-selector "involvedObject.name=$1" -o 'jsonpath={range .items[*]}{.reason} {.message}{"\n"}{end}'; }
+ports_restarts() { as_user systemctl --user show -p NRestarts --value rootless-k8s-ports.service; }
+ports_active() { [ "$(as_user systemctl --user is-active rootless-k8s-ports.service)" = active ]; }
+same_set() { [ "$(rk_set)" = "$(cat "$1")" ]; }
+millis() { date +%s%3N; }
+
+scenario_publish() {
+  local agn hip np lb=18081 hp=18082 busy=18083 out holder t0 ms restarts
+  agn=$(image_name agnhost) || { fail publish "no agnhost image in $IMAGES/images.json"; return; }
+  hip=$(host_ip)
+  mkdir -p "$PUB"
+  check publish "the plan publishes ports ($(receipt_value .plan.publish.bindAddress), network $(receipt_value .plan.network.driver))" test "$(receipt_value .plan.publish.enabled)" = true
+  check publish "rootless-k8s-ports.service is active" ports_active
+  check publish "kubectl apply: NodePort web-np (externalTrafficPolicy: Local), LoadBalancer web-lb on $lb, a pod with hostPort $hp" apply <<YAML || return
+apiVersion: v1
+kind: Service
+metadata: {name: web-np, namespace: e2e}
+spec:
+  type: NodePort
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-lb, namespace: e2e}
+spec:
+  type: LoadBalancer
+  selector: {app: web}
+  ports: [{port: $lb, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hostport, namespace: e2e}
+spec:
+  containers:
+  - name: web
+    image: $agn
+    imagePullPolicy: Never
+    args: ["netexec", "--http-port=8080"]
+    ports: [{containerPort: 8080, hostPort: $hp}]
+    readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
+YAML
+  np=$(kc -n e2e get svc web-np -o 'jsonpath={.spec.ports[0].nodePort}')
+  echo "$np" >"$PUB/nodeport"
+  info publish "NodePort $np, LoadBalancer $lb, hostPort $hp, host address $hip"
+  check publish "the NodePort answers at 127.0.0.1:$np from the host" wait_for 30 answers "http://127.0.0.1:$np/hostname" web-
+  check publish "the NodePort answers at the host's own address $hip:$np" wait_for 10 answers "http://$hip:$np/hostname" web-
+  check publish "the LoadBalancer answers on its port $lb" wait_for 30 answers "http://127.0.0.1:$lb/hostname" web-
+  check publish "the LoadBalancer's ingress is the host's address ($(kc -n e2e get svc web-lb -o 'jsonpath={.status.loadBalancer.ingress[*].ip}'))" \
+    has "$hip" kc -n e2e get svc web-lb -o 'jsonpath={.status.loadBalancer.ingress[*].ip}'
+  check publish "the hostPort pod is Running" wait_for "$TIMEOUT" phase_is hostport Running
+  check publish "the pod's hostPort answers at 127.0.0.1:$hp" wait_for 30 answers "http://127.0.0.1:$hp/hostname" hostport
+  out=$(get "http://$hip:$np/clientip" 2>&1)
+  if [ "$(receipt_value .plan.publish.keepsSourceIP.tcp)" = true ]; then
+    check publish "agnhost /clientip sees the host-side client address $hip (builtin port driver, IP_TRANSPARENT): $out" grep -q "^$hip:" <<<"$out"
+  else
+    info publish "the plan keeps no client address for TCP here; /clientip says $out"
+  fi
+  check publish "status lists the NodePort with its Service" has "$np .*Service e2e/web-np" rk8s status
+  check publish "status lists the hostPort with its pod" has "$hp .*Pod e2e/hostport" rk8s status
+
+  t0=$(millis)
+  kc -n e2e delete svc web-lb --wait=false >/dev/null
+  wait_for 5 closed "http://127.0.0.1:$lb/hostname"
+  ms=$(($(millis) - t0))
+  check publish "deleting the LoadBalancer closes its port within 2 s (${ms} ms)" test "$ms" -lt 2000
+  check publish "nothing listens on $lb any more" not_listening "$lb"
+
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(); time.sleep(600)' "$busy" &
+  holder=$!
+  wait_for 10 listening "$busy"
+  restarts=$(ports_restarts)
+  check publish "kubectl apply: LoadBalancer web-busy on $busy, which another host program holds" apply <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: web-busy, namespace: e2e}
+spec:
+  type: LoadBalancer
+  selector: {app: web}
+  ports: [{port: $busy, targetPort: 8080}]
+YAML
+  check publish "the Service gets the Event PortPublishFailed ($(events_of web-busy | head -1))" wait_for 20 has "PortPublishFailed .*$busy" events_of web-busy
+  check publish "status says the port is not published, and why" has "not published: tcp/$busy for Service e2e/web-busy" rk8s status
+  sleep 12 # a resync later: tried again, still no crash loop, still one Event
+  check publish "the ports unit did not restart (NRestarts $restarts → $(ports_restarts))" test "$(ports_restarts)" = "$restarts"
+  check publish "one Event, not one per try ($(events_of web-busy | grep -c PortPublishFailed))" test "$(events_of web-busy | grep -c PortPublishFailed)" = 1
+  kill "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
+  check publish "once the host program is gone, the port is published (within a resync)" wait_for 20 answers "http://127.0.0.1:$busy/hostname" web-
+
+  rk_set >"$PUB/set"
+  as_user systemctl --user kill -s SIGKILL rootless-k8s-ports.service
+  check publish "killed, the ports unit leaves the published ports in place" same_set "$PUB/set"
+  # Meanwhile, by hand: the hostPort's entry removed, a stray port added.
+  rkctl remove-ports "$(rkctl list-ports | awk -v p="$hp" 'NR > 1 && $4 == p { print $1; exit }')" >/dev/null
+  rkctl add-ports 127.0.0.1:18084:1/tcp >/dev/null
+  check publish "systemd starts it again (Restart=on-failure)" wait_for 20 ports_active
+  check publish "restarted, it restores exactly the published set ($(rk_set | wc -l) ports)" wait_for 20 same_set "$PUB/set"
+  check publish "the hostPort answers again" wait_for 10 answers "http://127.0.0.1:$hp/hostname" hostport
+  check publish "systemctl --user restart changes nothing" as_user systemctl --user restart rootless-k8s-ports.service
+  check publish "the same set after the restart" wait_for 20 same_set "$PUB/set"
+  kc -n e2e delete svc web-np web-busy --wait=false >/dev/null 2>&1
+  kc -n e2e delete pod hostport --wait=false >/dev/null 2>&1
 }
 
 start_mirror
