@@ -199,6 +199,12 @@ doctor_gives_up_pod_metrics() { has 'no per-pod metrics' rk8s doctor --json; }
 workload_pods() { kc -n e2e get pods -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^hog ' | sort; }
 # The add-ons' pods (every namespace), in the same shape.
 addon_pods() { kc get pods -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^helper-pod-' | sort; }
+# Every add-on Deployment has finished rolling out: no pod of an older template left (a changed
+# plan, such as --taint-none, changes their tolerations and so starts a rollout).
+addons_rolled_out() {
+  kc get deploy -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.spec.replicas} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas}{"\n"}{end}' |
+    awk '{ if (!($1 == $2 && $1 == $3 && $1 == $4)) bad = 1 } END { exit bad }'
+}
 workloads_running() {
   local o
   o=$(workload_pods)
@@ -211,6 +217,7 @@ pods_settled() {
   local o running id
   o=$(workload_pods; addon_pods)
   workloads_running || return 1
+  addons_rolled_out || return 1
   ! grep -v ' Running$' <<<"$o" | grep -q . || return 1
   running=$(tool running "$SOCK") || return 1
   while read -r _ _ id _; do grep -qx "${id#*://}" <<<"$running" || return 1; done <<<"$o"
