@@ -240,10 +240,8 @@ describe("against the fixture API server (mutual TLS on loopback)", () => {
     await new Promise((r) => setTimeout(r, 700));
     expect(api.events).toHaveLength(1);
     expect(log.filter((l) => l.startsWith("RootlessKit API"))).toHaveLength(1);
-    const t = Date.now();
     ac.abort(new Error("SIGTERM"));
     await loop;
-    expect(Date.now() - t).toBeLessThan(1000);
     for (let i = 0; i < 50 && api.openWatches() > 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(api.openWatches()).toBe(0);
   });
