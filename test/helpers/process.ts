@@ -8,10 +8,10 @@ export function which(cmd: string, path = process.env.PATH ?? ""): string {
 
 export const hasCommand = (cmd: string) => which(cmd) !== "";
 
-/** Polls `cond` every 100 ms; throws naming `what` after `ms`. */
-export async function waitFor(cond: () => boolean, ms: number, what: string | (() => string)): Promise<void> {
+/** Polls `cond` (which may be async) every 100 ms; throws naming `what` after `ms`. */
+export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what: string | (() => string)): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === "string" ? what : what()}`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -7,7 +7,7 @@
 //    rootless-k8s-enter (nsenter), and containerd answers on the rendered socket.
 // Skips, saying why, where the host lacks the tools (CI installs them: see .ci/run).
 import { spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatherFacts } from "../../../cli/host/gather";
@@ -18,22 +18,17 @@ import { folders, generatePki, layout, renderNode } from "../../../cli/render/in
 import { rootlesskitArgs } from "../../../cli/render/rootlesskit";
 import { pinnedVersions, relocated } from "../../golden/combos";
 import { freePort } from "../../helpers/net";
-import { waitFor, which as whichOn } from "../../helpers/process";
+import { waitFor } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
+import { rootlessKitSkipReason, stopGroup, whichForUser as which } from "../../helpers/rootlesskit";
 import { testUser, USER_PATH } from "../../helpers/user";
 
 const NAME = "rk8s-boot";
 const tools = ["rootlesskit", "slirp4netns", "containerd", "containerd-shim-runc-v2", "runc", "newuidmap", "python3", "nsenter", "ctr"];
-/** The system's tools, as the test user would find them (not root's own PATH). */
-const which = (t: string) => whichOn(t, USER_PATH);
 
 function skipReason(): string | null {
-  if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";
-  const missing = tools.filter((t) => !which(t));
-  if (missing.length) return `missing ${missing.join(", ")} (apt-get install rootlesskit slirp4netns containerd uidmap)`;
-  const tun = statSync("/dev/net/tun", { throwIfNoEntry: false });
-  if (!tun || (tun.mode & 0o006) !== 0o006)
-    return "/dev/net/tun is not usable by ordinary users (Debian's udev makes it 0666; here: chmod 0666 /dev/net/tun)";
+  const host = rootlessKitSkipReason(tools, "rootlesskit slirp4netns containerd uidmap");
+  if (host) return host;
   const rk = spawnSync("rootlesskit", ["--version"], { encoding: "utf8" }).stdout;
   if (!/version 1\./.test(rk)) return `this test drives RootlessKit 1.x (found: ${rk.trim()})`;
   return null;
@@ -94,15 +89,7 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
   }, 60_000);
 
   afterAll(async () => {
-    if (owner?.pid) {
-      try {
-        process.kill(-owner.pid, "SIGTERM");
-      } catch {}
-      await new Promise((r) => setTimeout(r, 1500));
-      try {
-        process.kill(-owner.pid, "SIGKILL");
-      } catch {}
-    }
+    await stopGroup(owner, 1500);
     notify?.kill("SIGKILL");
   });
 

@@ -10,7 +10,7 @@
 // saying why, where the host lacks the tools.
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LoopTiming, type PortsState, runPortsController } from "../../../cli/apply/ports-controller";
@@ -20,58 +20,28 @@ import { publishedView } from "../../../cli/inspect/ports-status";
 import type { PortStatus } from "../../../cli/plan/ports";
 import type { PortsConfig } from "../../../cli/render/ports";
 import { freePort, listen } from "../../helpers/net";
-import { waitFor, which as whichOn } from "../../helpers/process";
-import { testUser, USER_PATH } from "../../helpers/user";
+import { waitFor } from "../../helpers/process";
+import {
+  listenInside,
+  readAll,
+  type RunningRootlessKit,
+  rootlessKitSkipReason,
+  startRootlessKit,
+  stopGroup,
+} from "../../helpers/rootlesskit";
+import { testUser } from "../../helpers/user";
 import { type KubeApiFixture, kubeApiFixture } from "./kube-api-fixture";
 import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
 
 const NAME = "rk8s-ports";
-const tools = ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"];
-const which = (t: string) => whichOn(t, USER_PATH);
 const CHILD_IP = "10.0.2.100"; // slirp4netns's address for the namespace, the node's address in the plan
 const TIMING: LoopTiming = { debounceMs: 100, resyncMs: 1000, retryMs: 200, watchSeconds: 30 };
 
-function skipReason(): string | null {
-  if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";
-  const missing = tools.filter((t) => !which(t));
-  if (missing.length) return `missing ${missing.join(", ")} (apt-get install rootlesskit slirp4netns uidmap util-linux python3)`;
-  return null;
-}
-const reason = skipReason();
+const reason = rootlessKitSkipReason(
+  ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"],
+  "rootlesskit slirp4netns uidmap util-linux python3",
+);
 if (reason) console.log(`ports-loop: skipped: ${reason}`);
-
-async function stop(child: ChildProcess | null): Promise<void> {
-  if (!child?.pid) return;
-  try {
-    process.kill(-child.pid, "SIGTERM");
-  } catch {}
-  await new Promise((r) => setTimeout(r, 1000));
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {}
-}
-
-/** What a TCP client reads from 127.0.0.1:port until the other side closes. */
-function readAll(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const s = connect(port, "127.0.0.1");
-    s.setTimeout(5000, () => s.destroy(new Error(`no end from 127.0.0.1:${port}`)));
-    s.on("data", (d) => (text += d));
-    s.on("close", () => resolve(text));
-    s.on("error", reject);
-  });
-}
-
-/** Polls an async condition every 50 ms; the time it took, or a throw naming `what`. */
-async function eventually(cond: () => Promise<boolean>, ms: number, what: () => string): Promise<number> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Date.now() - start;
-}
 
 describe.skipIf(reason !== null)("the port publisher's loop, against a real RootlessKit and the fixture API server", () => {
   const user = testUser(NAME, { subIds: 910000 });
@@ -80,7 +50,7 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
   const rk = rootlessKitClient(join(stateDir, "api.sock"));
   let tls: TlsFixture;
   let api: KubeApiFixture;
-  let rootlesskit: ChildProcess | null = null;
+  let rootlesskit: RunningRootlessKit | null = null;
   let inside: ChildProcess | null = null;
   let config: PortsConfig;
   let apiPort = 0;
@@ -121,16 +91,7 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
     ].sort();
 
   beforeAll(async () => {
-    const args = ["--net=slirp4netns", "--port-driver=builtin", `--state-dir=${stateDir}`, "--disable-host-loopback", "sleep", "infinity"];
-    rootlesskit = user.spawn(which("rootlesskit"), args, { HOME: user.newHome(), PATH: USER_PATH }, { detached: true });
-    let out = "";
-    rootlesskit.stdout!.on("data", (d) => (out += d));
-    rootlesskit.stderr!.on("data", (d) => (out += d));
-    await waitFor(
-      () => existsSync(join(stateDir, "child_pid")) && existsSync(join(stateDir, "api.sock")),
-      30_000,
-      () => `RootlessKit (${out})`,
-    );
+    rootlesskit = await startRootlessKit(user, stateDir);
     // The node's own port (the API server's, as --publish makes it) and a stray one added by hand.
     apiPort = await freePort();
     await rk.addPort({ proto: "tcp", parentIP: "0.0.0.0", parentPort: apiPort, childPort: 6443 });
@@ -172,51 +133,25 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
     });
 
     // A listener inside the namespace on the NodePort, as kube-proxy's target would answer.
-    const childPid = readFileSync(join(stateDir, "child_pid"), "utf8").trim();
-    const server = [
-      "import socket,sys",
-      "s=socket.socket()",
-      "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)",
-      "s.bind(('0.0.0.0',int(sys.argv[1])))",
-      "s.listen(8)",
-      "print('listening',flush=True)",
-      "while True:",
-      "  c,a=s.accept()",
-      "  c.sendall(('hello from inside to '+c.getsockname()[0]+'\\n').encode())",
-      "  c.close()",
-    ].join("\n");
-    inside = user.spawn(
-      which("nsenter"),
-      ["-U", "-n", "--preserve-credentials", "-t", childPid, which("python3"), "-c", server, String(ports.nodePort)],
-      { PATH: USER_PATH },
-      { detached: true },
-    );
-    let said = "";
-    inside.stdout!.on("data", (d) => (said += d));
-    inside.stderr!.on("data", (d) => (said += d));
-    await waitFor(
-      () => said.includes("listening"),
-      10_000,
-      () => `the listener inside (${said})`,
-    );
+    inside = await listenInside(user, rootlesskit.childPid, "0.0.0.0", ports.nodePort);
   }, 90_000);
 
   afterAll(async () => {
     await stopLoop();
     await api?.close();
-    await stop(inside);
-    await stop(rootlesskit);
+    await stopGroup(inside);
+    await stopGroup(rootlesskit?.process);
   });
 
   it("resyncs at start to exactly the wanted set: the stray port removed, the API server's kept; state and ingress written", async () => {
     expect((await set()).length).toBe(2);
     await start();
-    await eventually(
+    await waitFor(
       async () => JSON.stringify(await set()) === JSON.stringify(wantedSet()),
       10_000,
       () => `the wanted set (log: ${log.join(" | ")})`,
     );
-    await eventually(
+    await waitFor(
       async () => existsSync(config.stateFile) && state().published.length === 5,
       3000,
       () => "the state file",
@@ -247,7 +182,7 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
         `tcp 127.0.0.1:${ports.lbNodePort} Service shop/web`,
       ].sort(),
     );
-    await eventually(
+    await waitFor(
       async () => api.get("services", "shop", "web")?.status?.loadBalancer !== undefined,
       5000,
       () => "the ingress",
@@ -265,7 +200,7 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
   it("unpublishes a deleted Service, and its host port is free again", async () => {
     api.remove("services", "shop", "web");
     const rest = wantedSet().filter((k) => !k.includes(`:${ports.lbPort}>`) && !k.includes(`:${ports.lbNodePort}>`));
-    await eventually(
+    await waitFor(
       async () => JSON.stringify(await set()) === JSON.stringify(rest),
       15_000,
       () => "the Service's ports gone",
@@ -280,7 +215,7 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
       metadata: { namespace: "shop", name: "busy" },
       spec: { type: "NodePort", ports: [{ port: 80, nodePort: ports.taken }] },
     });
-    await eventually(
+    await waitFor(
       async () => api.events.length > 0,
       5000,
       () => `an Event (log: ${log.join(" | ")})`,
@@ -297,12 +232,12 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
     });
     expect(state().unpublished).toEqual([expect.objectContaining({ owner: "Service shop/busy", hostPort: ports.taken, kind: "refused" })]);
     await holder.close();
-    await eventually(
+    await waitFor(
       async () => (await set()).some((k) => k.startsWith(`tcp 127.0.0.1:${ports.taken}>`)),
       5000,
       () => "the freed port published",
     );
-    await eventually(
+    await waitFor(
       async () => state().unpublished.length === 0,
       3000,
       () => "the state without the conflict",
@@ -313,14 +248,14 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
     const lists = () => api.requests.filter((r) => r.method === "GET" && r.url === "/api/v1/services").length;
     const before = lists();
     api.expireWatches();
-    await eventually(
+    await waitFor(
       async () => lists() > before,
       3000,
       () => "a new list after 410",
     );
     api.dropWatches();
     api.remove("services", "shop", "busy"); // while no watch is open
-    await eventually(
+    await waitFor(
       async () => !(await set()).some((k) => k.includes(`:${ports.taken}>`)),
       3000,
       () => "the change made during the outage",
@@ -339,7 +274,7 @@ describe.skipIf(reason !== null)("the port publisher's loop, against a real Root
     expect(await set()).not.toEqual(wanted);
     log = [];
     await start();
-    await eventually(
+    await waitFor(
       async () => JSON.stringify(await set()) === JSON.stringify(wanted),
       10_000,
       () => `the set restored (log: ${log.join(" | ")})`,

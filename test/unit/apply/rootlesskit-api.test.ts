@@ -5,58 +5,30 @@
 // wanted set. Failures to reach the API (no socket, no answer) are checked against local sockets.
 // Skips, saying why, where the host lacks the tools (CI installs them: see .ci/run).
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
 import * as http from "node:http";
-import { connect, createServer, type Server } from "node:net";
+import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyPortChanges, RootlessKitError, rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
 import { type PortSpec, reconcilePorts, wantedPorts } from "../../../cli/plan/ports";
 import { freePort, listen } from "../../helpers/net";
-import { waitFor, which as whichOn } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
-import { testUser, USER_PATH } from "../../helpers/user";
+import {
+  listenInside,
+  readAll,
+  type RunningRootlessKit,
+  rootlessKitSkipReason,
+  startRootlessKit,
+  stopGroup,
+} from "../../helpers/rootlesskit";
+import { testUser } from "../../helpers/user";
 
 const NAME = "rk8s-rkapi";
-const tools = ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"];
-/** The system's tools, as the test user would find them (not root's own PATH). */
-const which = (t: string) => whichOn(t, USER_PATH);
-
-function skipReason(): string | null {
-  if (process.getuid?.() !== 0) return "needs root to create the test user with sub-UIDs";
-  const missing = tools.filter((t) => !which(t));
-  if (missing.length) return `missing ${missing.join(", ")} (apt-get install rootlesskit slirp4netns uidmap util-linux python3)`;
-  const tun = statSync("/dev/net/tun", { throwIfNoEntry: false });
-  if (!tun || (tun.mode & 0o006) !== 0o006)
-    return "/dev/net/tun is not usable by ordinary users (Debian's udev makes it 0666; here: chmod 0666 /dev/net/tun)";
-  return null;
-}
-const reason = skipReason();
+const reason = rootlessKitSkipReason(
+  ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"],
+  "rootlesskit slirp4netns uidmap util-linux python3",
+);
 if (reason) console.log(`rootlesskit-api: skipped: ${reason}`);
-
-/** Everything a TCP client reads from 127.0.0.1:port until the other side closes (or 5 s pass). */
-function readAll(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const s = connect(port, "127.0.0.1");
-    s.setTimeout(5000, () => s.destroy(new Error(`no end from 127.0.0.1:${port} within 5 s (read: ${text})`)));
-    s.on("data", (d) => (text += d));
-    s.on("close", () => resolve(text));
-    s.on("error", reject);
-  });
-}
-
-/** Sends SIGTERM, then SIGKILL, to a detached child's whole process group. */
-async function stop(child: ChildProcess | null): Promise<void> {
-  if (!child?.pid) return;
-  try {
-    process.kill(-child.pid, "SIGTERM");
-  } catch {}
-  await new Promise((r) => setTimeout(r, 1000));
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {}
-}
 
 describe.skipIf(reason !== null)("the RootlessKit API client, against a real RootlessKit (slirp4netns, builtin port driver)", () => {
   const user = testUser(NAME, { subIds: 900000 });
@@ -69,24 +41,18 @@ describe.skipIf(reason !== null)("the RootlessKit API client, against a real Roo
     parentPort,
     childPort,
   });
-  let rootlesskit: ChildProcess | null = null;
+  let rootlesskit: RunningRootlessKit | null = null;
   let inside: ChildProcess | null = null;
-  let log = "";
   let childPid = 0;
 
   beforeAll(async () => {
-    const args = ["--net=slirp4netns", "--port-driver=builtin", `--state-dir=${stateDir}`, "--disable-host-loopback", "sleep", "infinity"];
-    rootlesskit = user.spawn(which("rootlesskit"), args, { HOME: user.newHome(), PATH: USER_PATH }, { detached: true });
-    rootlesskit.stdout!.on("data", (d) => (log += d));
-    rootlesskit.stderr!.on("data", (d) => (log += d));
-    const ready = () => existsSync(join(stateDir, "child_pid")) && existsSync(join(stateDir, "api.sock"));
-    await waitFor(ready, 30_000, () => `RootlessKit's child_pid and api.sock (output: ${log})`);
-    childPid = Number(readFileSync(join(stateDir, "child_pid"), "utf8"));
+    rootlesskit = await startRootlessKit(user, stateDir);
+    childPid = rootlesskit.childPid;
   }, 60_000);
 
   afterAll(async () => {
-    await stop(inside);
-    await stop(rootlesskit);
+    await stopGroup(inside);
+    await stopGroup(rootlesskit?.process);
   });
 
   it("info names the builtin port driver (TCP and UDP, no SCTP), slirp4netns, the state dir and the child", async () => {
@@ -113,28 +79,8 @@ describe.skipIf(reason !== null)("the RootlessKit API client, against a real Roo
     // listening there, the connection opens and closes without data. Only data proves the path.
     expect(await readAll(hostPort)).toBe("");
 
-    const server = [
-      "import socket,sys",
-      "s=socket.socket()",
-      "s.bind(('127.0.0.1',int(sys.argv[1])))",
-      "s.listen(8)",
-      "print('listening',flush=True)",
-      "while True:",
-      "  c,_=s.accept()",
-      "  c.sendall(b'hello from inside\\n')",
-      "  c.close()",
-    ].join("\n");
-    const nsenter = ["-U", "-n", "--preserve-credentials", "-t", String(childPid), which("python3"), "-c", server, "8080"];
-    inside = user.spawn(which("nsenter"), nsenter, { PATH: USER_PATH }, { detached: true });
-    let out = "";
-    inside.stdout!.on("data", (d) => (out += d));
-    inside.stderr!.on("data", (d) => (out += d));
-    await waitFor(
-      () => out.includes("listening"),
-      10_000,
-      () => `the listener inside (output: ${out})`,
-    );
-    expect(await readAll(hostPort)).toBe("hello from inside\n");
+    inside = await listenInside(user, childPid, "127.0.0.1", 8080);
+    expect(await readAll(hostPort)).toBe("hello from inside to 127.0.0.1\n");
   });
 
   it("refuses a host port already taken, with RootlessKit's message: a throw from addPort, a result from applyPortChanges", async () => {
