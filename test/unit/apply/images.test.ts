@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { imageLoader, repositoryOf, targetDigest } from "../../../cli/apply/images";
 import { buildPlan } from "../../../cli/plan/index";
 import { userErrorFrom } from "../../helpers/errors";
-import { baseFacts, upstreamVersions, withFacts } from "../plan/facts-builder";
+import { baseFacts, rootlessDocker, upstreamVersions, withFacts } from "../plan/facts-builder";
 
 describe("imageLoader", () => {
   const versions = upstreamVersions();
@@ -42,19 +42,9 @@ describe("imageLoader", () => {
     expect(imageLoader(plan, "/x").cmd).toBe("/usr/bin/ctr");
   });
   it("docker: docker load on the user's rootless dockerd; CRI-O: refused, naming skopeo (exit 3)", () => {
-    const docker = {
-      path: "/usr/bin/docker",
-      clientVersion: "24.0.7",
-      version: "24.0.7",
-      serverVersion: "24.0.7",
-      serverReachable: true,
-      rootless: true,
-      cgroupDriver: "cgroupfs",
-      cgroupVersion: "1" as const,
-      socket: "unix:///run/user/1000/docker.sock",
-    };
+    const docker = rootlessDocker();
     const plan = buildPlan(
-      withFacts(baseFacts(), (x) => (x.runtimes.docker = docker as never)),
+      withFacts(baseFacts(), (x) => (x.runtimes.docker = docker)),
       { runtime: "docker" },
       versions,
     );

@@ -25,6 +25,7 @@ import { ExitCode, UserError } from "../../../cli/errors";
 import { wantedPorts } from "../../../cli/plan/ports";
 import type { PortsConfig } from "../../../cli/render/ports";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
+import { waitFor } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
 import { type KubeApiFixture, kubeApiFixture } from "./kube-api-fixture";
 import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
@@ -146,15 +147,24 @@ describe("against the fixture API server (mutual TLS on loopback)", () => {
   });
   afterAll(async () => api?.close());
   const client = async () => apiClient(await readKubeconfig(tls.kubeconfig(api.url)));
+  /** The publisher's config for a node "node1" whose RootlessKit socket and state live in `dir`. */
+  const configIn = (dir: string): PortsConfig => ({
+    kubeconfig: tls.kubeconfig(api.url),
+    rootlesskitSocket: join(dir, "api.sock"),
+    bindAddress: "0.0.0.0",
+    childIP: "10.0.2.100",
+    reserved: [6443],
+    ingressIPs: ["192.168.1.20"],
+    stateFile: join(dir, "state.json"),
+    nodeName: "node1",
+  });
 
   it("the watch gets each event line as it comes, and ends with the server's 410, or rejects when the connection is cut", async () => {
     const c = await client();
     const list = JSON.parse((await c.get("/api/v1/services")).body) as { metadata: { resourceVersion: string } };
     const seen: WatchEvent[] = [];
     const first = c.watch(`/api/v1/services?watch=1&resourceVersion=${list.metadata.resourceVersion}`, (e) => seen.push(e));
-    const until = async (cond: () => boolean) => {
-      for (let i = 0; i < 100 && !cond(); i++) await new Promise((r) => setTimeout(r, 20));
-    };
+    const until = (cond: () => boolean) => waitFor(cond, 2000, cond.toString());
     await until(() => api.openWatches() === 1);
     api.put("services", { metadata: { namespace: "default", name: "a" }, spec: { type: "ClusterIP" } });
     await until(() => seen.length === 1);
@@ -181,16 +191,7 @@ describe("against the fixture API server (mutual TLS on loopback)", () => {
 
   it("the loop without RootlessKit: no crash, state says why, Events and LoadBalancer ingress still written; SIGTERM ends it", async () => {
     const dir = tempDir("rk8s-ports-norootlesskit-");
-    const config: PortsConfig = {
-      kubeconfig: tls.kubeconfig(api.url),
-      rootlesskitSocket: join(dir, "api.sock"),
-      bindAddress: "0.0.0.0",
-      childIP: "10.0.2.100",
-      reserved: [6443],
-      ingressIPs: ["192.168.1.20"],
-      stateFile: join(dir, "state.json"),
-      nodeName: "node1",
-    };
+    const config = configIn(dir);
     api.put("services", {
       metadata: { namespace: "shop", name: "web" },
       spec: { type: "LoadBalancer", ports: [{ port: 80, nodePort: 30080 }] },
@@ -248,16 +249,7 @@ describe("against the fixture API server (mutual TLS on loopback)", () => {
 
   it("`rootless-k8s ports run` runs the loop until SIGTERM, then exits 0 (a clean stop for systemd)", async () => {
     const dir = tempDir("rk8s-ports-cli-");
-    const config: PortsConfig = {
-      kubeconfig: tls.kubeconfig(api.url),
-      rootlesskitSocket: join(dir, "api.sock"),
-      bindAddress: "0.0.0.0",
-      childIP: "10.0.2.100",
-      reserved: [6443],
-      ingressIPs: ["192.168.1.20"],
-      stateFile: join(dir, "state.json"),
-      nodeName: "node1",
-    };
+    const config = configIn(dir);
     const file = join(dir, "ports.json");
     writeFileSync(file, JSON.stringify(config));
     const child = spawn(process.execPath, [CLI_BUNDLE, "ports", "run", "--config", file], {

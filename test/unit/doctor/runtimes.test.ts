@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { runtimeChecks } from "../../../cli/doctor/checks/runtimes";
 import type { DockerFacts, Facts } from "../../../cli/host/facts";
-import { baseFacts, withFacts } from "../plan/facts-builder";
+import { baseFacts, rootlessDocker, withFacts } from "../plan/facts-builder";
 
 const check = (id: string, f: Facts) => {
   const c = runtimeChecks.find((x) => x.id === id);
@@ -11,18 +11,7 @@ const check = (id: string, f: Facts) => {
   return c.run(f);
 };
 
-const dockerd = (cgroupDriver: string): DockerFacts => ({
-  version: "24.0.7",
-  raw: "",
-  path: "/usr/bin/docker",
-  clientVersion: "24.0.7",
-  serverVersion: "24.0.7",
-  serverReachable: true,
-  rootless: true,
-  cgroupDriver,
-  cgroupVersion: "1",
-  socket: "unix:///run/user/1000/docker.sock",
-});
+const dockerd = (cgroupDriver: string): DockerFacts => rootlessDocker({ cgroupDriver });
 
 describe("Docker", () => {
   it("warns that a rootless dockerd reporting cgroup driver none cannot serve a kubelet >= 1.34", () => {

@@ -1,6 +1,6 @@
 // Facts for plan tests that vary one thing at a time. The base is a Debian 12 host like the
 // development machine (cgroup v1 hybrid, no delegation); golden tests use real fixture hosts instead.
-import type { Facts } from "../../../cli/host/facts";
+import type { DockerFacts, Facts } from "../../../cli/host/facts";
 import { loadManifest } from "../../../cli/fetch/manifest";
 import { versionSetOf } from "../../../cli/plan/versions";
 import type { VersionSet } from "../../../cli/plan/plan";
@@ -148,4 +148,21 @@ export function withFacts(f: Facts, change: (f: Facts) => void): Facts {
   const copy = structuredClone(f);
   change(copy);
   return copy;
+}
+
+/** A rootless dockerd 24.0.7 that answers on the user's socket (cgroup v1, driver cgroupfs), with `over` changed. */
+export function rootlessDocker(over: Partial<DockerFacts> = {}): DockerFacts {
+  return {
+    version: "24.0.7",
+    raw: "",
+    path: "/usr/bin/docker",
+    clientVersion: "24.0.7",
+    serverVersion: "24.0.7",
+    serverReachable: true,
+    rootless: true,
+    cgroupDriver: "cgroupfs",
+    cgroupVersion: "1",
+    socket: "unix:///run/user/1000/docker.sock",
+    ...over,
+  };
 }

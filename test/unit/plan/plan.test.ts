@@ -4,7 +4,7 @@ import { buildPlan, planProblems, validatePlan } from "../../../cli/plan";
 import { firstFree, nthAddress, overlapping, parseCidr } from "../../../cli/plan/cidr";
 import type { PlanOptions } from "../../../cli/plan/plan";
 import { userErrorFrom } from "../../helpers/errors";
-import { baseFacts, delegatedFacts, upstreamVersions, withFacts } from "./facts-builder";
+import { baseFacts, delegatedFacts, rootlessDocker, upstreamVersions, withFacts } from "./facts-builder";
 
 const versions = upstreamVersions();
 
@@ -119,18 +119,7 @@ describe("runtime", () => {
 
   it("refuses docker unless a rootless daemon answers", () => {
     expect(userErrorFrom(() => buildPlan(baseFacts(), { runtime: "docker" }, versions)).message).toMatch(/not installed/);
-    const docker = {
-      version: "24.0.7",
-      raw: "",
-      path: "/usr/bin/docker",
-      clientVersion: "24.0.7",
-      serverVersion: "24.0.7",
-      serverReachable: true,
-      rootless: false,
-      cgroupDriver: "cgroupfs",
-      cgroupVersion: "1" as const,
-      socket: "/var/run/docker.sock",
-    };
+    const docker = rootlessDocker({ rootless: false, socket: "/var/run/docker.sock" });
     const rootful = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
     expect(userErrorFrom(() => buildPlan(rootful, { runtime: "docker" }, versions)).message).toMatch(/not rootless/);
     const rootless = withFacts(baseFacts(), (x) => {
@@ -158,18 +147,7 @@ describe("runtime", () => {
   });
 
   it("refuses rootless Docker reporting cgroup driver none for a kubelet >= 1.34: cri-dockerd answers its RuntimeConfig with an error", () => {
-    const docker = {
-      version: "24.0.7",
-      raw: "",
-      path: "/usr/bin/docker",
-      clientVersion: "24.0.7",
-      serverVersion: "24.0.7",
-      serverReachable: true,
-      rootless: true,
-      cgroupDriver: "none",
-      cgroupVersion: "1" as const,
-      socket: "unix:///run/user/1000/docker.sock",
-    };
+    const docker = rootlessDocker({ cgroupDriver: "none" });
     const hybrid = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
     const e = userErrorFrom(() => buildPlan(hybrid, { runtime: "docker" }, versions));
     expect(e.exitCode).toBe(ExitCode.Refused);
@@ -319,18 +297,7 @@ describe("validatePlan refuses bad plans before anything is written", () => {
   it("rootless Docker below 19.03 (none) or 20.10 (delegated)", () => {
     const docker = (v: string, f = baseFacts()) =>
       withFacts(f, (x) => {
-        x.runtimes.docker = {
-          version: v,
-          raw: "",
-          path: "/usr/bin/docker",
-          clientVersion: v,
-          serverVersion: v,
-          serverReachable: true,
-          rootless: true,
-          cgroupDriver: "cgroupfs",
-          cgroupVersion: "2",
-          socket: null,
-        };
+        x.runtimes.docker = rootlessDocker({ version: v, clientVersion: v, serverVersion: v, cgroupVersion: "2", socket: null });
       });
     const f1 = docker("19.03.15", delegatedFacts());
     expect(planProblems(buildPlan(f1, { runtime: "docker" }, versions), f1)[0]?.message).toMatch(/docker 19\.03\.15 is below 20\.10,/);

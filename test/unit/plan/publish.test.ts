@@ -11,7 +11,7 @@ import { buildPlan, unitNames } from "../../../cli/plan";
 import { describePlan } from "../../../cli/plan/describe";
 import type { Plan } from "../../../cli/plan/plan";
 import { userErrorFrom } from "../../helpers/errors";
-import { baseFacts, upstreamVersions, withFacts } from "./facts-builder";
+import { baseFacts, rootlessDocker, upstreamVersions, withFacts } from "./facts-builder";
 
 const versions = upstreamVersions();
 const pastaFacts = () =>
@@ -80,18 +80,7 @@ describe("plan.publish", () => {
   it("is off with the docker runtime: dockerd's RootlessKit and its ports are dockerd's", () => {
     const rootless = withFacts(baseFacts(), (x) => {
       x.cgroup.mode = "v2";
-      x.runtimes.docker = {
-        version: "24.0.7",
-        raw: "",
-        path: "/usr/bin/docker",
-        clientVersion: "24.0.7",
-        serverVersion: "24.0.7",
-        serverReachable: true,
-        rootless: true,
-        cgroupDriver: "systemd",
-        cgroupVersion: "2",
-        socket: "unix:///run/user/1000/docker.sock",
-      };
+      x.runtimes.docker = rootlessDocker({ cgroupDriver: "systemd", cgroupVersion: "2" });
     });
     const plan = buildPlan(rootless, { runtime: "docker" }, versions);
     expect(plan.publish!.enabled).toBe(false);
