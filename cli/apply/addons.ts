@@ -54,14 +54,18 @@ export interface AddonOutcome {
 /**
  * One request, tried again while the API server is busy (no answer, 429, 5xx): right after a
  * restart it answers /readyz and the Node, yet may be slow for a while (a software-emulated VM
- * took more than the single tries' 5 s). Up to `budgetMs` in all; then the last failure stands.
- * Ctrl-C (`signal`) ends the wait between tries with InterruptedError (exit 130).
+ * took more than the single tries' 5 s). Up to `budgetMs` in all, `pauseMs` between tries; then
+ * the last failure stands. Ctrl-C (`signal`) ends the wait between tries with InterruptedError (exit 130).
  */
+export interface Patience {
+  budgetMs?: number;
+  pauseMs?: number;
+  signal?: AbortSignal;
+}
+
 export async function patiently(
   call: () => Promise<ApiResponse>,
-  budgetMs = 120_000,
-  pauseMs = 2000,
-  signal?: AbortSignal,
+  { budgetMs = 120_000, pauseMs = 2000, signal }: Patience = {},
 ): Promise<ApiResponse> {
   const deadline = Date.now() + budgetMs;
   for (;;) {
@@ -84,14 +88,13 @@ function refused(verb: "apply" | "remove", addon: Addon, o: KubeObject, r: ApiRe
   });
 }
 
-async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000, signal?: AbortSignal): Promise<AddonOutcome> {
+async function applyOne(client: ApiClient, addon: Addon, patience: Patience = {}): Promise<AddonOutcome> {
   const changed: string[] = [];
-  const pause = 2000;
   if (addon.enabled) {
     for (const o of addon.objects) {
       const p = objectPath(o);
-      const before = await patiently(() => client.get(p, 30_000), budgetMs, pause, signal);
-      const r = await patiently(() => client.apply(p, o, FIELD_MANAGER, 30_000), budgetMs, pause, signal);
+      const before = await patiently(() => client.get(p, 30_000), patience);
+      const r = await patiently(() => client.apply(p, o, FIELD_MANAGER, 30_000), patience);
       if (r.status !== 200 && r.status !== 201) throw refused("apply", addon, o, r);
       const version = (b: string) => (JSON.parse(b) as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
       if (before.status !== 200 || version(before.body) !== version(r.body)) changed.push(label(o));
@@ -99,7 +102,7 @@ async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000, sig
   } else {
     // A Namespace stays: its deletion would still be running when a later install applies into it.
     for (const o of [...addon.objects].reverse().filter((x) => x.kind !== "Namespace")) {
-      const r = await patiently(() => client.delete(objectPath(o), 30_000), budgetMs, pause, signal);
+      const r = await patiently(() => client.delete(objectPath(o), 30_000), patience);
       if (r.status === 200 || r.status === 202) changed.push(label(o));
       else if (r.status !== 404) throw refused("remove", addon, o, r);
     }
@@ -110,7 +113,7 @@ async function applyOne(client: ApiClient, addon: Addon, budgetMs = 120_000, sig
 /** Applies every add-on that is on and removes every one that is off; what changed, per add-on. */
 export async function applyAddons(client: ApiClient, plan: Plan, signal?: AbortSignal): Promise<AddonOutcome[]> {
   const out: AddonOutcome[] = [];
-  for (const a of addons(plan)) out.push(await applyOne(client, a, 120_000, signal));
+  for (const a of addons(plan)) out.push(await applyOne(client, a, { signal }));
   return out;
 }
 
@@ -186,9 +189,10 @@ export async function removeAddons(plan: Plan): Promise<{ removed: string[]; not
   try {
     const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
     // A slow API server (an emulated VM took more than 3 s) still gets its objects deleted.
-    if ((await patiently(() => client.get("/readyz", 10_000), 20_000)).status !== 200) throw new Error("/readyz does not answer 200");
+    if ((await patiently(() => client.get("/readyz", 10_000), { budgetMs: 20_000 })).status !== 200)
+      throw new Error("/readyz does not answer 200");
     const removed: string[] = [];
-    for (const a of list) removed.push(...(await applyOne(client, { ...a, enabled: false }, 15_000)).changed);
+    for (const a of list) removed.push(...(await applyOne(client, { ...a, enabled: false }, { budgetMs: 15_000 })).changed);
     return { removed, notes: [] };
   } catch (e) {
     return {

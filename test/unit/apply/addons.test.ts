@@ -34,8 +34,7 @@ describe("patiently", () => {
         if (a instanceof Error) throw a;
         return a;
       },
-      5000,
-      1,
+      { budgetMs: 5000, pauseMs: 1 },
     );
     expect(r.status).toBe(201);
     expect(calls).toBe(4);
@@ -47,9 +46,11 @@ describe("patiently", () => {
       calls++;
       return { status: 422, body: "" };
     };
-    expect((await patiently(refused, 5000, 1)).status).toBe(422);
+    expect((await patiently(refused, { budgetMs: 5000, pauseMs: 1 })).status).toBe(422);
     expect(calls).toBe(1);
-    await expect(patiently(async () => Promise.reject(new Error("ECONNREFUSED")), 30, 10)).rejects.toThrow("ECONNREFUSED");
+    await expect(patiently(async () => Promise.reject(new Error("ECONNREFUSED")), { budgetMs: 30, pauseMs: 10 })).rejects.toThrow(
+      "ECONNREFUSED",
+    );
   });
 
   it("Ctrl-C ends the wait between tries with InterruptedError (exit 130), not after the budget", async () => {
@@ -61,7 +62,7 @@ describe("patiently", () => {
     };
     // The first answer is busy, so it waits a minute before trying again; Ctrl-C comes meanwhile.
     setTimeout(() => ac.abort(), 20);
-    const err = await patiently(busy, 600_000, 60_000, ac.signal).catch((e: unknown) => e);
+    const err = await patiently(busy, { budgetMs: 600_000, pauseMs: 60_000, signal: ac.signal }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InterruptedError);
     expect((err as InterruptedError).exitCode).toBe(130);
     expect(calls).toBe(1);
