@@ -128,7 +128,13 @@ merged_context_works() { has ' Ready ' as_user "$SHARE/versions/current/bin/kube
 no_merged_context() { ! as_user grep -qs 'name: rootless-k8s' "$H/.kube/config"; }
 printed_line_works() { has ' Ready ' as_user sh -c "$(printed_kubectl "$1")"; }
 run_to() { local log=$1; shift; "$@" >"$log" 2>&1; } # run_to LOG CMD...: CMD's output into LOG
-install_to() { local log=$1; shift; rk8s install "$@" >"$log" 2>&1 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
+# rk8s_to LOG ARGS...: rootless-k8s ARGS with its output in LOG.
+rk8s_to() {
+  local f=$1
+  shift
+  rk8s "$@" >"$f" 2>&1
+}
+install_to() { local log=$1; shift; rk8s_to "$log" install "$@" || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
 status_json_healthy() { has '"healthy": true' rk8s status --json; }
 # (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
 kubelet_logs_registered() { has 'Successfully registered node' rk8s logs kubelet -n 100000; }
@@ -196,40 +202,32 @@ no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
 doctor_gives_up_limits() { has 'per-pod.*limit' rk8s doctor --json; }
 doctor_gives_up_pod_metrics() { has 'no per-pod metrics' rk8s doctor --json; }
 # name, uid, container id and restart count of the e2e pods that run (to compare across an upgrade)
-workload_pods() { kc -n e2e get pods -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^hog ' | sort; }
+POD_LINES='jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}'
+workload_pods() { kc -n e2e get pods -o "$POD_LINES" 2>&1 | grep -v '^hog ' | sort; }
 # The add-ons' pods (every namespace), in the same shape.
-addon_pods() { kc get pods -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}' 2>&1 | grep -v '^helper-pod-' | sort; }
+addon_pods() { kc get pods -A -l rootless-k8s.io/addon -o "$POD_LINES" 2>&1 | grep -v '^helper-pod-' | sort; }
 # Every add-on Deployment has finished rolling out: no pod of an older template left (a changed
 # plan, such as --taint-none, changes their tolerations and so starts a rollout).
 addons_rolled_out() {
   kc get deploy -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.spec.replicas} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas}{"\n"}{end}' |
     awk '{ if (!($1 == $2 && $1 == $3 && $1 == $4)) bad = 1 } END { exit bad }'
 }
-workloads_running() {
-  local o
-  o=$(workload_pods)
-  ! grep -v ' Running$' <<<"$o" | grep -q .
-}
+# all_running LINES: every pod line (as workload_pods prints them) ends in Running.
+all_running() { ! grep -v ' Running$' <<<"$1" | grep -q .; }
 # The pods have settled: each runs, and the container the API reports is one the runtime runs. After
 # the namespace owner restarts (interrupt-start), the API still shows the dead containers as Running
 # until the kubelet's next sync recreates them; a snapshot taken then compares stale ids.
 pods_settled() {
   local o running id
   o=$(workload_pods; addon_pods)
-  workloads_running || return 1
+  all_running "$o" || return 1
   addons_rolled_out || return 1
-  ! grep -v ' Running$' <<<"$o" | grep -q . || return 1
   running=$(tool running "$SOCK") || return 1
   while read -r _ _ id _; do grep -qx "${id#*://}" <<<"$running" || return 1; done <<<"$o"
 }
 pod_phase() { kc -n e2e get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null; }
 # phase_is POD PHASE: for wait_for, which re-runs it (a $(pod_phase) argument would be read once)
 phase_is() { [ "$(pod_phase "$1")" = "$2" ]; }
-rk8s_to() {
-  local f=$1
-  shift
-  rk8s "$@" >"$f" 2>&1
-}
 addons_available() { coredns_available && provisioner_available && metrics_server_available; }
 offline_log_ok() { has '^offline ok$' kc -n e2e logs offline; }
 
