@@ -4,14 +4,11 @@
 // (cmd/kubeadm/app/phases/addons/dns), with the node's own choices: one replica, the service
 // address of the plan, and a toleration for rootless-k8s's own taints.
 import YAML from "yaml";
+import { type KubeObject, type RbacSubject, rbacBinding } from "./kube-objects";
 import type { Plan } from "../plan/plan";
 import { portsObjects } from "./ports";
 
-export type KubeObject = {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string } & Record<string, unknown>;
-} & Record<string, unknown>;
+export type { KubeObject } from "./kube-objects";
 
 export interface Addon {
   /** "dns" */
@@ -76,13 +73,12 @@ function dnsObjects(plan: Plan): KubeObject[] {
         { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list", "watch"] },
       ],
     },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "system:coredns", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:coredns" },
-      subjects: [{ kind: "ServiceAccount", name: "coredns", namespace: ns }],
-    },
+    rbacBinding(
+      "system:coredns",
+      labels,
+      { kind: "ClusterRole", name: "system:coredns" },
+      { kind: "ServiceAccount", name: "coredns", namespace: ns },
+    ),
     {
       apiVersion: "v1",
       kind: "ConfigMap",
@@ -186,6 +182,7 @@ function storageObjects(plan: Plan): KubeObject[] {
   const labels = { [ADDON_LABEL]: "storage" };
   const app = { app: "local-path-provisioner" };
   const ns = LOCAL_PATH.namespace;
+  const sa: RbacSubject = { kind: "ServiceAccount", name: LOCAL_PATH_SA, namespace: ns };
   // The helper pod makes and removes each volume's folder through a hostPath of its parent (the
   // provisioner adds the volumes, the command and the node); root in the node's user namespace
   // is the user on the host, so the folders are the user's.
@@ -223,20 +220,8 @@ function storageObjects(plan: Plan): KubeObject[] {
         { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
       ],
     },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "local-path-provisioner-bind", namespace: ns, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "local-path-provisioner-role" },
-      subjects: [{ kind: "ServiceAccount", name: LOCAL_PATH_SA, namespace: ns }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "local-path-provisioner-bind", labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "local-path-provisioner-role" },
-      subjects: [{ kind: "ServiceAccount", name: LOCAL_PATH_SA, namespace: ns }],
-    },
+    rbacBinding("local-path-provisioner-bind", labels, { kind: "Role", name: "local-path-provisioner-role" }, sa, ns),
+    rbacBinding("local-path-provisioner-bind", labels, { kind: "ClusterRole", name: "local-path-provisioner-role" }, sa),
     {
       apiVersion: "v1",
       kind: "ConfigMap",
@@ -303,7 +288,7 @@ function metricsObjects(plan: Plan): KubeObject[] {
   const labels = { [ADDON_LABEL]: "metrics" };
   const app = { "k8s-app": "metrics-server" };
   const ns = METRICS_SERVER.namespace;
-  const sa = { kind: "ServiceAccount", name: "metrics-server", namespace: ns };
+  const sa: RbacSubject = { kind: "ServiceAccount", name: "metrics-server", namespace: ns };
   return [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "metrics-server", namespace: ns, labels: { ...labels, ...app } } },
     {
@@ -330,27 +315,15 @@ function metricsObjects(plan: Plan): KubeObject[] {
         { apiGroups: [""], resources: ["pods", "nodes"], verbs: ["get", "list", "watch"] },
       ],
     },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "metrics-server-auth-reader", namespace: ns, labels: { ...labels, ...app } },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "extension-apiserver-authentication-reader" },
-      subjects: [sa],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "metrics-server:system:auth-delegator", labels: { ...labels, ...app } },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:auth-delegator" },
-      subjects: [sa],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "system:metrics-server", labels: { ...labels, ...app } },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "system:metrics-server" },
-      subjects: [sa],
-    },
+    rbacBinding(
+      "metrics-server-auth-reader",
+      { ...labels, ...app },
+      { kind: "Role", name: "extension-apiserver-authentication-reader" },
+      sa,
+      ns,
+    ),
+    rbacBinding("metrics-server:system:auth-delegator", { ...labels, ...app }, { kind: "ClusterRole", name: "system:auth-delegator" }, sa),
+    rbacBinding("system:metrics-server", { ...labels, ...app }, { kind: "ClusterRole", name: "system:metrics-server" }, sa),
     {
       apiVersion: "v1",
       kind: "Service",

@@ -4,7 +4,7 @@
 // status and creates Events, bound to the user of its own client certificate (no system:masters).
 import * as path from "node:path";
 import type { Plan } from "../plan/plan";
-import type { KubeObject } from "./addons";
+import { type KubeObject, rbacBinding } from "./kube-objects";
 import { layout } from "./layout";
 
 /** The client certificate's CN: the RBAC user. Without `system:`, a prefix Kubernetes keeps for its own components. */
@@ -65,12 +65,11 @@ export function portsObjects(labels: Record<string, string>): KubeObject[] {
         { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
       ],
     },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: PORTS_ROLE, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: PORTS_ROLE },
-      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: PORTS_USER }],
-    },
+    rbacBinding(
+      PORTS_ROLE,
+      labels,
+      { kind: "ClusterRole", name: PORTS_ROLE },
+      { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: PORTS_USER },
+    ),
   ];
 }
