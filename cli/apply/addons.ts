@@ -7,7 +7,7 @@ import type { Plan } from "../plan/plan";
 import { ADDON_LABEL, type Addon, type KubeObject, addons } from "../render";
 import type { Progress } from "../ui/progress";
 import { sleep } from "../wait";
-import { type ApiClient, type ApiResponse, apiClient, readKubeconfig } from "./readiness";
+import { type ApiClient, type ApiResponse, apiClient, apiMessage, readKubeconfig } from "./readiness";
 
 export const FIELD_MANAGER = "rootless-k8s";
 
@@ -35,14 +35,6 @@ export function objectPath(o: KubeObject): string {
 }
 
 const label = (o: KubeObject) => `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata.name}`;
-
-function apiMessage(body: string): string {
-  try {
-    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
-  } catch {
-    return body.slice(0, 200);
-  }
-}
 
 export interface AddonOutcome {
   id: string;

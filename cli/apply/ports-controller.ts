@@ -24,7 +24,7 @@ import {
 import type { PortsConfig } from "../render/ports";
 import { sleep } from "../wait";
 import { writeFileAtomic } from "./files";
-import { type ApiClient, apiClient, readKubeconfig, type WatchEvent } from "./readiness";
+import { type ApiClient, apiClient, apiMessage, readKubeconfig, type WatchEvent } from "./readiness";
 import { applyPortChanges, describePortSpec, RootlessKitError, type RootlessKitClient, rootlessKitClient } from "./rootlesskit-api";
 
 export const COMPONENT = "rootless-k8s-ports";
@@ -269,14 +269,6 @@ class Informer<T extends { metadata: Meta }> {
       }
       await sleep(Math.min(this.timing.retryMs, 500), signal).catch(() => {});
     }
-  }
-}
-
-function apiMessage(body: string): string {
-  try {
-    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
-  } catch {
-    return body.slice(0, 200);
   }
 }
 

@@ -52,6 +52,15 @@ export interface ApiResponse {
   body: string;
 }
 
+/** The API server's own words for a refusal: its Status message, else the body's start. */
+export function apiMessage(body: string): string {
+  try {
+    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
+  } catch {
+    return body.slice(0, 200);
+  }
+}
+
 export interface ApiClient {
   readonly server: string;
   get(path: string, timeoutMs?: number): Promise<ApiResponse>;
