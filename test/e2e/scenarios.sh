@@ -208,9 +208,15 @@ workload_pods() { kc -n e2e get pods -o "$POD_LINES" 2>&1 | grep -v '^hog ' | so
 addon_pods() { kc get pods -A -l rootless-k8s.io/addon -o "$POD_LINES" 2>&1 | grep -v '^helper-pod-' | sort; }
 # Every add-on Deployment has finished rolling out: no pod of an older template left (a changed
 # plan, such as --taint-none, changes their tolerations and so starts a rollout).
+# The controller must also have seen the latest template (observedGeneration), and no pod of the old
+# one may still be terminating: a Deployment counts it out of its replicas while the pod still shows
+# Running until the kubelet stops it, so a snapshot taken then lists one pod too many.
 addons_rolled_out() {
-  kc get deploy -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.spec.replicas} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas}{"\n"}{end}' |
-    awk '{ if (!($1 == $2 && $1 == $3 && $1 == $4)) bad = 1 } END { exit bad }'
+  local o
+  o=$(kc get deploy -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.spec.replicas} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas} {.metadata.generation} {.status.observedGeneration}{"\n"}{end}') || return 1
+  awk '{ if (!($1 == $2 && $1 == $3 && $1 == $4 && $5 == $6)) bad = 1 } END { exit bad }' <<<"$o" || return 1
+  o=$(kc get pods -A -l rootless-k8s.io/addon -o 'jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}') || return 1
+  ! awk 'NF > 1' <<<"$o" | grep -q .
 }
 # all_running LINES: every pod line (as workload_pods prints them) ends in Running.
 all_running() { ! grep -v ' Running$' <<<"$1" | grep -q .; }
