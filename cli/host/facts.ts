@@ -152,6 +152,16 @@ export interface ToolFacts {
   path: string | null;
 }
 
+export interface PastaFacts extends ToolFacts {
+  /**
+   * `pasta --host-lo-to-ns-lo --version` succeeded: the option of passt 2024_10_30 that RootlessKit
+   * probes for (its pasta.DetectFeatures). A version-free sign of a recent pasta: passt 2025_05_03
+   * loses its `--version` text when stdout is a pipe (fprintf, then _exit), and Debian 12's build
+   * prints "unknown version".
+   */
+  hostLoToNsLo: boolean;
+}
+
 export interface DockerFacts extends ToolFacts {
   clientVersion: string | null;
   serverVersion: string | null;
@@ -177,7 +187,7 @@ export interface RuntimeFacts {
   crun: ToolFacts | null;
   rootlesskit: ToolFacts | null;
   slirp4netns: ToolFacts | null;
-  pasta: ToolFacts | null;
+  pasta: PastaFacts | null;
   fuseOverlayfs: ToolFacts | null;
   iptables: IptablesFacts | null;
   /** The nft command: kube-proxy's nftables mode runs it (knftables, nft >= 1.0.1). */

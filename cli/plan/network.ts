@@ -3,6 +3,7 @@
 // on the host, and pod/service/namespace networks that avoid every route of the host.
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
+import { PASTA_FOR_ROOTLESSKIT, pastaBlocker } from "../host/pasta";
 import type { Facts } from "../host/facts";
 import { firstFree, nthAddress } from "./cidr";
 import type { Cidrs, NetworkDriver, NetworkPlan, Paths, PlanOptions, Ports, VersionSet } from "./plan";
@@ -88,8 +89,14 @@ export function decideNetwork(
         if (bundledSlirp)
           return { driver: d, binary: bundledSlirp, why: `slirp4netns ${versions.components.slirp4netns} from the version set` };
         return "slirp4netns is not installed and not in the version set";
-      case "pasta":
-        return hostPasta ? { driver: d, binary: hostPasta, why: `pasta found at ${hostPasta}` } : "pasta (passt) is not installed";
+      case "pasta": {
+        const p = facts.runtimes.pasta;
+        if (!p || !hostPasta) return "pasta (passt) is not installed";
+        const blocker = pastaBlocker(p);
+        if (blocker) return blocker;
+        const version = p.version ? `pasta ${p.version}` : "pasta (no version printed; it knows --host-lo-to-ns-lo: 2024_10_30 or later)";
+        return { driver: d, binary: hostPasta, why: `${version} found at ${hostPasta}` };
+      }
       case "builtin":
         return { driver: d, binary: null, why: `RootlessKit ${rk}'s built-in gvisor-tap-vsock driver` };
     }
@@ -102,7 +109,10 @@ export function decideNetwork(
     if (typeof c === "string") {
       throw new UserError(`--network ${options.network} is not possible: ${c}`, {
         exitCode: ExitCode.Refused,
-        fix: "leave --network out to pick what this host has, or install the driver",
+        fix:
+          options.network === "pasta" && facts.runtimes.pasta
+            ? `install passt ${PASTA_FOR_ROOTLESSKIT} or later, or leave --network out to pick what this host has (slirp4netns or the built-in driver)`
+            : "leave --network out to pick what this host has, or install the driver",
       });
     }
     chosen = c;
@@ -127,6 +137,7 @@ export function decideNetwork(
     }
     chosen = first;
     reasons.push(`${first.driver}: ${first.why} (preference: slirp4netns, pasta, built-in)`);
+    if (typeof pasta === "string" && facts.runtimes.pasta) reasons.push(`the host's pasta is not used: ${pasta}`);
   }
 
   const forwardsAllPorts = chosen.driver === "pasta";

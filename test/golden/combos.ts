@@ -25,6 +25,11 @@ export interface Combo {
   netfilter?: "nft" | "iptables";
   /** Lay the recorded rootless Docker 24.0.6 (test/golden/data/docker-rootless-debian12) over the host. */
   rootlessDocker?: boolean;
+  /**
+   * Lay Debian 13's pasta (test/golden/data/pasta-debian13) over the host: the fixture hosts' own
+   * pastas are older than RootlessKit's pasta driver needs.
+   */
+  pasta?: "debian13";
   /** What the combination is expected to give: a plan, or a refusal (buildPlan or validatePlan). */
   expect: "plan" | "refused";
   why: string;
@@ -45,7 +50,8 @@ export const COMBOS: Combo[] = [
     options: { network: "pasta" },
     netfilter: "nft",
     expect: "plan",
-    why: "Fedora 40 has pasta",
+    pasta: "debian13",
+    why: "Fedora 40 with Debian 13's pasta (its own 2023_05_09 is older than RootlessKit needs)",
   },
   {
     name: "delegated-containerd-builtin",
@@ -67,7 +73,8 @@ export const COMBOS: Combo[] = [
     host: "debian-12",
     options: { runtime: "crio", network: "pasta" },
     expect: "plan",
-    why: "Debian 12 has pasta",
+    pasta: "debian13",
+    why: "Debian 12 with Debian 13's pasta",
   },
   {
     name: "delegated-crio-builtin",
@@ -120,7 +127,15 @@ export const COMBOS: Combo[] = [
     host: "debian-12",
     options: { mode: "none", network: "pasta" },
     expect: "plan",
-    why: "Debian 12 asked for mode none (v2, so no failCgroupV1)",
+    pasta: "debian13",
+    why: "Debian 12 with Debian 13's pasta, asked for mode none (v2, so no failCgroupV1)",
+  },
+  {
+    name: "delegated-containerd-pasta-debian12",
+    host: "debian-12",
+    options: { network: "pasta" },
+    expect: "refused",
+    why: 'Debian 12\'s own pasta (2023_03_09, "unknown version"): older than 2023_12_04, it forwards no port with --disable-host-loopback',
   },
   {
     name: "none-containerd-builtin",
@@ -141,6 +156,7 @@ export const COMBOS: Combo[] = [
     name: "none-crio-pasta",
     host: "fedora-40",
     options: { mode: "none", runtime: "crio", network: "pasta" },
+    pasta: "debian13",
     expect: "refused",
     why: "CRI-O with cgroupsPerQOS: false (cri-o#9980), here on cgroup v2",
   },
@@ -163,6 +179,8 @@ export const COMBOS: Combo[] = [
 
 const DOCKER_DATA = join(import.meta.dirname, "data", "docker-rootless-debian12");
 const NETFILTER_DATA = join(import.meta.dirname, "data", "netfilter-debian12");
+// Debian 13's pasta through a pipe: exit 0 and no text for both probes (data/pasta-debian13/SOURCE.md).
+const PASTA_DEBIAN13 = { stdout: "", code: 0 };
 
 /** The recorded outputs and stat answers of the fixture, with the rootless Docker and netfilter ones laid over when asked. */
 function overlayFor(combo: Combo): Pick<HostJson, "commands" | "stat"> {
@@ -179,6 +197,11 @@ function overlayFor(combo: Combo): Pick<HostJson, "commands" | "stat"> {
       code: 0,
     };
     stat[`/usr/sbin/${combo.netfilter}`] = { type: "file", mode: "0755" };
+  }
+  if (combo.pasta) {
+    commands["pasta --version"] = PASTA_DEBIAN13;
+    commands["pasta --host-lo-to-ns-lo --version"] = PASTA_DEBIAN13;
+    stat["/usr/bin/pasta"] = { type: "file", mode: "0755" };
   }
   return { commands, stat };
 }

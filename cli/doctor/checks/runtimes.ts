@@ -7,6 +7,7 @@ import { ok, skip, warn, type Check, type CheckResult } from "../check";
 import { cgroupAllows } from "../../host/cgroups";
 import type { Facts, ToolFacts } from "../../host/facts";
 import { nftablesProxyBlocker } from "../../host/kube-proxy";
+import { pastaBlocker } from "../../host/pasta";
 import { atLeast, isBadIptablesNft } from "../../host/parse/versions";
 import { installPackage } from "../fixes";
 
@@ -96,7 +97,10 @@ export const runtimeChecks: Check[] = [
         ["pasta", r.pasta],
       ].filter((x): x is [string, ToolFacts] => !!x[1]);
       if (!found.length) return skip("none installed (not needed: the node brings its own RootlessKit and slirp4netns)");
-      return ok(`${found.map(([n, t]) => `${n} ${t.version ?? "(version unknown)"}`).join(", ")}; the node uses its own`);
+      const tools = `${found.map(([n, t]) => `${n} ${t.version ?? "(version unknown)"}`).join(", ")}; the node uses its own`;
+      const blocker = r.pasta && pastaBlocker(r.pasta);
+      // Not a warning: the node never needs the host's pasta, and picks slirp4netns or the built-in driver.
+      return ok(blocker ? `${tools}; ${blocker}: --network pasta is refused (slirp4netns or the built-in driver serve instead)` : tools);
     },
   },
   {

@@ -98,12 +98,15 @@ export function parseSlirp4netnsVersion(text: string): ParsedVersion {
 
 /**
  * `pasta --version`: "pasta 2024_09_06.6b38f07" ("passt version 2023_05_09.96f8d55-10-gf1e0a67" in
- * some builds; passt versions are dates); distro snapshot builds print "pasta unknown version", which
- * has none. The date version is kept as printed.
+ * some builds; passt versions are dates), kept as printed. Debian 13 builds print their package
+ * version, "pasta 0.0~git20250503.587980c-2+deb13u1": read as the upstream date 2025_05_03.587980c.
+ * Debian 12's snapshot build prints "pasta unknown version", which has none.
  */
 export function parsePastaVersion(text: string): ParsedVersion {
   const m = /^\s*(?:pasta|passt)(?: version)? (\d{4}_\d{2}_\d{2}\S*)/m.exec(text);
-  return m ? { raw: m[1]!, version: m[1]! } : NONE;
+  if (m) return { raw: m[1]!, version: m[1]! };
+  const deb = /^\s*(?:pasta|passt) (\S*~git(\d{4})(\d{2})(\d{2})\.([0-9a-f]+)\S*)/m.exec(text);
+  return deb ? { raw: deb[1]!, version: `${deb[2]}_${deb[3]}_${deb[4]}.${deb[5]}` } : NONE;
 }
 
 /** `fuse-overlayfs --version`: "fuse-overlayfs: version 1.10" (other lines may come first). */

@@ -1,6 +1,6 @@
 // Container tools on the host and their versions, read from the plain text they print. Only tools
 // found on PATH (or in the sbin folders) are run, all at once, each with a timeout.
-import type { DockerFacts, IptablesFacts, RuntimeFacts, ToolFacts } from "../facts";
+import type { DockerFacts, IptablesFacts, PastaFacts, RuntimeFacts, ToolFacts } from "../facts";
 import { dockerRootless, dockerVersion, parseDockerDashVersion, parseDockerInfo } from "../parse/docker";
 import * as v from "../parse/versions";
 import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
@@ -50,6 +50,14 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
   };
 }
 
+async function pasta(ctx: ProbeContext): Promise<PastaFacts | null> {
+  const [t, feature] = await Promise.all([
+    tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
+    findTool(ctx.host, "pasta").then((p) => (p ? probeRun(ctx, p, ["--host-lo-to-ns-lo", "--version"]) : null)),
+  ]);
+  return t && { ...t, hostLoToNsLo: feature?.code === 0 };
+}
+
 async function iptables(ctx: ProbeContext): Promise<IptablesFacts | null> {
   const p = await findTool(ctx.host, "iptables");
   if (!p) return null;
@@ -59,7 +67,7 @@ async function iptables(ctx: ProbeContext): Promise<IptablesFacts | null> {
 }
 
 export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
-  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pasta, fuseOverlayfs, iptablesF, nft, nsenter] =
+  const [dockerF, containerd, crio, runc, crun, rootlesskit, slirp4netns, pastaF, fuseOverlayfs, iptablesF, nft, nsenter] =
     await Promise.all([
       docker(ctx),
       tool(ctx, "containerd", ["--version"], v.parseContainerdVersion, /containerd/),
@@ -68,7 +76,7 @@ export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
       tool(ctx, "crun", ["--version"], v.parseCrunVersion, /crun version/),
       tool(ctx, "rootlesskit", ["--version"], v.parseRootlesskitVersion, /rootlesskit version/),
       tool(ctx, "slirp4netns", ["--version"], v.parseSlirp4netnsVersion, /slirp4netns version/),
-      tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
+      pasta(ctx),
       tool(ctx, "fuse-overlayfs", ["--version"], v.parseFuseOverlayfsVersion, /fuse-overlayfs: version/),
       iptables(ctx),
       tool(ctx, "nft", ["--version"], v.parseNftVersion, /^nftables/),
@@ -82,7 +90,7 @@ export async function runtimeFacts(ctx: ProbeContext): Promise<RuntimeFacts> {
     crun,
     rootlesskit,
     slirp4netns,
-    pasta,
+    pasta: pastaF,
     fuseOverlayfs,
     iptables: iptablesF,
     nft,

@@ -95,3 +95,24 @@ describe("iptables, and kube-proxy's nftables mode without it", () => {
     });
   });
 });
+
+describe("RootlessKit, network", () => {
+  const debian12Pasta = { version: null, raw: "pasta unknown version", path: "/usr/bin/pasta", hostLoToNsLo: false };
+  it("says that Debian 12's pasta is too old for RootlessKit, as the plan refuses --network pasta (not a warning: the node does not need it)", () => {
+    const r = check(
+      "userns-tools",
+      withFacts(baseFacts(), (f) => (f.runtimes.pasta = debian12Pasta)),
+    );
+    expect(r.status).toBe("ok");
+    expect(r.summary).toMatch(
+      /pasta \(version unknown\).*older than 2023_12_04.*--network pasta is refused \(slirp4netns or the built-in driver serve instead\)$/,
+    );
+  });
+  it("says nothing of the kind for a pasta that knows --host-lo-to-ns-lo", () => {
+    const r = check(
+      "userns-tools",
+      withFacts(baseFacts(), (f) => (f.runtimes.pasta = { ...debian12Pasta, hostLoToNsLo: true })),
+    );
+    expect(r).toMatchObject({ status: "ok", summary: expect.not.stringMatching(/refused/) });
+  });
+});

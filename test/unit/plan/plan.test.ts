@@ -187,11 +187,24 @@ describe("network", () => {
     });
     const pasta = withFacts(baseFacts(), (x) => {
       x.runtimes.slirp4netns = null;
-      x.runtimes.pasta = { version: "2024", raw: "", path: "/usr/bin/pasta" };
+      x.runtimes.pasta = { version: "2024_09_06.6b38f07", raw: "pasta 2024_09_06.6b38f07", path: "/usr/bin/pasta", hostLoToNsLo: false };
     });
     expect(buildPlan(pasta, {}, versions).network).toMatchObject({ driver: "pasta", portDriver: "implicit", forwardsAllPorts: true });
     const none = withFacts(pasta, (x) => (x.runtimes.pasta = null));
     expect(buildPlan(none, {}, versions).network).toMatchObject({ driver: "builtin", binary: null });
+  });
+  it("passes over a pasta older than RootlessKit needs, and refuses --network pasta with it (Debian 12's)", () => {
+    const old = withFacts(baseFacts(), (x) => {
+      x.runtimes.slirp4netns = null;
+      x.runtimes.pasta = { version: null, raw: "pasta unknown version", path: "/usr/bin/pasta", hostLoToNsLo: false };
+    });
+    const auto = buildPlan(old, {}, versions).network;
+    expect(auto.driver).toBe("builtin");
+    expect(auto.reasons.join("\n")).toMatch(/the host's pasta is not used: .*older than 2023_12_04/);
+    const e = userErrorFrom(() => buildPlan(old, { network: "pasta" }, versions));
+    expect(e.exitCode).toBe(ExitCode.Refused);
+    expect(e.message).toMatch(/^--network pasta is not possible: pasta at \/usr\/bin\/pasta .* is older than 2023_12_04/);
+    expect(e.fix).toMatch(/^install passt 2023_12_04 or later, or leave --network out/);
   });
 
   it("uses the bundled slirp4netns on request, and refuses drivers the RootlessKit lacks", () => {

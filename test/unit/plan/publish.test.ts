@@ -17,7 +17,7 @@ const versions = upstreamVersions();
 const pastaFacts = () =>
   withFacts(baseFacts(), (x) => {
     x.runtimes.slirp4netns = null;
-    x.runtimes.pasta = { version: "2024", raw: "", path: "/usr/bin/pasta" };
+    x.runtimes.pasta = { version: "2024_09_06.6b38f07", raw: "pasta 2024_09_06.6b38f07", path: "/usr/bin/pasta", hostLoToNsLo: false };
   });
 
 describe("plan.publish", () => {
