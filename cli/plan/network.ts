@@ -118,14 +118,17 @@ export function decideNetwork(
     chosen = c;
     reasons.push(`--network ${c.driver}: ${c.why}`);
   } else {
-    // The host's own slirp4netns, then pasta, then RootlessKit 3's built-in driver; the bundled
-    // slirp4netns last, for a RootlessKit that has neither pasta nor the built-in driver.
+    // The host's own slirp4netns, then RootlessKit 3's built-in driver, then pasta; the bundled
+    // slirp4netns last, for a RootlessKit that has neither. pasta comes after the built-in driver:
+    // it forwards only ports a program listens on, so the cluster's NodePort, LoadBalancer and
+    // hostPort ports (iptables rules, no socket) stay unreachable from the host (measured in the
+    // e2e matrix), while the built-in driver publishes them through RootlessKit's port API.
     const order: DriverCandidate[] = [];
     if (hostSlirp && supports("slirp4netns")) order.push(candidate("slirp4netns") as DriverCandidate);
-    const pasta = candidate("pasta");
-    if (typeof pasta !== "string") order.push(pasta);
     const builtin = candidate("builtin");
     if (typeof builtin !== "string") order.push(builtin);
+    const pasta = candidate("pasta");
+    if (typeof pasta !== "string") order.push(pasta);
     const slirp = candidate("slirp4netns");
     if (typeof slirp !== "string") order.push(slirp);
     const first = order[0];
@@ -136,7 +139,7 @@ export function decideNetwork(
       });
     }
     chosen = first;
-    reasons.push(`${first.driver}: ${first.why} (preference: slirp4netns, pasta, built-in)`);
+    reasons.push(`${first.driver}: ${first.why} (preference: slirp4netns, built-in, pasta)`);
     if (typeof pasta === "string" && facts.runtimes.pasta) reasons.push(`the host's pasta is not used: ${pasta}`);
   }
 
@@ -144,7 +147,10 @@ export function decideNetwork(
   const published = forwardsAllPorts
     ? namespacePorts(ports).map((p) => ({ hostIP: "0.0.0.0", hostPort: p, namespacePort: p, protocol: "tcp" as const }))
     : [{ hostIP: "0.0.0.0", hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" as const }];
-  if (forwardsAllPorts) reasons.push("pasta forwards every port the node listens on to the host (RootlessKit's implicit port driver)");
+  if (forwardsAllPorts)
+    reasons.push(
+      "pasta forwards every port a program of the node listens on to the host (RootlessKit's implicit port driver); NodePort, LoadBalancer and hostPort ports are iptables rules, not sockets, so they are not reachable from the host",
+    );
   else reasons.push(`RootlessKit's builtin port driver publishes the API server on host port ${ports.apiServer}`);
   return {
     driver: chosen.driver,

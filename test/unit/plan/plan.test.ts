@@ -178,7 +178,7 @@ describe("runtime", () => {
 });
 
 describe("network", () => {
-  it("prefers the host's slirp4netns, then pasta, then RootlessKit 3's built-in driver", () => {
+  it("prefers the host's slirp4netns, then RootlessKit 3's built-in driver, then pasta", () => {
     expect(buildPlan(baseFacts(), {}, versions).network).toMatchObject({
       driver: "slirp4netns",
       binary: "/usr/bin/slirp4netns",
@@ -189,9 +189,12 @@ describe("network", () => {
       x.runtimes.slirp4netns = null;
       x.runtimes.pasta = { version: "2024_09_06.6b38f07", raw: "pasta 2024_09_06.6b38f07", path: "/usr/bin/pasta", hostLoToNsLo: false };
     });
-    expect(buildPlan(pasta, {}, versions).network).toMatchObject({ driver: "pasta", portDriver: "implicit", forwardsAllPorts: true });
-    const none = withFacts(pasta, (x) => (x.runtimes.pasta = null));
-    expect(buildPlan(none, {}, versions).network).toMatchObject({ driver: "builtin", binary: null });
+    // RootlessKit 3 has the built-in driver, which publishes Services' ports; pasta does not.
+    expect(buildPlan(pasta, {}, versions).network).toMatchObject({ driver: "builtin", binary: null, portDriver: "builtin" });
+    const rk2 = { ...versions, components: { ...versions.components, rootlesskit: "2.3.5" } };
+    const onRk2 = buildPlan(pasta, {}, rk2).network;
+    expect(onRk2).toMatchObject({ driver: "pasta", portDriver: "implicit", forwardsAllPorts: true });
+    expect(onRk2.reasons.join("\n")).toMatch(/NodePort, LoadBalancer and hostPort ports are iptables rules, not sockets/);
   });
   it("passes over a pasta older than RootlessKit needs, and refuses --network pasta with it (Debian 12's)", () => {
     const old = withFacts(baseFacts(), (x) => {

@@ -70,7 +70,7 @@ describe("plan.publish", () => {
   });
 
   it("is off with pasta (no port API, and pasta forwards only listening ports), with no ports unit", () => {
-    const plan = buildPlan(pastaFacts(), {}, versions);
+    const plan = buildPlan(pastaFacts(), { network: "pasta" }, versions);
     expect(plan.network.driver).toBe("pasta");
     expect(plan.publish!.enabled).toBe(false);
     expect(plan.publish!.reasons.join("\n")).toMatch(/implicit port driver has no port API.*\n.*not reachable from the host/);

@@ -19,7 +19,7 @@ const pasta = buildPlan(
     x.runtimes.slirp4netns = null;
     x.runtimes.pasta = { version: "2024_09_06.6b38f07", raw: "pasta 2024_09_06.6b38f07", path: "/usr/bin/pasta", hostLoToNsLo: false };
   }),
-  {},
+  { network: "pasta" },
   versions,
 );
 const pkiOf = (() => {
