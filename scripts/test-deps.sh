@@ -16,7 +16,9 @@ TEST_PKGS=(shellcheck curl wget tmux openssl
 # crun for mode none, built from Debian trixie's source package (test/e2e/build/debian-source.mjs):
 # its build tools and -dev packages, gpgv and the archive keyring to verify the source, xz for Sources.
 E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine
-  gcc make pkg-config gperf libcap-dev libseccomp-dev libyajl-dev libyajl2 gpgv debian-archive-keyring xz-utils)
+  gcc make pkg-config gperf libcap-dev libseccomp-dev libyajl-dev libyajl2 gpgv debian-archive-keyring xz-utils
+  passt)
+# passt: pasta, for the runtime × network matrix's pasta cell (Debian 12's build, "unknown version").
 
 pkgs=("${TEST_PKGS[@]}")
 case "${1:-}" in

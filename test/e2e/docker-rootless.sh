@@ -6,12 +6,15 @@
 # cgroup driver (none on cgroup v1), and `install --dry-run --runtime docker` must offer Docker, or
 # refuse it for the reason doctor gives. Docker is stopped and its data removed afterwards.
 #
-#   test/e2e/docker-rootless.sh ROUTE      (run as root, like scenarios.sh; needs $E2E_OPT)
+#   test/e2e/docker-rootless.sh ROUTE [VERDICT-FILE]   (run as root, like scenarios.sh; needs $E2E_OPT)
+#
+# VERDICT-FILE gets one line for the runtime × network matrix: "offered REASONS" or "refused REASON".
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091 # lib/common.sh: checked on its own
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route}
+VERDICT=${2:-/dev/null}
 ROOTS=$E2E_CACHE/root
 DOCKER_DEBS=(docker.io tini containerd runc rootlesskit slirp4netns)
 U=$(user_uid)
@@ -93,8 +96,10 @@ main() {
     catch { console.log(`refused: ${t.trim().split("\n").join(" ")}`); }')
   if [ $rc = 0 ] && grep -q "runtime=docker .*socket=/run/user/$U/docker.sock wouldInstall=true" <<<"$verdict"; then
     pass docker "install --runtime docker is offered: $verdict"
+    echo "offered $verdict" >"$VERDICT"
   elif [ $rc = 3 ] && grep -qE "blocked by: |^refused: .*[Dd]ocker" <<<"$verdict"; then
     pass docker "install --runtime docker is refused, with the reason: $verdict"
+    echo "refused ${verdict#refused: }" >"$VERDICT"
   else
     fail docker "install --dry-run --runtime docker (exit $rc): $verdict"
   fi

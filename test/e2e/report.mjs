@@ -7,7 +7,8 @@
 //        [--route host=REPORT.jsonl] [--route vm=REPORT.jsonl] [--prepare-seconds N]
 //
 // A route's REPORT.jsonl is written by scenarios.sh (one JSON object per line). Prints a summary
-// table (Markdown) of what it wrote.
+// table (Markdown) of what it wrote, and the runtime × network matrix: the cells scenarios.sh
+// recorded (route, mode, runtime, network → pass, fail or refused, with the reason).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -44,6 +45,8 @@ const binaries = Object.entries(sources.binaries ?? {}).map(([name, b]) => ({
 }));
 
 const routes = {};
+// The runtime × network matrix: one cell per line that scenarios.sh wrote with "cell".
+const matrix = [];
 for (const spec of values.route ?? []) {
   const [name, file] = spec.split("=");
   const lines = existsSync(file)
@@ -58,6 +61,7 @@ for (const spec of values.route ?? []) {
           }
         })
     : [];
+  for (const l of lines.filter((x) => x.cell)) matrix.push({ route: name, mode: l.mode, ...l.cell, result: l.result, reason: l.reason });
   const scenarios = lines.filter((l) => l.scenario).map(({ scenario, result, failed, seconds }) => ({ scenario, result, failed, seconds }));
   const node = lines.find((l) => l.nodeInfo);
   const mode = lines.find((l) => l.mode)?.mode ?? null;
@@ -88,6 +92,7 @@ const report = {
   binaries,
   images,
   routes,
+  matrix,
 };
 mkdirSync(dirname(values.out), { recursive: true });
 writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
@@ -108,3 +113,9 @@ console.log(`report: ${values.out}`);
 console.log("| route | mode | kubelet | runtime | scenarios passed | failed |");
 console.log("|---|---|---|---|---|---|");
 for (const r of rows) console.log(r);
+if (matrix.length) {
+  console.log("\n| route | mode | runtime | network | result | reason |");
+  console.log("|---|---|---|---|---|---|");
+  for (const c of matrix)
+    console.log(`| ${c.route} | ${c.mode} | ${c.runtime} | ${c.network} | ${c.result} | ${c.reason.replaceAll("|", "\\|")} |`);
+}

@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -54,7 +54,8 @@ UNITS=(rootless-k8s.target rootless-k8s-rootlesskit.service rootless-k8s-etcd.se
 SCRATCH=/tmp/rk8s-e2e-$U
 install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "$SCRATCH"
 
-rk8s() { as_user "$E2E_OPT/bin/rootless-k8s" "$@"; }
+# (RK8S_PATH: folders put before the PATH rootless-k8s sees, for a host tool of one matrix cell)
+rk8s() { as_user ${RK8S_PATH:+env PATH="$RK8S_PATH:$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"} "$E2E_OPT/bin/rootless-k8s" "$@"; }
 # has PATTERN CMD...: CMD's output matches PATTERN. The output is read whole first: `CMD | grep -q`
 # closes the pipe at the first match, and under pipefail the writer's SIGPIPE (exit 141) decided
 # the check (seen on the slow VM: kubectl logs, status --json, doctor --json).
@@ -240,8 +241,12 @@ offline_log_ok() { has '^offline ok$' kc -n e2e logs offline; }
 # --- scenarios ------------------------------------------------------------------------------------
 # --- scenarios ------------------------------------------------------------------------------------
 scenario_docker() {
-  bash "$HERE/docker-rootless.sh" "$ROUTE"
+  local verdict=$STATE/docker-cell result reason
+  rm -f "$verdict"
+  bash "$HERE/docker-rootless.sh" "$ROUTE" "$verdict"
   E2E_FAILS=$((E2E_FAILS + $?))
+  # The Docker cell of the matrix: offered or refused by install --dry-run, and why.
+  if read -r result reason <"$verdict"; then cell docker "dockerd's own" "$result" "$reason"; else cell docker "dockerd's own" fail "docker-rootless.sh gave no verdict"; fi
 }
 
 scenario_interrupt_fetch() {
@@ -845,6 +850,105 @@ YAML
   check publish "the same set after the restart" wait_for 20 same_set "$PUB/set"
   kc -n e2e delete svc web-np web-busy --wait=false >/dev/null 2>&1
   kc -n e2e delete pod hostport --wait=false >/dev/null 2>&1
+}
+
+# --- the runtime × network matrix (issue 15) -------------------------------------------------------
+# Each cell is one install with one runtime and one network driver on this route's mode: the real
+# kubelet, a pod, a ClusterIP Service reached from another pod, a Service name resolved through the
+# dns add-on, kubectl exec, and the Service's NodePort from the host; then uninstall --purge. A cell the plan cannot run must be refused
+# by `install --dry-run` (exit 3, the reason and the alternative) with nothing written. Each cell
+# is a line of report.json's matrix (pass, fail or refused, with the reason).
+json_string() { "$E2E_OPT/node" -e 'process.stdout.write(JSON.stringify(process.argv[1]))' "$1"; }
+# cell RUNTIME NETWORK RESULT REASON
+cell() { report "{\"route\":\"$ROUTE\",\"mode\":\"$MODE\",\"cell\":{\"runtime\":\"$1\",\"network\":\"$2\"},\"result\":\"$3\",\"reason\":$(json_string "$4")}"; }
+both_running() { [ "$(pod_phase web) $(pod_phase client)" = "Running Running" ]; }
+client_reaches() { local out; out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$1/hostname" 2>&1) && [ "$out" = web ]; }
+# matrix_cell RUNTIME NETWORK INSTALL-FLAGS...: a node of that cell runs pods, Services, DNS and exec.
+matrix_cell() {
+  local rt=$1 net=$2 name="$1 × $2" log f0=$E2E_FAILS agn bb ip np got f imgs=()
+  shift 2
+  log=$STATE/matrix-$rt-$net.log
+  if ! agn=$(image_name agnhost) || ! bb=$(image_name busybox); then fail matrix "no agnhost/busybox image in $IMAGES/images.json"; return; fi
+  if ! check matrix "$name: install --yes $* is Ready" install_to "$log" "${FLAGS[@]}" "$@"; then
+    cell "$rt" "$net" fail "install: $(grep -m1 '^error' "$log" || tail -1 "$log")"
+    rk8s uninstall --purge --yes >/dev/null 2>&1
+    return
+  fi
+  got="$(receipt_value .plan.runtime.name) $(receipt_value .plan.network.driver) $(receipt_value .plan.mode.name)"
+  check matrix "$name: the plan runs runtime $rt, network $net, mode $MODE ($got)" test "$got" = "$rt $net $MODE"
+  got=$(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.kubeletVersion} {.items[0].status.nodeInfo.containerRuntimeVersion}')
+  check matrix "$name: the Node runs the real kubelet v$V_INSTALL ($got)" grep -q "^v$V_INSTALL " <<<"$got"
+  for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
+  check matrix "$name: rootless-k8s image load (${#imgs[@]} archives)" rk8s image load "${imgs[@]}"
+  kc create namespace e2e >/dev/null 2>&1
+  wait_for 60 kc -n e2e get serviceaccount default
+  check matrix "$name: kubectl apply: pod web (agnhost netexec), Service web, pod client (busybox)" apply <<YAML || { cell "$rt" "$net" fail "kubectl apply failed"; rk8s uninstall --purge --yes >/dev/null 2>&1; return; }
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: e2e, labels: {app: web}}
+spec:
+  hostname: web
+  containers:
+  - {name: web, image: $agn, imagePullPolicy: Never, args: ["netexec", "--http-port=8080"], ports: [{containerPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: e2e}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: e2e}
+spec:
+  containers:
+  - {name: c, image: $bb, imagePullPolicy: Never, command: ["sleep", "86400"]}
+YAML
+  check matrix "$name: both pods Running" wait_for "$TIMEOUT" both_running
+  ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
+  check matrix "$name: the client reaches the Service's ClusterIP $ip:80 (kube-proxy)" wait_for 60 client_reaches "$ip"
+  check matrix "$name: the client reaches it by name (web.e2e.svc, the dns add-on)" wait_for 180 client_reaches web.e2e.svc.cluster.local
+  got=$(kc -n e2e exec client -- hostname 2>&1)
+  check matrix "$name: kubectl exec runs in the container (hostname: $got)" test "$got" = client
+  np=$(kc -n e2e get svc web -o 'jsonpath={.spec.ports[0].nodePort}')
+  if [ "$(receipt_value .plan.publish.enabled)" = true ]; then
+    check matrix "$name: the NodePort $np answers from the host at 127.0.0.1 (the port publisher)" wait_for 30 answers "http://127.0.0.1:$np/hostname" web
+  else
+    # What the plan says it gives up (pasta): a NodePort is an iptables rule, no socket pasta could see.
+    got=$(receipt_value .plan.publish.reasons)
+    check matrix "$name: the plan says NodePorts are not published ($got)" grep -q "forwards only the ports a program listens on" <<<"$got"
+    sleep 3
+    check matrix "$name: and the NodePort $np is indeed closed from the host" closed "http://127.0.0.1:$np/hostname"
+  fi
+  check matrix "$name: uninstall --purge --yes leaves nothing" rk8s uninstall --purge --yes
+  if [ "$E2E_FAILS" = "$f0" ]; then cell "$rt" "$net" pass "pod, Service, DNS and exec work"; else cell "$rt" "$net" fail "$((E2E_FAILS - f0)) checks failed (see the FAIL lines of $name)"; fi
+}
+# matrix_refused RUNTIME NETWORK PATTERN INSTALL-FLAGS...: install --dry-run refuses the cell with
+# exit 3 and a reason matching PATTERN, and writes nothing.
+matrix_refused() {
+  local rt=$1 net=$2 pattern=$3 name="$1 × $2" out rc f0=$E2E_FAILS
+  shift 3
+  out=$(rk8s install --dry-run "${FLAGS[@]}" "$@" 2>&1)
+  rc=$?
+  check matrix "$name: install --dry-run $* is refused with exit 3 (got $rc): $(grep -m1 . <<<"$out")" test "$rc" = 3
+  check matrix "$name: the refusal gives the reason ($pattern) and the alternative" grep -q -- "$pattern" <<<"$out"
+  check matrix "$name: nothing was written" test -z "$(ours_left)"
+  if [ "$E2E_FAILS" = "$f0" ]; then cell "$rt" "$net" refused "$(grep -m1 . <<<"$out")"; else cell "$rt" "$net" fail "not refused as expected (exit $rc)"; fi
+}
+scenario_matrix() {
+  check matrix "no node is installed before the matrix" test -z "$(ours_left)" || return
+  matrix_cell containerd slirp4netns --network slirp4netns
+  # Debian 12's own pasta (2023_03_09) forwards no port with --disable-host-loopback: refused. Debian
+  # 13's, built from its source package (test/e2e/build/components.json, passt), is put first on PATH.
+  if [ -x /usr/bin/pasta ]; then matrix_refused containerd "pasta (Debian 12's)" "older than 2023_12_04" --network pasta; fi
+  RK8S_PATH=$E2E_OPT/mirror/tools/pasta matrix_cell containerd pasta --network pasta
+  matrix_cell containerd builtin --network builtin
+  # The distribution's containerd 1.x through --runtime-bin (Debian 12: 1.6): Kubernetes 1.36 needs containerd 2.
+  if [ ! -x /usr/bin/containerd ]; then info matrix "no /usr/bin/containerd on this route: no --runtime-bin cell"; return; fi
+  matrix_refused "containerd $(/usr/bin/containerd --version | awk '{ print $3 }') (--runtime-bin)" slirp4netns "cannot run Kubernetes" \
+    --runtime-bin /usr/bin/containerd --network slirp4netns
 }
 
 start_mirror

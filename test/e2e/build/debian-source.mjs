@@ -4,8 +4,9 @@
 //
 // Trust chain, as apt's: the suite's InRelease must carry a good signature from Debian's archive
 // keyring (gpgv); it gives the sha256 of main/source/Sources.xz; that gives the sha256 of the
-// package's upstream tarball (.orig.tar.gz), which is then built with ./configure && make on this
-// machine (Debian 12: the -dev packages are in scripts/test-deps.sh --e2e).
+// package's upstream tarball (.orig.tar.gz or .xz), which is then built with ./configure (when the
+// entry names its options) and make on this machine (Debian 12: the -dev packages are in
+// scripts/test-deps.sh --e2e). Debian's own patches are not applied.
 //
 // Cached in DIR/<id>/<version>-<recipe hash>/ with build.json; a warm run builds nothing.
 import { execFileSync } from "node:child_process";
@@ -63,12 +64,18 @@ function buildOneLocked(s, out, { cache, say }) {
   if (!stanza) throw new Error(`Debian ${s.suite} has no source ${s.package} ${s.version}`);
   const dir = stanza.match(/^Directory: (.+)$/m)[1];
   const upstream = s.version.replace(/-[^-]+$/, "");
-  const orig = `${s.package}_${upstream}.orig.tar.gz`;
-  const origSha = listedSha256(stanza.slice(stanza.indexOf("Checksums-Sha256:")), orig);
-  // 3. The upstream tarball, built here.
+  const checksums = stanza.slice(stanza.indexOf("Checksums-Sha256:"));
+  const orig = [".gz", ".xz"].map((x) => `${s.package}_${upstream}.orig.tar${x}`).find((o) => checksums.includes(` ${o}`));
+  if (!orig) throw new Error(`Debian ${s.suite} source ${s.package} ${s.version} lists no .orig.tar.gz or .orig.tar.xz`);
+  const origSha = listedSha256(checksums, orig);
+  // 3. The upstream tarball, built here (its one top folder: crun-1.21, passt-2025_05_03.587980c).
   writeFileSync(join(work, orig), verified(`${MIRROR}/${dir}/${orig}`, origSha));
-  execFileSync("tar", ["-xzf", orig], { cwd: work });
-  const src = join(work, `${s.package}-${upstream}`);
+  execFileSync("tar", ["-xf", orig], { cwd: work });
+  const top = execFileSync("tar", ["-tf", orig], { cwd: work, maxBuffer: 64 << 20 })
+    .toString()
+    .split("\n")[0]
+    .split("/")[0];
+  const src = join(work, top);
   const log = join(cache, "logs", `${s.id}-${s.version}.log`);
   mkdirSync(join(cache, "logs"), { recursive: true });
   const run = (cmd, args) => {
@@ -80,7 +87,8 @@ function buildOneLocked(s, out, { cache, say }) {
       throw new Error(`${cmd} ${args[0] ?? ""} failed; see ${log}`);
     }
   };
-  run("./configure", s.configure);
+  // (no "configure": a plain Makefile, as passt's)
+  if (s.configure) run("./configure", s.configure);
   for (const targets of s.make) run("make", targets);
   mkdirSync(join(out, "bin"), { recursive: true });
   const binaries = s.binaries.map((b) => {

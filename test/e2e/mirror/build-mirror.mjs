@@ -17,7 +17,7 @@
 // DIR/sources.json says where every binary came from (module@version or Debian package).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -256,6 +256,19 @@ export async function buildMirror({
         binaries: [{ name: "crun" }],
       }),
     );
+  }
+  // pasta for the matrix's pasta cell: a host tool (found on the user's PATH, not downloaded by the
+  // product), so it goes next to the mirror, in DIR/tools/pasta/, not into a manifest.
+  {
+    const dir = join(out, "tools", "pasta");
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    // (pasta execs pasta.avx2 beside itself on a CPU with AVX2, as Debian's package ships it)
+    for (const b of ["pasta", "pasta.avx2"]) {
+      copyFileSync(c.passt.bin[b], join(dir, b));
+      chmodSync(join(dir, b), 0o755);
+    }
+    note("passt", ["pasta", "pasta.avx2"]);
   }
   // CNI plugins: ./<plugin> at the top of the tgz, .sha256 side file.
   {
