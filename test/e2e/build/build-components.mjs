@@ -10,13 +10,18 @@
 // k8s.io/client-go/pkg/version for Kubernetes), so `kubelet --version` and the Node's
 // kubeletVersion say the real version.
 //
+// C programs that live inside a Go module (CRI-O's pinns) are built with the module's own
+// Makefile: the entry's "make" maps a binary to {dir, output}, the folder is copied out of the
+// read-only module cache and `make -C dir` runs there; output is where that Makefile puts it,
+// relative to the copy of the module root (pinns/Makefile writes ../bin/pinns).
+//
 // Results are cached outside the repo in DIR/<id>/<version>-go<go version>-<recipe hash>/ with a
 // build.json (module, version, Go version, seconds, each binary's sha256 and first --version
 // line): a warm run builds nothing. DIR defaults to $E2E_BUILD_CACHE or /var/tmp/rk8s-build.
 // Exit status: 0 when every build is present, 1 when one failed (its log is named), 2 bad usage.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -81,11 +86,12 @@ export function firstVersionLine(bin, name) {
 function ldflagsFor(b, info) {
   const bare = b.version.replace(/^v/, "");
   const rev = info.Origin?.Hash ?? "module";
-  const subst = (s) => s.replaceAll("{version}", b.version).replaceAll("{bare}", bare).replaceAll("=module", `=${rev}`);
+  const date = (info.Time ?? "1970-01-01T00:00:00Z").replace(/\.\d+Z$/, "Z");
+  const subst = (s) =>
+    s.replaceAll("{version}", b.version).replaceAll("{bare}", bare).replaceAll("{date}", date).replaceAll("=module", `=${rev}`);
   const flags = ["-s", "-w"];
   if (b.recipe === "kubernetes") {
     const [maj, min] = bare.split(".");
-    const date = (info.Time ?? "1970-01-01T00:00:00Z").replace(/\.\d+Z$/, "Z");
     for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
       flags.push(
         `-X ${pkg}.gitVersion=${b.version}`,
@@ -119,6 +125,12 @@ function wrapper(b, src, work, log) {
   const sum = join(src.dir, "go.sum");
   if (existsSync(sum)) copyFileSync(sum, join(work, "go.sum"));
   writeFileSync(log, `wrapper go.mod:\n${lines.join("\n")}\n\n`, { flag: "a" });
+}
+
+/** The module cache is read-only; a copy of one of its folders must be writable to build in. */
+function makeWritable(dir) {
+  const r = spawnSync("chmod", ["-R", "u+w", dir]);
+  if (r.status !== 0) throw new Error(`chmod -R u+w ${dir} failed`);
 }
 
 function ensureDebs(debs) {
@@ -225,6 +237,17 @@ function buildOneLocked(b, { cache, gover, say }) {
     args.push(target);
     go(args, { cwd: work, env, log });
     binaries.push({ name, source: `${b.module}@${b.version}`, package: target });
+  }
+  for (const [name, m] of Object.entries(b.make ?? {})) {
+    const root = join(work, "c-src");
+    cpSync(join(src.dir, m.dir), join(root, m.dir), { recursive: true });
+    makeWritable(join(root, m.dir));
+    const r = spawnSync("make", ["-C", join(root, m.dir), ...(m.args ?? [])], { encoding: "utf8", maxBuffer: 64 << 20 });
+    writeFileSync(log, `$ make -C ${m.dir}\n${r.stdout}${r.stderr}`, { flag: "a" });
+    if (r.status !== 0) throw new Error(`make -C ${m.dir} failed (exit ${r.status}); see ${log}`);
+    copyFileSync(join(root, m.output), join(tmp, "bin", name));
+    chmodSync(join(tmp, "bin", name), 0o755);
+    binaries.push({ name, source: `${b.module}@${b.version}`, package: `${b.module}/${m.dir} (make)` });
   }
   rmSync(out, { recursive: true, force: true });
   renameSync(tmp, out);
