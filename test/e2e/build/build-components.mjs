@@ -15,18 +15,33 @@
 // read-only module cache and `make -C dir` runs there; output is where that Makefile puts it,
 // relative to the copy of the module root (pinns/Makefile writes ../bin/pinns).
 //
+// An entry with "local" (a folder of this repository with its own go.mod and go.sum) is e2e
+// tooling of ours, built in place the same way; its cache key covers its files.
+//
 // Results are cached outside the repo in DIR/<id>/<version>-go<go version>-<recipe hash>/ with a
 // build.json (module, version, Go version, seconds, each binary's sha256 and first --version
 // line): a warm run builds nothing. DIR defaults to $E2E_BUILD_CACHE or /var/tmp/rk8s-build.
 // Exit status: 0 when every build is present, 1 when one failed (its log is named), 2 bad usage.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const REPO = join(here, "..", "..", "..");
 const GO = process.env.GO ?? (existsSync("/usr/local/go/bin/go") ? "/usr/local/go/bin/go" : "go");
 // Bump when the way a build is made changes: every cached build is then made again.
 const RECIPE_VERSION = 1;
@@ -149,8 +164,20 @@ function ensureDebs(debs) {
   }
 }
 
+/** A local module's files (path and content), so that an edit makes a new build. */
+function localSourceHash(b) {
+  const h = createHash("sha256");
+  const dir = join(REPO, b.local);
+  for (const f of readdirSync(dir).sort()) h.update(f).update(readFileSync(join(dir, f)));
+  return h.digest("hex");
+}
+
 export function buildKey(b, gover) {
-  return createHash("sha256").update(JSON.stringify({ b, gover, RECIPE_VERSION })).digest("hex").slice(0, 10);
+  const local = b.local ? { source: localSourceHash(b) } : {};
+  return createHash("sha256")
+    .update(JSON.stringify({ b, gover, RECIPE_VERSION, ...local }))
+    .digest("hex")
+    .slice(0, 10);
 }
 
 export function outDir(cache, b, gover) {
@@ -224,14 +251,16 @@ function buildOneLocked(b, { cache, gover, say }) {
   writeFileSync(log, `build ${b.id} ${b.module}@${b.version} with ${gover}\n`);
   say(`build ${b.id}: ${b.module}@${b.version} (${Object.keys(b.packages).join(", ")}) with ${gover}; log ${log}`);
   if (b.debs) ensureDebs(b.debs);
-  const src = download(b.module, b.version, log);
-  const work = join(cache, "work", `${b.id}-${b.version}`);
-  wrapper(b, src, work, log);
+  // A local module (e2e tooling in this repository, "local": its folder) builds in place, from
+  // its own go.mod and go.sum; an upstream one through the throwaway wrapper module.
+  const src = b.local ? { dir: join(REPO, b.local), info: {} } : download(b.module, b.version, log);
+  const work = b.local ? src.dir : join(cache, "work", `${b.id}-${b.version}`);
+  if (!b.local) wrapper(b, src, work, log);
   const env = { ...goEnv(), CGO_ENABLED: b.cgo ? "1" : "0" };
   const ldflags = ldflagsFor(b, src.info);
   const binaries = [];
   for (const [name, pkg] of Object.entries(b.packages)) {
-    const target = pkg === "." ? b.module : `${b.module}/${pkg}`;
+    const target = b.local ? `./${pkg}` : pkg === "." ? b.module : `${b.module}/${pkg}`;
     const args = ["build", "-trimpath", "-ldflags", ldflags, "-o", join(tmp, "bin", name)];
     if (b.tags) args.push("-tags", b.tags.split(/\s+/).join(","));
     args.push(target);
@@ -265,7 +294,7 @@ function buildOneLocked(b, { cache, gover, say }) {
     }),
   };
   writeFileSync(meta, `${JSON.stringify(j, null, 2)}\n`);
-  rmSync(work, { recursive: true, force: true });
+  if (!b.local) rmSync(work, { recursive: true, force: true });
   say(`built ${b.id} in ${j.seconds}s: ${j.binaries.map((x) => `${x.name} (${x.version || "no version line"})`).join("; ")}`);
   return { ...j, cached: false };
 }
