@@ -2,8 +2,9 @@
 // OCI image-layout archive (test/e2e/lib/oci-image.mjs) into a containers/storage store, under a
 // name, as `skopeo copy oci-archive:FILE containers-storage:[DRIVER@ROOT+RUNROOT]NAME` would.
 // The Go module proxy serves no skopeo, and `rootless-k8s image load` refuses CRI-O; the crio
-// scenario uses this to put the pause image where CRI-O looks for it, so that RunPodSandbox gets
-// past the image and shows what the runtime does next. Run inside the node's namespaces.
+// scenario uses this to put the images its pods run (and the pause image, under CRI-O's default
+// pause_image name too) where CRI-O looks for them. Run inside the node's user, mount and PID
+// namespaces (storage re-executes /proc/self/exe).
 //
 //	crio-image-load --root DIR --runroot DIR --driver overlay|vfs [--opt K=V] ARCHIVE NAME
 package main
