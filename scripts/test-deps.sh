@@ -15,9 +15,11 @@ TEST_PKGS=(shellcheck curl wget tmux openssl
 # make e2e (the qemu VM and its image) and make bench.
 # crun for mode none, built from Debian trixie's source package (test/e2e/build/debian-source.mjs):
 # its build tools and -dev packages, gpgv and the archive keyring to verify the source, xz for Sources.
+# CRI-O (test/e2e/build: cgo with libseccomp-dev, pinns with gcc/make) and Debian 12's conmon deb,
+# unpacked into the mirror's CRI-O bundle: its library libglib2.0-0 (libsystemd0 comes with systemd).
 E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine
   gcc make pkg-config gperf libcap-dev libseccomp-dev libyajl-dev libyajl2 gpgv debian-archive-keyring xz-utils
-  passt)
+  libglib2.0-0 passt)
 # passt: pasta, for the runtime × network matrix's pasta cell (Debian 12's build, "unknown version").
 
 pkgs=("${TEST_PKGS[@]}")

@@ -122,7 +122,7 @@ function decideProxy(facts: Facts): Plan["proxy"] {
 }
 
 export interface Problem {
-  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "crio-cgroups-per-qos" | "kube-proxy-backend";
+  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "kube-proxy-backend";
   message: string;
   fix: string;
 }
@@ -200,16 +200,6 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
       id: "runtime-too-old",
       message: `containerd ${rt.version} cannot run Kubernetes ${k8s}: ${CONTAINERD_2_FOR_KUBERNETES.why}`,
       fix: `drop --runtime-bin to use the bundled containerd ${plan.versions.components.containerd ?? "2.x"}, or point --runtime-bin at a containerd 2.x`,
-    });
-  }
-  if (rt.name === "crio" && !plan.kubelet.cgroupsPerQOS) {
-    problems.push({
-      id: "crio-cgroups-per-qos",
-      message: `CRI-O in mode none fails rootless on cgroup ${plan.mode.cgroup}: with cgroupsPerQOS: false it creates a cgroup for every pod sandbox at the root, /sys/fs/cgroup/…/crio-<id> (cri-o/cri-o#9980)`,
-      fix:
-        plan.mode.cgroup === "v2"
-          ? "use --runtime containerd, or delegate cgroup v2 controllers (see `rootless-k8s doctor`) for mode delegated"
-          : "use --runtime containerd; CRI-O needs mode delegated, which needs cgroup v2 (see `rootless-k8s doctor`)",
     });
   }
   if (plan.proxy.mode === "nftables") {

@@ -94,6 +94,11 @@ function crio(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): Run
     snapshotter: chooseSnapshotter(facts, "crio"),
     reasons: [
       `CRI-O ${version} from the static bundle of version set ${versions.id}, with cgroup_manager "cgroupfs" and conmon_cgroup "pod"`,
+      ...(mode === "none"
+        ? [
+            "drop_infra_ctr = false: every pod keeps its infra container, so CRI-O never creates a pod cgroup itself, which it may not in mode none",
+          ]
+        : []),
     ],
   };
 }

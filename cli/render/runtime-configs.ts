@@ -1,6 +1,7 @@
 // Container runtime configs: containerd (config version 3 for 2.x, version 2 for 1.x, with the
 // keys of containerd's docs/cri/config.md), CRI-O's crio.conf (cgroupfs, conmon in the pod's
-// cgroup), and the CNI bridge that serves the single node.
+// cgroup, an infra container for every pod in mode none), and the CNI bridge that serves the
+// single node.
 import * as path from "node:path";
 import { stringify as toml } from "smol-toml";
 import type { Plan } from "../plan/plan";
@@ -94,6 +95,13 @@ export function crioConfig(plan: Plan): Record<string, unknown> {
         conmon: bin("conmon"),
         // conmon joins the pod's cgroup: no system.slice for cgroupfs (cri-o/cri-o#3856).
         conmon_cgroup: "pod",
+        // Mode none: every pod gets its infra (pause) container under conmon. CRI-O's default drops
+        // it, and then makes the pod's cgroup itself (CreateSandboxCgroup: mkdir in every v1
+        // controller, cpuset first), which fails without cgroup write access ("mkdir
+        // /sys/fs/cgroup/cpuset/crio-<id>: permission denied", seen on the e2e's host route). With
+        // an infra container CRI-O writes no cgroup of its own: conmon's move gets no limits, and
+        // the OCI runtime, rootless, goes on without the cgroups it may not create.
+        ...(plan.runtime.disableCgroup ? { drop_infra_ctr: false } : {}),
         default_runtime: oci.name,
         pinns_path: bin("pinns"),
         namespaces_dir: path.join(l.run.crio, "ns"),

@@ -3,6 +3,7 @@
 //   OPT/bin/rootless-k8s     the binary under test (the SEA build from `make build`)
 //   OPT/lib/e2e-tool.mjs     the e2e probes (test/e2e/lib/e2e-tool.mjs, bundled)
 //   OPT/lib/busybox          a static busybox for the offline OCI images
+//   OPT/lib/crio-image-load  copies an OCI archive into CRI-O's store (test/e2e/tools; crio scenario)
 //   OPT/mirror/              the loopback mirror (files + manifests; test/e2e/mirror/build-mirror.mjs)
 //   OPT/lib/serve-mirror.mjs the mirror server
 //   OPT/images/              the images the pods run, OCI archives for `rootless-k8s image load`
@@ -61,6 +62,10 @@ await build({
 copyFileSync(join(here, "mirror", "serve-mirror.mjs"), join(opt, "lib", "serve-mirror.mjs"));
 const r = await buildMirror({ cache: values.cache, out: join(opt, "mirror"), node: join(opt, "node") });
 install(r.busybox, join(opt, "lib", "busybox"));
+// The crio scenario's image loader (image load refuses CRI-O): test/e2e/tools/crio-image-load.
+const loader = r.summary.builds.find((x) => x.id === "crio-image-load")?.binaries[0]?.path;
+if (!loader) throw new Error("no crio-image-load build (test/e2e/build/components.json)");
+install(loader, join(opt, "lib", "crio-image-load"));
 const built = (id) => {
   const b = r.summary.builds.find((x) => x.id === id);
   if (!b) throw new Error(`no ${id} build (test/e2e/build/components.json)`);

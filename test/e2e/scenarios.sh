@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -949,6 +949,115 @@ scenario_matrix() {
   if [ ! -x /usr/bin/containerd ]; then info matrix "no /usr/bin/containerd on this route: no --runtime-bin cell"; return; fi
   matrix_refused "containerd $(/usr/bin/containerd --version | awk '{ print $3 }') (--runtime-bin)" slirp4netns "cannot run Kubernetes" \
     --runtime-bin /usr/bin/containerd --network slirp4netns
+}
+
+# CRI-O (--runtime crio): the static bundle's layout from the mirror (crio and pinns built from
+# CRI-O's module, crun, runc, Debian 12's conmon) under the real kubelet: Ready, a netexec pod, a
+# ClusterIP Service from a busybox pod, kubectl exec, then uninstall --purge. `image load` refuses
+# CRI-O (it would need skopeo), so the images go into CRI-O's store with test/e2e/tools/crio-image-load
+# ($E2E_OPT/lib) inside the node's namespaces.
+crio_evidence() { # the runtime's and the kubelet's own words, into $STATE and the output
+  rk8s logs crio -n 100000 >"$STATE/crio-owner.log" 2>&1
+  rk8s logs kubelet -n 100000 >"$STATE/crio-kubelet.log" 2>&1
+  kc get pods -A -o wide >"$STATE/crio-pods.txt" 2>&1
+  kc get events -A --sort-by=.lastTimestamp >"$STATE/crio-events.txt" 2>&1
+  grep -E 'level=(error|fatal)|Error|error' "$STATE/crio-owner.log" | tail -15 | sed 's/^/    | crio: /'
+  grep -E 'RunPodSandbox|CreatePodSandbox|failed' "$STATE/crio-kubelet.log" | tail -6 | sed 's/^/    | kubelet: /'
+  tail -8 "$STATE/crio-events.txt" | sed 's/^/    | event: /'
+}
+crio_conf_value() { sed -n "s/^$1 = \"\\(.*\\)\"$/\\1/p" "$CONFIG/crio/crio.conf" | head -1; }
+crio_load() { # crio_load ARCHIVE NAME: into CRI-O's store, inside the node's user and mount namespaces
+  local pid opt=()
+  pid=$(cat "$RT/rootless-k8s/rootlesskit/child_pid")
+  while read -r o; do [ -n "$o" ] && opt+=(--opt "$o"); done < <(sed -n 's/^storage_option = \[ *"\(.*\)" *\]$/\1/p' "$CONFIG/crio/crio.conf")
+  # (-p too: the tool re-executes /proc/self/exe, and that /proc is the node's PID namespace's)
+  as_user nsenter -U --preserve-credentials -m -p -t "$pid" "$E2E_OPT/lib/crio-image-load" \
+    --root "$(crio_conf_value root)" --runroot "$(crio_conf_value runroot)" --driver "$(crio_conf_value storage_driver)" "${opt[@]}" "$1" "$2"
+}
+scenario_crio() {
+  local log=$STATE/crio.log agn bb ip out rc f0=$E2E_FAILS
+  if ! agn=$(image_name agnhost) || ! bb=$(image_name busybox); then fail crio "no agnhost/busybox image in $IMAGES/images.json"; return; fi
+  if ! check crio "install --runtime crio in mode $MODE: the node is Ready" install_to "$log" "${FLAGS[@]}" --runtime crio; then
+    crio_evidence
+    rk8s uninstall --purge --yes >/dev/null 2>&1
+    return
+  fi
+  check crio "the receipt's plan runs CRI-O ($(receipt_value .plan.runtime.name))" test "$(receipt_value .plan.runtime.name)" = crio
+  if [ "$MODE" = none ]; then
+    check crio "mode none: crio.conf keeps every pod's infra container (drop_infra_ctr = false)" grep -q '^drop_infra_ctr = false$' "$CONFIG/crio/crio.conf"
+  else
+    check crio "mode $MODE: crio.conf leaves drop_infra_ctr at CRI-O's default" lacks '^drop_infra_ctr' cat "$CONFIG/crio/crio.conf"
+  fi
+  check crio "the Node is Ready through the real kubelet ($(kc get nodes --no-headers 2>&1 | tr -s ' '))" has ' Ready ' kc get nodes --no-headers
+  check crio "the Node's containerRuntimeVersion is cri-o://1.36.3 ($(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}'))" \
+    test "$(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}')" = cri-o://1.36.3
+  rk8s image load "$IMAGES/pause.tar" >"$STATE/crio-image-load.log" 2>&1
+  rc=$?
+  check crio "rootless-k8s image load refuses CRI-O: exit $rc, $(head -1 "$STATE/crio-image-load.log")" test "$rc" = 3
+  # The product sets no pause_image: CRI-O's default names the sandbox image; the pause built here
+  # (Kubernetes' pause.c) is loaded under that name too, as the registry would serve it.
+  local role name sandbox
+  rk8s logs crio -n 100000 >"$STATE/crio-owner.log" 2>&1
+  sandbox=$(grep -o 'pause_image = \\"[^\\]*' "$STATE/crio-owner.log" | head -1 | sed 's/.*"//')
+  info crio "CRI-O's pause_image: ${sandbox:-unknown}"
+  for role in pause agnhost busybox; do
+    for name in $(image_name "$role") $([ "$role" = pause ] && echo "$sandbox"); do
+      out=$(crio_load "$IMAGES/$role.tar" "$name" 2>&1)
+      check crio "$name into CRI-O's store (crio-image-load: $(tail -1 <<<"$out"))" grep -q '^loaded ' <<<"$out"
+    done
+  done
+  kc create namespace e2e >/dev/null 2>&1
+  wait_for 60 kc -n e2e get serviceaccount default
+  check crio "kubectl apply: Deployment web ($agn netexec), Service web, a busybox client pod" apply <<YAML || return
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: e2e}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: $agn
+        imagePullPolicy: Never
+        args: ["netexec", "--http-port=8080"]
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: e2e}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: e2e}
+spec:
+  containers:
+  - name: c
+    image: $bb
+    imagePullPolicy: Never
+    command: ["sleep", "86400"]
+YAML
+  if check crio "the netexec replica is available (kubectl rollout status)" kc -n e2e rollout status deploy/web --timeout=120s; then
+    check crio "the client pod is Running" wait_for 120 phase_is client Running
+    out=$(kc -n e2e exec client -- sh -c 'id -u; cat /proc/1/cmdline | tr "\0" " "' 2>&1)
+    check crio "kubectl exec runs in the client container (uid/cmdline: $(tr '\n' ' ' <<<"$out"))" grep -qz "^0.sleep 86400" <<<"$out"
+    ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
+    for _ in $(seq 1 30); do
+      out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$ip/hostname" 2>&1) && [[ $out == web-* ]] && break
+      sleep 1
+    done
+    check crio "kubectl exec: the client pod reaches the Service's ClusterIP $ip:80 -> $out" grep -q '^web-' <<<"$out"
+  fi
+  [ "$E2E_FAILS" = "$f0" ] || crio_evidence
+  check crio "uninstall --purge --yes" rk8s uninstall --purge --yes
+  # The CRI-O cell of the runtime × network matrix (its network: what the plan chose, slirp4netns here).
+  if [ "$E2E_FAILS" = "$f0" ]; then cell crio slirp4netns pass "pod, Service and exec work (images put in CRI-O's store by the e2e's loader: image load refuses CRI-O)"
+  else cell crio slirp4netns fail "$((E2E_FAILS - f0)) checks failed (see the FAIL lines of crio)"; fi
 }
 
 start_mirror

@@ -10,18 +10,38 @@
 // k8s.io/client-go/pkg/version for Kubernetes), so `kubelet --version` and the Node's
 // kubeletVersion say the real version.
 //
+// C programs that live inside a Go module (CRI-O's pinns) are built with the module's own
+// Makefile: the entry's "make" maps a binary to {dir, output}, the folder is copied out of the
+// read-only module cache and `make -C dir` runs there; output is where that Makefile puts it,
+// relative to the copy of the module root (pinns/Makefile writes ../bin/pinns).
+//
+// An entry with "local" (a folder of this repository with its own go.mod and go.sum) is e2e
+// tooling of ours, built in place the same way; its cache key covers its files.
+//
 // Results are cached outside the repo in DIR/<id>/<version>-go<go version>-<recipe hash>/ with a
 // build.json (module, version, Go version, seconds, each binary's sha256 and first --version
 // line): a warm run builds nothing. DIR defaults to $E2E_BUILD_CACHE or /var/tmp/rk8s-build.
 // Exit status: 0 when every build is present, 1 when one failed (its log is named), 2 bad usage.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const REPO = join(here, "..", "..", "..");
 const GO = process.env.GO ?? (existsSync("/usr/local/go/bin/go") ? "/usr/local/go/bin/go" : "go");
 // Bump when the way a build is made changes: every cached build is then made again.
 const RECIPE_VERSION = 1;
@@ -81,11 +101,12 @@ export function firstVersionLine(bin, name) {
 function ldflagsFor(b, info) {
   const bare = b.version.replace(/^v/, "");
   const rev = info.Origin?.Hash ?? "module";
-  const subst = (s) => s.replaceAll("{version}", b.version).replaceAll("{bare}", bare).replaceAll("=module", `=${rev}`);
+  const date = (info.Time ?? "1970-01-01T00:00:00Z").replace(/\.\d+Z$/, "Z");
+  const subst = (s) =>
+    s.replaceAll("{version}", b.version).replaceAll("{bare}", bare).replaceAll("{date}", date).replaceAll("=module", `=${rev}`);
   const flags = ["-s", "-w"];
   if (b.recipe === "kubernetes") {
     const [maj, min] = bare.split(".");
-    const date = (info.Time ?? "1970-01-01T00:00:00Z").replace(/\.\d+Z$/, "Z");
     for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
       flags.push(
         `-X ${pkg}.gitVersion=${b.version}`,
@@ -121,6 +142,12 @@ function wrapper(b, src, work, log) {
   writeFileSync(log, `wrapper go.mod:\n${lines.join("\n")}\n\n`, { flag: "a" });
 }
 
+/** The module cache is read-only; a copy of one of its folders must be writable to build in. */
+function makeWritable(dir) {
+  const r = spawnSync("chmod", ["-R", "u+w", dir]);
+  if (r.status !== 0) throw new Error(`chmod -R u+w ${dir} failed`);
+}
+
 function ensureDebs(debs) {
   const missing = debs.filter(
     (p) => spawnSync("dpkg-query", ["-W", "-f=${Status}", p], { encoding: "utf8" }).stdout.indexOf("install ok installed") < 0,
@@ -137,8 +164,20 @@ function ensureDebs(debs) {
   }
 }
 
+/** A local module's files (path and content), so that an edit makes a new build. */
+function localSourceHash(b) {
+  const h = createHash("sha256");
+  const dir = join(REPO, b.local);
+  for (const f of readdirSync(dir).sort()) h.update(f).update(readFileSync(join(dir, f)));
+  return h.digest("hex");
+}
+
 export function buildKey(b, gover) {
-  return createHash("sha256").update(JSON.stringify({ b, gover, RECIPE_VERSION })).digest("hex").slice(0, 10);
+  const local = b.local ? { source: localSourceHash(b) } : {};
+  return createHash("sha256")
+    .update(JSON.stringify({ b, gover, RECIPE_VERSION, ...local }))
+    .digest("hex")
+    .slice(0, 10);
 }
 
 export function outDir(cache, b, gover) {
@@ -212,19 +251,32 @@ function buildOneLocked(b, { cache, gover, say }) {
   writeFileSync(log, `build ${b.id} ${b.module}@${b.version} with ${gover}\n`);
   say(`build ${b.id}: ${b.module}@${b.version} (${Object.keys(b.packages).join(", ")}) with ${gover}; log ${log}`);
   if (b.debs) ensureDebs(b.debs);
-  const src = download(b.module, b.version, log);
-  const work = join(cache, "work", `${b.id}-${b.version}`);
-  wrapper(b, src, work, log);
+  // A local module (e2e tooling in this repository, "local": its folder) builds in place, from
+  // its own go.mod and go.sum; an upstream one through the throwaway wrapper module.
+  const src = b.local ? { dir: join(REPO, b.local), info: {} } : download(b.module, b.version, log);
+  const work = b.local ? src.dir : join(cache, "work", `${b.id}-${b.version}`);
+  if (!b.local) wrapper(b, src, work, log);
   const env = { ...goEnv(), CGO_ENABLED: b.cgo ? "1" : "0" };
   const ldflags = ldflagsFor(b, src.info);
   const binaries = [];
   for (const [name, pkg] of Object.entries(b.packages)) {
-    const target = pkg === "." ? b.module : `${b.module}/${pkg}`;
+    const target = b.local ? `./${pkg}` : pkg === "." ? b.module : `${b.module}/${pkg}`;
     const args = ["build", "-trimpath", "-ldflags", ldflags, "-o", join(tmp, "bin", name)];
     if (b.tags) args.push("-tags", b.tags.split(/\s+/).join(","));
     args.push(target);
     go(args, { cwd: work, env, log });
     binaries.push({ name, source: `${b.module}@${b.version}`, package: target });
+  }
+  for (const [name, m] of Object.entries(b.make ?? {})) {
+    const root = join(work, "c-src");
+    cpSync(join(src.dir, m.dir), join(root, m.dir), { recursive: true });
+    makeWritable(join(root, m.dir));
+    const r = spawnSync("make", ["-C", join(root, m.dir), ...(m.args ?? [])], { encoding: "utf8", maxBuffer: 64 << 20 });
+    writeFileSync(log, `$ make -C ${m.dir}\n${r.stdout}${r.stderr}`, { flag: "a" });
+    if (r.status !== 0) throw new Error(`make -C ${m.dir} failed (exit ${r.status}); see ${log}`);
+    copyFileSync(join(root, m.output), join(tmp, "bin", name));
+    chmodSync(join(tmp, "bin", name), 0o755);
+    binaries.push({ name, source: `${b.module}@${b.version}`, package: `${b.module}/${m.dir} (make)` });
   }
   rmSync(out, { recursive: true, force: true });
   renameSync(tmp, out);
@@ -242,7 +294,7 @@ function buildOneLocked(b, { cache, gover, say }) {
     }),
   };
   writeFileSync(meta, `${JSON.stringify(j, null, 2)}\n`);
-  rmSync(work, { recursive: true, force: true });
+  if (!b.local) rmSync(work, { recursive: true, force: true });
   say(`built ${b.id} in ${j.seconds}s: ${j.binaries.map((x) => `${x.name} (${x.version || "no version line"})`).join("; ")}`);
   return { ...j, cached: false };
 }

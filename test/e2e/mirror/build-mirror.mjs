@@ -1,7 +1,7 @@
 // Builds the e2e loopback mirror: the upstream components built from their Go modules
-// (test/e2e/build: Kubernetes, etcd, containerd, runc, CNI plugins, crictl, RootlessKit) and the
-// few that no Go module serves taken from Debian 12 (slirp4netns; busybox-static for the test
-// images), packed in upstream's archive layouts at upstream's URL paths, with one manifest per
+// (test/e2e/build: Kubernetes, etcd, containerd, runc, CRI-O, CNI plugins, crictl, RootlessKit) and
+// the few that no Go module serves taken from Debian 12 (slirp4netns, conmon; busybox-static for
+// the test images), packed in upstream's archive layouts at upstream's URL paths, with one manifest per
 // version set (schema of cli/fetch, docs/manifest.md) whose checksums are those of the files
 // served. Archives are deterministic, so checksums stay the same across runs of the same builds.
 //
@@ -25,7 +25,7 @@ import { tarGz } from "../../helpers/tar.mjs";
 import { buildAll } from "../build/build-components.mjs";
 import { buildDebianSources } from "../build/debian-source.mjs";
 
-const DEBS = ["slirp4netns", "busybox-static"];
+const DEBS = ["slirp4netns", "busybox-static", "conmon"];
 const CNI = ["bandwidth", "bridge", "firewall", "host-local", "loopback", "portmap", "ptp", "tuning"];
 const K8S = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"];
 const ARCH = "amd64";
@@ -269,6 +269,51 @@ export async function buildMirror({
       chmodSync(join(dir, b), 0o755);
     }
     note("passt", ["pasta", "pasta.avx2"]);
+  }
+  // CRI-O: the static bundle's layout, cri-o/bin/{crio,pinns,conmon,crun,runc}, .sha256sum side
+  // file. crio and pinns from CRI-O's module, crun and runc the builds above, conmon Debian 12's
+  // (C, no Go module). Not conmonrs (Rust; no Go module, Debian 12 has none): the product renders
+  // every CRI-O runtime handler with runtime_type "oci", whose monitor is conmon, so it never runs
+  // conmonrs (cli/render/runtime-configs.ts crioConfig); the built-in manifest still lists it.
+  {
+    const v = c["cri-o"].version;
+    const conmon = file(join(debs.conmon.root, "usr/bin/conmon"));
+    const bins = {
+      crio: file(c["cri-o"].bin.crio),
+      pinns: file(c["cri-o"].bin.pinns),
+      conmon,
+      crun: file(c.crun.bin.crun),
+      runc: file(c.runc.bin.runc),
+    };
+    const data = tarGz(
+      [
+        { path: "cri-o", type: "dir" },
+        { path: "cri-o/bin", type: "dir" },
+        ...Object.entries(bins).map(([n, b]) => exe(`cri-o/bin/${n}`, b)),
+      ],
+      1,
+    );
+    const f = `cri-o.${ARCH}.v${v}.tar.gz`;
+    m.put(`https://storage.googleapis.com/cri-o/artifacts/${f}`, data);
+    m.put(`https://storage.googleapis.com/cri-o/artifacts/${f}.sha256sum`, `${hex("sha256", data)}  ${f}\n`);
+    note("cri-o", ["crio", "pinns"]);
+    sources.conmon = { source: `Debian 12 conmon ${debs.conmon.version} (${debs.conmon.deb})`, sha256: hex("sha256", conmon) };
+    common.push(
+      artifact({
+        id: "cri-o",
+        component: "cri-o",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: `${built("cri-o")}; crun from ${c.crun.source}, runc from ${c.runc.source}, conmon Debian 12 ${debs.conmon.version} (${debs.conmon.deb}); no conmonrs`,
+        when: { runtime: ["crio"] },
+        url: "https://storage.googleapis.com/cri-o/artifacts/cri-o.{arch}.v{version}.tar.gz",
+        binaries: Object.keys(bins).map((n) => ({ name: n, path: `cri-o/bin/${n}` })),
+        sideFiles: [
+          { url: "https://storage.googleapis.com/cri-o/artifacts/cri-o.{arch}.v{version}.tar.gz.sha256sum", algorithm: "sha256" },
+        ],
+      }),
+    );
   }
   // CNI plugins: ./<plugin> at the top of the tgz, .sha256 side file.
   {

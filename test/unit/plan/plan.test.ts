@@ -321,18 +321,26 @@ describe("validatePlan refuses bad plans before anything is written", () => {
     expect(planProblems(buildPlan(f2, { runtime: "docker" }, versions), f2)).toEqual([]);
   });
 
-  it("CRI-O in mode none on cgroup v2, v1 and hybrid alike (cri-o#9980: the dropped infra container's cgroup), but not in mode delegated", () => {
+  it("CRI-O in mode none on cgroup v2, v1 and hybrid alike: planned with an infra container for every pod, not refused", () => {
     const v2none = withFacts(delegatedFacts(), (x) => {
       x.cgroup.delegated = false;
       x.cgroup.userControllers = [];
     });
-    const plan = buildPlan(v2none, { runtime: "crio" }, versions);
-    expect(() => validatePlan(plan, v2none)).toThrow(/cri-o#9980/);
-    const hybrid = expectRefusal({ runtime: "crio" }, () => {}, /CRI-O in mode none fails rootless on cgroup hybrid: .*cri-o\/cri-o#9980/);
-    expect(hybrid.fix).toMatch(/--runtime containerd/);
-    expectRefusal({ runtime: "crio" }, (f) => (f.cgroup.mode = "v1"), /on cgroup v1: /);
+    const v1 = withFacts(baseFacts(), (f) => (f.cgroup.mode = "v1"));
+    const hybrid = baseFacts();
+    for (const f of [v2none, v1, hybrid]) {
+      const plan = buildPlan(f, { runtime: "crio" }, versions);
+      expect(plan.mode.name).toBe("none");
+      expect(plan.runtime.disableCgroup).toBe(true);
+      expect(planProblems(plan, f)).toEqual([]);
+      expect(() => validatePlan(plan, f)).not.toThrow();
+      expect(plan.runtime.reasons.join("\n")).toMatch(/drop_infra_ctr = false: every pod keeps its infra container/);
+    }
     const delegated = delegatedFacts();
-    expect(planProblems(buildPlan(delegated, { runtime: "crio" }, versions), delegated)).toEqual([]);
+    const plan = buildPlan(delegated, { runtime: "crio" }, versions);
+    expect(planProblems(plan, delegated)).toEqual([]);
+    expect(plan.runtime.disableCgroup).toBe(false);
+    expect(plan.runtime.reasons.join("\n")).not.toMatch(/drop_infra_ctr/);
   });
 
   it("containerd 1.x for Kubernetes 1.36 and later (1.35 was the last release to support it)", () => {

@@ -15,7 +15,7 @@ import YAML from "yaml";
 import type { Plan } from "../../../cli/plan/plan";
 import { layout } from "../../../cli/render/layout";
 import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/render/kube-configs";
-import { containerdConfig, renderToml } from "../../../cli/render/runtime-configs";
+import { containerdConfig, crioConfig, renderToml } from "../../../cli/render/runtime-configs";
 import { ociRuntimeWrapper } from "../../../cli/render/scripts";
 import { unknownFields } from "../../doubles/lib/config-fields.mjs";
 import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
@@ -143,6 +143,23 @@ describe("mode none with containerd 2: crun with its cgroup manager disabled", (
     writeFileSync(join(dir, "wrapper"), ociRuntimeWrapper(fake)!, { mode: 0o755 });
     const r = spawnSync(join(dir, "wrapper"), ["--root", "/run/x y", "create", "--bundle", "b", "id"], { encoding: "utf8" });
     expect(r.stdout).toBe("[--cgroup-manager=disabled][--root][/run/x y][create][--bundle][b][id]");
+  });
+});
+
+describe("CRI-O: an infra container for every pod in mode none", () => {
+  it("renders drop_infra_ctr = false in mode none (else CRI-O makes the pod cgroup itself), and keeps CRI-O's default when delegated", () => {
+    const crio = plans.filter((p) => p.plan.runtime.name === "crio");
+    const none = crio.filter((p) => p.plan.mode.name === "none");
+    const delegated = crio.filter((p) => p.plan.mode.name === "delegated");
+    expect(none.length).toBeGreaterThan(0);
+    expect(delegated.length).toBeGreaterThan(0);
+    for (const { name, plan } of none) {
+      const runtime = (parseToml(renderToml(crioConfig(plan))) as any).crio.runtime;
+      expect(runtime.drop_infra_ctr, name).toBe(false);
+      expect(runtime.cgroup_manager, name).toBe("cgroupfs");
+      expect(runtime.conmon_cgroup, name).toBe("pod");
+    }
+    for (const { name, plan } of delegated) expect((crioConfig(plan) as any).crio.runtime.drop_infra_ctr, name).toBeUndefined();
   });
 });
 
