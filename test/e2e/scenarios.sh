@@ -922,9 +922,10 @@ YAML
     sleep 3
     check matrix "$name: and the NodePort $np is indeed closed from the host" closed "http://127.0.0.1:$np/hostname"
   fi
-  check matrix "$name: uninstall --purge --yes leaves nothing" rk8s uninstall --purge --yes
+  # (read before the uninstall removes the receipt)
   local what="pod, Service, DNS, exec and the NodePort from the host work"
   [ "$(receipt_value .plan.publish.enabled)" = true ] || what="pod, Service, DNS and exec work; the NodePort is not published from the host, as the plan says"
+  check matrix "$name: uninstall --purge --yes leaves nothing" rk8s uninstall --purge --yes
   if [ "$E2E_FAILS" = "$f0" ]; then cell "$rt" "$net" pass "$what"; else cell "$rt" "$net" fail "$((E2E_FAILS - f0)) checks failed (see the FAIL lines of $name)"; fi
 }
 # matrix_refused RUNTIME NETWORK PATTERN INSTALL-FLAGS...: install --dry-run refuses the cell with
