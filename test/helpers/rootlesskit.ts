@@ -25,6 +25,19 @@ export function rootlessKitSkipReason(tools: readonly string[], packages: string
   return null;
 }
 
+/**
+ * Why a test of RootlessKit with slirp4netns and a listener inside (python3, entered with nsenter)
+ * cannot run here, or null; the reason is logged under `label` so a skip is never silent.
+ */
+export function slirpRootlessKitSkipReason(label: string): string | null {
+  const reason = rootlessKitSkipReason(
+    ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"],
+    "rootlesskit slirp4netns uidmap util-linux python3",
+  );
+  if (reason) console.log(`${label}: skipped: ${reason}`);
+  return reason;
+}
+
 export interface RunningRootlessKit {
   process: ChildProcess;
   /** The child's pid (state-dir/child_pid): the namespaces to enter. */

@@ -25,7 +25,7 @@ import {
   listenInside,
   readAll,
   type RunningRootlessKit,
-  rootlessKitSkipReason,
+  slirpRootlessKitSkipReason,
   startRootlessKit,
   stopGroup,
 } from "../../helpers/rootlesskit";
@@ -37,11 +37,7 @@ const NAME = "rk8s-ports";
 const CHILD_IP = "10.0.2.100"; // slirp4netns's address for the namespace, the node's address in the plan
 const TIMING: LoopTiming = { debounceMs: 100, resyncMs: 1000, retryMs: 200, watchSeconds: 30 };
 
-const reason = rootlessKitSkipReason(
-  ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"],
-  "rootlesskit slirp4netns uidmap util-linux python3",
-);
-if (reason) console.log(`ports-loop: skipped: ${reason}`);
+const reason = slirpRootlessKitSkipReason("ports-loop");
 
 describe.skipIf(reason !== null)("the port publisher's loop, against a real RootlessKit and the fixture API server", () => {
   const user = testUser(NAME, { subIds: 910000 });

@@ -17,18 +17,14 @@ import {
   listenInside,
   readAll,
   type RunningRootlessKit,
-  rootlessKitSkipReason,
+  slirpRootlessKitSkipReason,
   startRootlessKit,
   stopGroup,
 } from "../../helpers/rootlesskit";
 import { testUser } from "../../helpers/user";
 
 const NAME = "rk8s-rkapi";
-const reason = rootlessKitSkipReason(
-  ["rootlesskit", "slirp4netns", "newuidmap", "nsenter", "python3"],
-  "rootlesskit slirp4netns uidmap util-linux python3",
-);
-if (reason) console.log(`rootlesskit-api: skipped: ${reason}`);
+const reason = slirpRootlessKitSkipReason("rootlesskit-api");
 
 describe.skipIf(reason !== null)("the RootlessKit API client, against a real RootlessKit (slirp4netns, builtin port driver)", () => {
   const user = testUser(NAME, { subIds: 900000 });
