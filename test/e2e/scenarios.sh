@@ -43,6 +43,8 @@ V_SKEW=$(vset skew)
 # The images the pods run, built locally (test/e2e/images) and loaded with `rootless-k8s image load`.
 IMAGES=$E2E_OPT/images
 image_name() { "$E2E_OPT/node" -e 'const l=JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); const i=l.find((x)=>x.role===process.argv[2]); if(!i) process.exit(1); process.stdout.write(i.name)' "$IMAGES/images.json" "$1"; }
+# image_files: "role file" of every image built here, a line each
+image_files() { "$E2E_OPT/node" -e 'for (const i of JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))) console.log(i.role, i.file)' "$IMAGES/images.json"; }
 # Results for test/e2e/out/report.json: one JSON object per line (scenario timings, node info).
 REPORT=${E2E_REPORT:-$STATE/report.jsonl}
 : >"$REPORT"
@@ -865,11 +867,12 @@ both_running() { [ "$(pod_phase web) $(pod_phase client)" = "Running Running" ];
 client_reaches() { local out; out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$1/hostname" 2>&1) && [ "$out" = web ]; }
 # matrix_cell RUNTIME NETWORK INSTALL-FLAGS...: a node of that cell runs pods, Services, DNS and exec.
 matrix_cell() {
-  local rt=$1 net=$2 name="$1 × $2" log f0=$E2E_FAILS agn bb ip np got f imgs=()
+  local rt=$1 net=$2 name="$1 × $2" log f0=$E2E_FAILS agn bb ip np got f published imgs=()
   shift 2
   log=$STATE/matrix-$rt-$net.log
   if ! agn=$(image_name agnhost) || ! bb=$(image_name busybox); then fail matrix "no agnhost/busybox image in $IMAGES/images.json"; return; fi
   if ! check matrix "$name: install --yes $* is Ready" install_to "$log" "${FLAGS[@]}" "$@"; then
+    [ "$rt" = crio ] && crio_evidence
     cell "$rt" "$net" fail "install: $(grep -m1 '^error' "$log" || tail -1 "$log")"
     rk8s uninstall --purge --yes >/dev/null 2>&1
     return
@@ -878,8 +881,10 @@ matrix_cell() {
   check matrix "$name: the plan runs runtime $rt, network $net, mode $MODE ($got)" test "$got" = "$rt $net $MODE"
   got=$(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.kubeletVersion} {.items[0].status.nodeInfo.containerRuntimeVersion}')
   check matrix "$name: the Node runs the real kubelet v$V_INSTALL ($got)" grep -q "^v$V_INSTALL " <<<"$got"
-  for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
-  check matrix "$name: rootless-k8s image load (${#imgs[@]} archives)" rk8s image load "${imgs[@]}"
+  if [ "$rt" = crio ]; then crio_images "$name"; else
+    for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
+    check matrix "$name: rootless-k8s image load (${#imgs[@]} archives)" rk8s image load "${imgs[@]}"
+  fi
   kc create namespace e2e >/dev/null 2>&1
   wait_for 60 kc -n e2e get serviceaccount default
   check matrix "$name: kubectl apply: pod web (agnhost netexec), Service web, pod client (busybox)" apply <<YAML || { cell "$rt" "$net" fail "kubectl apply failed"; rk8s uninstall --purge --yes >/dev/null 2>&1; return; }
@@ -913,7 +918,8 @@ YAML
   got=$(kc -n e2e exec client -- hostname 2>&1)
   check matrix "$name: kubectl exec runs in the container (hostname: $got)" test "$got" = client
   np=$(kc -n e2e get svc web -o 'jsonpath={.spec.ports[0].nodePort}')
-  if [ "$(receipt_value .plan.publish.enabled)" = true ]; then
+  published=$(receipt_value .plan.publish.enabled)
+  if [ "$published" = true ]; then
     check matrix "$name: the NodePort $np answers from the host at 127.0.0.1 (the port publisher)" wait_for 30 answers "http://127.0.0.1:$np/hostname" web
   else
     # What the plan says it gives up (pasta): a NodePort is an iptables rule, no socket pasta could see.
@@ -922,9 +928,10 @@ YAML
     sleep 3
     check matrix "$name: and the NodePort $np is indeed closed from the host" closed "http://127.0.0.1:$np/hostname"
   fi
-  # (read before the uninstall removes the receipt)
   local what="pod, Service, DNS, exec and the NodePort from the host work"
-  [ "$(receipt_value .plan.publish.enabled)" = true ] || what="pod, Service, DNS and exec work; the NodePort is not published from the host, as the plan says"
+  [ "$published" = true ] || what="pod, Service, DNS and exec work; the NodePort is not published from the host, as the plan says"
+  [ "$rt" = crio ] && what+=" (images put into CRI-O's store by the e2e's loader: image load refuses CRI-O)"
+  [ "$rt" = crio ] && [ "$E2E_FAILS" != "$f0" ] && crio_evidence
   check matrix "$name: uninstall --purge --yes leaves nothing" rk8s uninstall --purge --yes
   if [ "$E2E_FAILS" = "$f0" ]; then cell "$rt" "$net" pass "$what"; else cell "$rt" "$net" fail "$((E2E_FAILS - f0)) checks failed (see the FAIL lines of $name)"; fi
 }
@@ -955,10 +962,9 @@ scenario_matrix() {
 }
 
 # CRI-O (--runtime crio): the static bundle's layout from the mirror (crio and pinns built from
-# CRI-O's module, crun, runc, Debian 12's conmon) under the real kubelet: Ready, a netexec pod, a
-# ClusterIP Service from a busybox pod, kubectl exec, then uninstall --purge. `image load` refuses
-# CRI-O (it would need skopeo), so the images go into CRI-O's store with test/e2e/tools/crio-image-load
-# ($E2E_OPT/lib) inside the node's namespaces.
+# CRI-O's module, crun, runc, Debian 12's conmon) under the real kubelet, as the matrix cell
+# crio × slirp4netns. `image load` refuses CRI-O (it would need skopeo), so the images go into
+# CRI-O's store with test/e2e/tools/crio-image-load ($E2E_OPT/lib) inside the node's namespaces.
 crio_evidence() { # the runtime's and the kubelet's own words, into $STATE and the output
   rk8s logs crio -n 100000 >"$STATE/crio-owner.log" 2>&1
   rk8s logs kubelet -n 100000 >"$STATE/crio-kubelet.log" 2>&1
@@ -977,91 +983,33 @@ crio_load() { # crio_load ARCHIVE NAME: into CRI-O's store, inside the node's us
   as_user nsenter -U --preserve-credentials -m -p -t "$pid" "$E2E_OPT/lib/crio-image-load" \
     --root "$(crio_conf_value root)" --runroot "$(crio_conf_value runroot)" --driver "$(crio_conf_value storage_driver)" "${opt[@]}" "$1" "$2"
 }
-scenario_crio() {
-  local log=$STATE/crio.log agn bb ip out rc f0=$E2E_FAILS
-  if ! agn=$(image_name agnhost) || ! bb=$(image_name busybox); then fail crio "no agnhost/busybox image in $IMAGES/images.json"; return; fi
-  if ! check crio "install --runtime crio in mode $MODE: the node is Ready" install_to "$log" "${FLAGS[@]}" --runtime crio; then
-    crio_evidence
-    rk8s uninstall --purge --yes >/dev/null 2>&1
-    return
-  fi
-  check crio "the receipt's plan runs CRI-O ($(receipt_value .plan.runtime.name))" test "$(receipt_value .plan.runtime.name)" = crio
+# crio_images NAME: CRI-O's own checks once its node is Ready, then every image the e2e built, put
+# into CRI-O's store (the matrix cell's image step for CRI-O).
+crio_images() {
+  local name=$1 rc role file img sandbox out
   if [ "$MODE" = none ]; then
-    check crio "mode none: crio.conf keeps every pod's infra container (drop_infra_ctr = false)" grep -q '^drop_infra_ctr = false$' "$CONFIG/crio/crio.conf"
+    check matrix "$name: mode none: crio.conf keeps every pod's infra container (drop_infra_ctr = false)" grep -q '^drop_infra_ctr = false$' "$CONFIG/crio/crio.conf"
   else
-    check crio "mode $MODE: crio.conf leaves drop_infra_ctr at CRI-O's default" lacks '^drop_infra_ctr' cat "$CONFIG/crio/crio.conf"
+    check matrix "$name: mode $MODE: crio.conf leaves drop_infra_ctr at CRI-O's default" lacks '^drop_infra_ctr' cat "$CONFIG/crio/crio.conf"
   fi
-  check crio "the Node is Ready through the real kubelet ($(kc get nodes --no-headers 2>&1 | tr -s ' '))" has ' Ready ' kc get nodes --no-headers
-  check crio "the Node's containerRuntimeVersion is cri-o://1.36.3 ($(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}'))" \
+  check matrix "$name: the Node's containerRuntimeVersion is cri-o://1.36.3 ($(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}'))" \
     test "$(kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.containerRuntimeVersion}')" = cri-o://1.36.3
   rk8s image load "$IMAGES/pause.tar" >"$STATE/crio-image-load.log" 2>&1
   rc=$?
-  check crio "rootless-k8s image load refuses CRI-O: exit $rc, $(head -1 "$STATE/crio-image-load.log")" test "$rc" = 3
+  check matrix "$name: rootless-k8s image load refuses CRI-O: exit $rc, $(head -1 "$STATE/crio-image-load.log")" test "$rc" = 3
   # The product sets no pause_image: CRI-O's default names the sandbox image; the pause built here
   # (Kubernetes' pause.c) is loaded under that name too, as the registry would serve it.
-  local role name sandbox
   rk8s logs crio -n 100000 >"$STATE/crio-owner.log" 2>&1
   sandbox=$(grep -o 'pause_image = \\"[^\\]*' "$STATE/crio-owner.log" | head -1 | sed 's/.*"//')
-  info crio "CRI-O's pause_image: ${sandbox:-unknown}"
-  for role in pause agnhost busybox; do
-    for name in $(image_name "$role") $([ "$role" = pause ] && echo "$sandbox"); do
-      out=$(crio_load "$IMAGES/$role.tar" "$name" 2>&1)
-      check crio "$name into CRI-O's store (crio-image-load: $(tail -1 <<<"$out"))" grep -q '^loaded ' <<<"$out"
+  info matrix "CRI-O's pause_image: ${sandbox:-unknown}"
+  while read -r role file; do
+    for img in $(image_name "$role") $([ "$role" = pause ] && echo "$sandbox"); do
+      out=$(crio_load "$file" "$img" 2>&1)
+      check matrix "$name: $img into CRI-O's store (crio-image-load: $(tail -1 <<<"$out"))" grep -q '^loaded ' <<<"$out"
     done
-  done
-  kc create namespace e2e >/dev/null 2>&1
-  wait_for 60 kc -n e2e get serviceaccount default
-  check crio "kubectl apply: Deployment web ($agn netexec), Service web, a busybox client pod" apply <<YAML || return
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: e2e}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: $agn
-        imagePullPolicy: Never
-        args: ["netexec", "--http-port=8080"]
-        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 2}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: e2e}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: 8080}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client, namespace: e2e}
-spec:
-  containers:
-  - name: c
-    image: $bb
-    imagePullPolicy: Never
-    command: ["sleep", "86400"]
-YAML
-  if check crio "the netexec replica is available (kubectl rollout status)" kc -n e2e rollout status deploy/web --timeout=120s; then
-    check crio "the client pod is Running" wait_for 120 phase_is client Running
-    out=$(kc -n e2e exec client -- sh -c 'id -u; cat /proc/1/cmdline | tr "\0" " "' 2>&1)
-    check crio "kubectl exec runs in the client container (uid/cmdline: $(tr '\n' ' ' <<<"$out"))" grep -qz "^0.sleep 86400" <<<"$out"
-    ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
-    for _ in $(seq 1 30); do
-      out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$ip/hostname" 2>&1) && [[ $out == web-* ]] && break
-      sleep 1
-    done
-    check crio "kubectl exec: the client pod reaches the Service's ClusterIP $ip:80 -> $out" grep -q '^web-' <<<"$out"
-  fi
-  [ "$E2E_FAILS" = "$f0" ] || crio_evidence
-  check crio "uninstall --purge --yes" rk8s uninstall --purge --yes
-  # The CRI-O cell of the runtime × network matrix (its network: what the plan chose, slirp4netns here).
-  if [ "$E2E_FAILS" = "$f0" ]; then cell crio slirp4netns pass "pod, Service and exec work (images put in CRI-O's store by the e2e's loader: image load refuses CRI-O)"
-  else cell crio slirp4netns fail "$((E2E_FAILS - f0)) checks failed (see the FAIL lines of crio)"; fi
+  done < <(image_files)
 }
+scenario_crio() { matrix_cell crio slirp4netns --runtime crio --network slirp4netns; }
 
 start_mirror
 set_version "$V_INSTALL"
