@@ -18,9 +18,12 @@ function firstLine(text: string, re: RegExp): string | null {
 
 async function tool(ctx: ProbeContext, name: string, args: string[], parse: Parser, rawLine: RegExp): Promise<ToolFacts | null> {
   const p = await findTool(ctx.host, name);
-  if (!p) return null;
-  const r = await probeRun(ctx, p, args);
-  const text = outputOf(r);
+  return p ? toolAt(ctx, p, args, parse, rawLine) : null;
+}
+
+/** The tool found at `p`, read from what `p ARGS` prints. */
+async function toolAt(ctx: ProbeContext, p: string, args: string[], parse: Parser, rawLine: RegExp): Promise<ToolFacts> {
+  const text = outputOf(await probeRun(ctx, p, args));
   return { path: p, version: parse(text).version, raw: firstLine(text, rawLine) };
 }
 
@@ -51,11 +54,13 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
 }
 
 async function pasta(ctx: ProbeContext): Promise<PastaFacts | null> {
+  const p = await findTool(ctx.host, "pasta");
+  if (!p) return null;
   const [t, feature] = await Promise.all([
-    tool(ctx, "pasta", ["--version"], v.parsePastaVersion, /^pasta /),
-    findTool(ctx.host, "pasta").then((p) => (p ? probeRun(ctx, p, ["--host-lo-to-ns-lo", "--version"]) : null)),
+    toolAt(ctx, p, ["--version"], v.parsePastaVersion, /^pasta /),
+    probeRun(ctx, p, ["--host-lo-to-ns-lo", "--version"]),
   ]);
-  return t && { ...t, hostLoToNsLo: feature?.code === 0 };
+  return { ...t, hostLoToNsLo: feature.code === 0 };
 }
 
 async function iptables(ctx: ProbeContext): Promise<IptablesFacts | null> {
