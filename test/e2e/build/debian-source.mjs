@@ -11,7 +11,7 @@
 // Cached in DIR/<id>/<version>-<recipe hash>/ with build.json; a warm run builds nothing.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { firstVersionLine, loadManifest, sha256 as fileSha256, withLock } from "./build-components.mjs";
 
@@ -71,11 +71,9 @@ function buildOneLocked(s, out, { cache, say }) {
   // 3. The upstream tarball, built here (its one top folder: crun-1.21, passt-2025_05_03.587980c).
   writeFileSync(join(work, orig), verified(`${MIRROR}/${dir}/${orig}`, origSha));
   execFileSync("tar", ["-xf", orig], { cwd: work });
-  const top = execFileSync("tar", ["-tf", orig], { cwd: work, maxBuffer: 64 << 20 })
-    .toString()
-    .split("\n")[0]
-    .split("/")[0];
-  const src = join(work, top);
+  const top = readdirSync(work, { withFileTypes: true }).find((d) => d.isDirectory());
+  if (!top) throw new Error(`${orig} holds no folder`);
+  const src = join(work, top.name);
   const log = join(cache, "logs", `${s.id}-${s.version}.log`);
   mkdirSync(join(cache, "logs"), { recursive: true });
   const run = (cmd, args) => {
