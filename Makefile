@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ARCH := $(shell uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
 BIN := dist/rootless-k8s-linux-$(ARCH)
 
-.PHONY: deps build release run test unit smoke lint format e2e bench clean
+.PHONY: deps build release run test unit smoke lint format e2e conformance bench clean
 
 deps: node_modules/.deps-stamp
 node_modules/.deps-stamp: package.json package-lock.json
@@ -57,6 +57,12 @@ format: deps
 # End-to-end under real systemd, RootlessKit and containerd (needs root to create the test user).
 e2e: build
 	bash test/e2e/run.sh
+
+# Upstream's [Conformance] tests (test/conformance/focus.txt) against a fresh e2e node, on both
+# routes unless E2E_ROUTES says otherwise; E2E_CONFORMANCE_LIST=ci runs the smaller list CI runs.
+# JUnit XML and the counts in test/e2e/out/conformance-<route>/ (docs/conformance.md).
+conformance: build
+	E2E_SCENARIOS="fresh conformance" bash test/e2e/run.sh
 
 bench: build
 	bash test/bench/run.sh

@@ -8,18 +8,23 @@
 //   OPT/lib/serve-mirror.mjs the mirror server
 //   OPT/images/              the images the pods run, OCI archives for `rootless-k8s image load`
 //                            (test/e2e/images/build-images.mjs), listed in images.json
+//   OPT/conformance/         with --conformance: upstream's suite, its images and lists
+//                            (test/conformance/prepare.mjs)
 //
-//   node test/e2e/prepare.mjs --cache /var/tmp/rk8s-e2e --opt /opt/rk8s-e2e --cli dist/rootless-k8s-linux-amd64
+//   node test/e2e/prepare.mjs --cache /var/tmp/rk8s-e2e --opt /opt/rk8s-e2e --cli dist/rootless-k8s-linux-amd64 [--conformance]
 import { build } from "esbuild";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { buildImages, containerdSandboxImage } from "./images/build-images.mjs";
+import { prepareConformance } from "../conformance/prepare.mjs";
 import { buildMirror } from "./mirror/build-mirror.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({ options: { cache: { type: "string" }, opt: { type: "string" }, cli: { type: "string" } } });
+const { values } = parseArgs({
+  options: { cache: { type: "string" }, opt: { type: "string" }, cli: { type: "string" }, conformance: { type: "boolean" } },
+});
 if (!values.cache || !values.opt || !values.cli) {
   console.error("usage: prepare.mjs --cache DIR --opt DIR --cli PATH_TO_ROOTLESS_K8S_BINARY");
   process.exit(2);
@@ -81,6 +86,7 @@ const images = buildImages({
   kubernetes: { module: agn.module, version: agn.version },
   agnhost: agn.binaries.find((x) => x.name === "agnhost").path,
   busybox: r.busybox,
+  debs: join(values.cache, "debs-images"),
   coredns: { path: dns.binaries.find((x) => x.name === "coredns").path, version: dns.version },
   localPath: { path: lpp.binaries.find((x) => x.name === "local-path-provisioner").path, version: lpp.version },
   metricsServer: { path: ms.binaries.find((x) => x.name === "metrics-server").path, version: ms.version },
@@ -105,5 +111,23 @@ for (const f of readdirSync(manifestDir).filter((x) => x.endsWith(".json"))) {
   const m = JSON.parse(readFileSync(join(manifestDir, f), "utf8"));
   m.images = addonImages;
   writeFileSync(join(manifestDir, f), `${JSON.stringify(m, null, 2)}\n`);
+}
+if (values.conformance) {
+  prepareConformance({
+    opt,
+    buildCache: process.env.E2E_BUILD_CACHE ?? "/var/tmp/rk8s-build",
+    cache: values.cache,
+    busybox: r.busybox,
+    agnhost: agn.binaries.find((x) => x.name === "agnhost").path,
+  });
+  await build({
+    entryPoints: [join(here, "..", "conformance", "summarize.mjs")],
+    bundle: true,
+    platform: "node",
+    target: "node24",
+    format: "esm",
+    outfile: join(opt, "conformance", "summarize.mjs"),
+    logLevel: "warning",
+  });
 }
 console.log(`prepared ${opt}: ${r.manifests.length} version sets`);

@@ -38,7 +38,10 @@ trap 'echo "e2e killed: stopping the VM and the test user manager" >&2; cleanup;
 STATUS=0
 
 t0=$(ts)
-if ! "$REPO/node_modules/.bin/node" "$HERE/prepare.mjs" --cache "$E2E_CACHE" --opt "$E2E_OPT" --cli "$CLI"; then
+# The conformance scenario needs upstream's suite and its images (test/conformance/prepare.mjs).
+PREPARE_FLAGS=()
+case " ${E2E_SCENARIOS:-} " in *" conformance "*) PREPARE_FLAGS+=(--conformance) ;; esac
+if ! "$REPO/node_modules/.bin/node" "$HERE/prepare.mjs" --cache "$E2E_CACHE" --opt "$E2E_OPT" --cli "$CLI" "${PREPARE_FLAGS[@]}"; then
   echo "FAIL (e2e) could not prepare the environment (component builds, mirror, images, binary); see above"
   exit 1
 fi
@@ -100,6 +103,13 @@ for r in $ROUTES; do
     *) echo "unknown route $r (host, vm)" >&2; exit 2 ;;
   esac
 done
+
+# The conformance runs' JUnit XML and summaries, beside report.json.
+if [ ${#PREPARE_FLAGS[@]} -gt 0 ]; then
+  for d in "$E2E_CACHE/conformance-host" "$E2E_CACHE/vm/out/conformance-vm"; do
+    [ -d "$d" ] && rm -rf "${OUT:?}/${d##*/}" && cp -r "$d" "$OUT/" && echo "conformance output: $OUT/${d##*/} ($(tail -1 "$d/summary.txt" 2>/dev/null))"
+  done
+fi
 
 echo
 "$REPO/node_modules/.bin/node" "$HERE/report.mjs" --opt "$E2E_OPT" --build-cache "$E2E_BUILD_CACHE" --out "$OUT/report.json" --prepare-seconds "$PREPARE_S" "${ROUTE_REPORTS[@]}" || STATUS=1

@@ -1011,6 +1011,42 @@ crio_images() {
 }
 scenario_crio() { matrix_cell crio slirp4netns --runtime crio --network slirp4netns; }
 
+# --- upstream's conformance suite against this node (issue 10; make conformance) -----------------
+# Runs the [Conformance] tests of one list (E2E_CONFORMANCE_LIST: focus, the full list, or ci) with
+# upstream's e2e.test and ginkgo (E2E_CONFORMANCE_PROCS in parallel), as the test user against the
+# node a scenario before installed. The suite's extra images are loaded with `image load`; tests
+# whose image cannot be built here are skipped by name (test/conformance/skips.txt). JUnit XML and
+# the summary go to conformance-ROUTE/ beside the report. A failure of the list fails the scenario
+# unless test/conformance/expected-none.txt names it (mode none only), with its "gives up" line.
+CONF=$E2E_OPT/conformance
+scenario_conformance() {
+  local clist=${E2E_CONFORMANCE_LIST:-focus} procs=${E2E_CONFORMANCE_PROCS:-4} out rc=0 skip expected=() f imgs=() line
+  out=$(dirname "$REPORT")/conformance-$ROUTE
+  [ -x "$CONF/bin/e2e.test" ] || { fail conformance "no suite in $CONF: prepare.mjs --conformance lays it out (make conformance)"; return; }
+  check conformance "the node is running before the suite starts" rk8s status
+  for f in "$CONF"/images/*.tar; do imgs+=("$f"); done
+  check conformance "rootless-k8s image load: the suite's ${#imgs[@]} extra images ($CONF/images)" rk8s image load "${imgs[@]}"
+  rm -rf "$out"
+  install -d -m 0755 -o "$E2E_USER" -g "$E2E_USER" "$out"
+  skip=$(cat "$CONF/lists/skips.regex")
+  info conformance "running $(grep -cv '^#\|^$' "$CONF/lists/$clist.txt") tests of the $clist list with $procs ginkgo processes; output $out"
+  as_user "$CONF/bin/ginkgo" --procs="$procs" --timeout=4h --no-color --silence-skips --output-dir="$out" --junit-report=junit.xml \
+    --focus="$(cat "$CONF/lists/$clist.focus")" ${skip:+--skip="$skip"} "$CONF/bin/e2e.test" -- \
+    --kubeconfig="$CONFIG/admin.kubeconfig" --kubectl-path="$SHARE/versions/current/bin/kubectl" --report-dir="$out" \
+    >"$out/ginkgo.log" 2>&1 || rc=$?
+  info conformance "ginkgo exited $rc; log $out/ginkgo.log ($(tail -3 "$out/ginkgo.log" | tr -s '\n' ' '))"
+  [ -s "$out/junit.xml" ] || { fail conformance "ginkgo wrote no JUnit report ($out/junit.xml)"; return; }
+  [ "$MODE" = none ] && expected=(--expected "$CONF/lists/expected-none.txt")
+  "$E2E_OPT/node" "$CONF/summarize.mjs" --junit "$out/junit.xml" --list "$CONF/lists/$clist.txt" --skips "$CONF/lists/skips.txt" \
+    "${expected[@]}" --route "$ROUTE" --mode "$MODE" --json "$out/summary.json" >"$out/summary.txt" 2>&1
+  rc=$?
+  sed 's/^/    | /' "$out/summary.txt"
+  line=$(tail -1 "$out/summary.txt")
+  report "{\"route\":\"$ROUTE\",\"conformance\":$(cat "$out/summary.json" 2>/dev/null || echo null)}"
+  if [ "$rc" = 0 ]; then pass conformance "$line: every failure is one mode $MODE predicts (test/conformance/expected-none.txt)"
+  else fail conformance "$line: failures no gives-up line predicts (FAILED above; $out/junit.xml)"; fi
+}
+
 start_mirror
 set_version "$V_INSTALL"
 info scenarios "route $ROUTE, expected mode $MODE, user $E2E_USER ($U), binary $("$E2E_OPT/bin/rootless-k8s" --version)"

@@ -1,7 +1,7 @@
 // Builds the upstream components of the e2e node from their Go modules, each at the version the
 // test manifest (test/e2e/build/components.json) names. Test tooling, never part of the product.
 //
-//   node test/e2e/build/build-components.mjs [--cache DIR] [--only ID,ID] [--list]
+//   node test/e2e/build/build-components.mjs [--cache DIR] [--only ID,ID] [--suite conformance] [--list]
 //
 // Each build is a throwaway main module that requires the upstream module at its version (and,
 // for k8s.io/kubernetes, replaces its v0.0.0 staging modules with the matching v0.x.y), starts
@@ -249,7 +249,7 @@ function buildOneLocked(b, { cache, gover, say }) {
   const log = join(cache, "logs", `${b.id}-${b.version}.log`);
   mkdirSync(dirname(log), { recursive: true });
   writeFileSync(log, `build ${b.id} ${b.module}@${b.version} with ${gover}\n`);
-  say(`build ${b.id}: ${b.module}@${b.version} (${Object.keys(b.packages).join(", ")}) with ${gover}; log ${log}`);
+  say(`build ${b.id}: ${b.module}@${b.version} (${binaryNames(b).join(", ")}) with ${gover}; log ${log}`);
   if (b.debs) ensureDebs(b.debs);
   // A local module (e2e tooling in this repository, "local": its folder) builds in place, from
   // its own go.mod and go.sum; an upstream one through the throwaway wrapper module.
@@ -259,9 +259,15 @@ function buildOneLocked(b, { cache, gover, say }) {
   const env = { ...goEnv(), CGO_ENABLED: b.cgo ? "1" : "0" };
   const ldflags = ldflagsFor(b, src.info);
   const binaries = [];
-  for (const [name, pkg] of Object.entries(b.packages)) {
+  // "packages" are commands (go build); "testPackages" are test binaries (go test -c), as upstream
+  // builds test/e2e into e2e.test.
+  const targets = [
+    ...Object.entries(b.packages ?? {}).map(([name, pkg]) => ({ name, pkg, verb: "build" })),
+    ...Object.entries(b.testPackages ?? {}).map(([name, pkg]) => ({ name, pkg, verb: "test", extra: ["-c", "-vet=off"] })),
+  ];
+  for (const { name, pkg, verb, extra = [] } of targets) {
     const target = b.local ? `./${pkg}` : pkg === "." ? b.module : `${b.module}/${pkg}`;
-    const args = ["build", "-trimpath", "-ldflags", ldflags, "-o", join(tmp, "bin", name)];
+    const args = [verb, ...extra, "-trimpath", "-ldflags", ldflags, "-o", join(tmp, "bin", name)];
     if (b.tags) args.push("-tags", b.tags.split(/\s+/).join(","));
     args.push(target);
     go(args, { cwd: work, env, log });
@@ -299,15 +305,20 @@ function buildOneLocked(b, { cache, gover, say }) {
   return { ...j, cached: false };
 }
 
+/** The binaries an entry makes: its commands, test binaries and make outputs. */
+export const binaryNames = (b) => [...Object.keys(b.packages ?? {}), ...Object.keys(b.testPackages ?? {}), ...Object.keys(b.make ?? {})];
+
 export function loadManifest(file = join(here, "components.json")) {
   return JSON.parse(readFileSync(file, "utf8"));
 }
 
 /** Builds every entry (or `only`); writes DIR/builds.json with all of them. */
-export function buildAll({ cache, only, say = console.log }) {
+export function buildAll({ cache, only, suites = [], say = console.log }) {
   const gover = goVersion();
   const m = loadManifest();
-  const chosen = only ? m.builds.filter((b) => only.includes(b.id)) : m.builds;
+  // An entry with "suite" (the conformance suite's e2e.test and ginkgo) is built only for that
+  // suite (or when named in only): the node's scenarios never wait for it.
+  const chosen = only ? m.builds.filter((b) => only.includes(b.id)) : m.builds.filter((b) => !b.suite || suites.includes(b.suite));
   const t0 = Date.now();
   const results = [];
   const failed = [];
@@ -328,19 +339,22 @@ export function buildAll({ cache, only, say = console.log }) {
     builds: results,
     failed,
   };
-  if (!only) writeFileSync(join(cache, "builds.json"), `${JSON.stringify(summary, null, 2)}\n`);
+  if (!only)
+    writeFileSync(join(cache, suites.length ? `builds-${suites.join("-")}.json` : "builds.json"), `${JSON.stringify(summary, null, 2)}\n`);
   return summary;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { cache: { type: "string" }, only: { type: "string" }, list: { type: "boolean" } } });
+  const { values } = parseArgs({
+    options: { cache: { type: "string" }, only: { type: "string" }, suite: { type: "string", multiple: true }, list: { type: "boolean" } },
+  });
   const cache = values.cache ?? process.env.E2E_BUILD_CACHE ?? "/var/tmp/rk8s-build";
   mkdirSync(cache, { recursive: true });
   if (values.list) {
-    for (const b of loadManifest().builds) console.log(`${b.id}\t${b.module}@${b.version}\t${Object.keys(b.packages).join(",")}`);
+    for (const b of loadManifest().builds) console.log(`${b.id}\t${b.module}@${b.version}\t${binaryNames(b).join(",")}`);
     process.exit(0);
   }
-  const s = buildAll({ cache, only: values.only?.split(",") });
+  const s = buildAll({ cache, only: values.only?.split(","), suites: values.suite ?? [] });
   console.log(
     `components: ${s.built.length} built, ${s.cached.length} cached, ${s.failed.length} failed in ${s.seconds}s (${s.goVersion})`,
   );

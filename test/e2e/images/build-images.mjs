@@ -3,8 +3,11 @@
 //   pause    build/pause/linux/pause.c of the Kubernetes module, compiled static with gcc, tagged
 //            as build/pause/Makefile's TAG (the sandbox image containerd's CRI asks for)
 //   busybox  Debian's busybox-static with every applet, tagged as test/utils/image/manifest.go's BusyBox
-//   agnhost  test/images/agnhost built from the Kubernetes module (test/e2e/build), over the busybox
-//            layer, tagged as test/images/agnhost/VERSION (= manifest.go's Agnhost)
+//   agnhost  test/images/agnhost built from the Kubernetes module (test/e2e/build), with what
+//            upstream's Dockerfile adds to Alpine (bind-tools, curl, netcat-openbsd, iproute2, iperf,
+//            bash, util-linux; dash as /bin/sh) taken from Debian 12's packages over the busybox layer (upstream's
+//            conformance tests run `nc -v -t`, `dig`, `curl` in it), its porter certificate, /uploads,
+//            the agnhost-2 link and its users; tagged as test/images/agnhost/VERSION (= manifest.go's Agnhost)
 //   coredns  the coredns binary built from github.com/coredns/coredns (test/e2e/build), alone in its
 //            image as upstream's, tagged registry.k8s.io/coredns/coredns:<its version>; the e2e
 //            manifests pin it by this digest (the dns add-on's image)
@@ -21,11 +24,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { busyboxEntries, imageArchive } from "../lib/oci-image.mjs";
+import { debianEntries, mergeEntries } from "./debian-packages.mjs";
 
 const GO = process.env.GO ?? "/usr/local/go/bin/go";
 
 /** The module's source folder (`go mod download -json`). */
-function moduleDir(module, version) {
+export function moduleDir(module, version) {
   const j = JSON.parse(
     execFileSync(GO, ["mod", "download", "-json", `${module}@${version}`], {
       encoding: "utf8",
@@ -37,7 +41,7 @@ function moduleDir(module, version) {
 }
 
 /** `configs[<key>] = Config{<registry>, "<name>", "<tag>"}` of test/utils/image/manifest.go. */
-function manifestTag(src, key) {
+export function manifestTag(src, key) {
   const text = readFileSync(join(src, "test/utils/image/manifest.go"), "utf8");
   const m = new RegExp(`configs\\[${key}\\] = Config\\{list\\.(\\w+), "([^"]+)", "([^"]+)"\\}`).exec(text);
   if (!m) throw new Error(`test/utils/image/manifest.go names no ${key} image`);
@@ -49,10 +53,47 @@ function manifestTag(src, key) {
 /**
  * Builds the images into `out`. `kubernetes`: {module, version} of the Kubernetes source
  * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: Debian's static busybox;
+ * `debs`: the folder the Debian packages of the agnhost image are kept in;
  * `coredns`, `localPath`, `metricsServer`: {path, version} of the add-ons' built binaries;
  * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
  */
-export function buildImages({ out, kubernetes, agnhost, busybox, coredns, localPath, metricsServer, sandboxImages = [] }) {
+/** Debian 12's counterparts of what test/images/agnhost/Dockerfile adds with `apk add`. */
+const AGNHOST_DEBS = ["bind9-dnsutils", "curl", "netcat-openbsd", "iproute2", "iperf", "bash", "util-linux", "dash"];
+
+/**
+ * The agnhost image's tar entries, as test/images/agnhost/Dockerfile lays it out: `src` the
+ * Kubernetes module's folder, `agnhost` the binary, `debs` the .deb cache folder.
+ */
+export function agnhostEntries({ src, agnhost, busybox, debs }) {
+  const porter = join(src, "test/images/agnhost/porter");
+  return mergeEntries(busyboxEntries(busybox), debianEntries(AGNHOST_DEBS, debs).entries, [
+    // update-alternatives' links (no maintainer script runs): nc is netcat-openbsd, as on Alpine.
+    { path: "bin/nc", type: "symlink", linkpath: "/bin/nc.openbsd" },
+    // /bin/sh is dash, as on Debian: Debian's static busybox runs its own applets before PATH
+    // (its nc has no -v), so `sh -c "nc -v ..."`, as the Service tests run it, would miss netcat-openbsd.
+    { path: "bin/sh", type: "symlink", linkpath: "dash" },
+    { path: "usr/local", type: "dir" },
+    { path: "usr/local/bin", type: "dir" },
+    { path: "usr/local/bin/iperf", type: "symlink", linkpath: "/usr/bin/iperf" },
+    { path: "uploads", type: "dir" },
+    { path: "localhost.crt", content: readFileSync(join(porter, "localhost.crt")) },
+    { path: "localhost.key", content: readFileSync(join(porter, "localhost.key")) },
+    { path: "agnhost", content: readFileSync(agnhost), mode: 0o755 },
+    { path: "agnhost-2", type: "symlink", linkpath: "agnhost" },
+    {
+      path: "etc/passwd",
+      content: Buffer.from(
+        "root:x:0:0:root:/:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\nuser-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n",
+      ),
+    },
+    {
+      path: "etc/group",
+      content: Buffer.from("root:x:0:\napp:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\nnogroup:x:65534:\n"),
+    },
+  ]);
+}
+
+export function buildImages({ out, kubernetes, agnhost, busybox, debs, coredns, localPath, metricsServer, sandboxImages = [] }) {
   mkdirSync(out, { recursive: true });
   const src = moduleDir(kubernetes.module, kubernetes.version);
   const from = `${kubernetes.module}@${kubernetes.version}`;
@@ -100,9 +141,9 @@ export function buildImages({ out, kubernetes, agnhost, busybox, coredns, localP
   write(
     "agnhost",
     [agnName],
-    [...bb, { path: "agnhost", content: readFileSync(agnhost), mode: 0o755 }],
+    agnhostEntries({ src, agnhost, busybox, debs }),
     { Entrypoint: ["/agnhost"], Cmd: ["pause"] },
-    `${from} test/images/agnhost over Debian's busybox-static`,
+    `${from} test/images/agnhost with Debian 12's ${AGNHOST_DEBS.join(", ")} over busybox-static`,
   );
 
   // Root in the pod's user namespace, which the pod spec gives NET_BIND_SERVICE for port 53

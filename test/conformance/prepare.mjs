@@ -1,0 +1,63 @@
+// Lays out what the conformance scenario needs below OPT/conformance (copied into the VM guest with
+// the rest of OPT):
+//   bin/e2e.test, bin/ginkgo   upstream's suite and runner, built from their Go modules at the
+//                              versions test/e2e/build/components.json names (suite "conformance")
+//   images/                    the suite's extra images (test/e2e/images/conformance-images.mjs)
+//   lists/<name>.focus         one ginkgo regular expression per list (full: focus.txt, ci: ci.txt),
+//                              the names escaped; lists/skips.regex the tests skipped for a missing image
+//   lists/<name>.txt, skips.txt, expected-none.txt   the lists themselves, for the summary
+// Called from test/e2e/prepare.mjs --conformance.
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildAll, loadManifest } from "../e2e/build/build-components.mjs";
+import { buildConformanceImages } from "../e2e/images/conformance-images.mjs";
+import { readNames, readReasons } from "./lists.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const LISTS = ["focus", "ci"];
+
+/** A regular expression that matches exactly these ginkgo names (RE2: every metacharacter escaped). */
+export function focusRegex(names) {
+  return names.map((n) => n.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&")).join("|");
+}
+
+export function prepareConformance({ opt, buildCache, cache, busybox, agnhost, say = console.log }) {
+  const ids = loadManifest()
+    .builds.filter((b) => b.suite === "conformance")
+    .map((b) => b.id);
+  const s = buildAll({ cache: buildCache, only: ids, say });
+  if (s.failed.length) throw new Error(`conformance builds failed: ${s.failed.join("; ")}`);
+  const built = (id, name) => {
+    const b = s.builds.find((x) => x.id === id);
+    const bin = b?.binaries.find((x) => x.name === name);
+    if (!bin) throw new Error(`no ${name} in the ${id} build`);
+    return { ...bin, from: `${b.module}@${b.version}`, module: b.module, version: b.version };
+  };
+  const dir = join(opt, "conformance");
+  for (const d of ["bin", "images", "lists"]) mkdirSync(join(dir, d), { recursive: true, mode: 0o755 });
+  const suite = built("e2e-test", "e2e.test");
+  for (const [id, name] of [
+    ["e2e-test", "e2e.test"],
+    ["ginkgo", "ginkgo"],
+  ])
+    copyFileSync(built(id, name).path, join(dir, "bin", name));
+  const images = buildConformanceImages({
+    out: join(dir, "images"),
+    kubernetes: { module: suite.module, version: suite.version },
+    agnhost: { path: agnhost },
+    agnhostPrev: built("agnhost-prev", "agnhost"),
+    busybox,
+    debs: join(cache, "debs-images"),
+  });
+  say(`conformance images: ${images.map((i) => i.name).join(", ")}`);
+  for (const l of LISTS) {
+    const names = readNames(join(here, `${l}.txt`));
+    copyFileSync(join(here, `${l}.txt`), join(dir, "lists", `${l}.txt`));
+    writeFileSync(join(dir, "lists", `${l}.focus`), focusRegex(names));
+  }
+  for (const f of ["skips.txt", "expected-none.txt"]) copyFileSync(join(here, f), join(dir, "lists", f));
+  writeFileSync(join(dir, "lists", "skips.regex"), focusRegex([...readReasons(join(here, "skips.txt")).keys()]));
+  say(`prepared ${dir}: e2e.test (${suite.version}), ginkgo, ${images.length} images, lists ${LISTS.join(", ")}`);
+  return { dir, images };
+}

@@ -1,0 +1,54 @@
+// The conformance summary (test/conformance/summarize.mjs) over a real JUnit report: three test
+// cases cut from the report ginkgo 2.28.1 wrote for upstream's e2e.test v1.36.3 against this
+// project's e2e node (test/fixtures/conformance/junit-excerpt.xml; the logs inside are trimmed).
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { readNames, readReasons } from "../../conformance/lists.mjs";
+import { readJunit, summarize } from "../../conformance/summarize.mjs";
+
+const xml = readFileSync(join(__dirname, "..", "..", "fixtures", "conformance", "junit-excerpt.xml"), "utf8");
+const POD = "[sig-node] Pods should be submitted and removed [NodeConformance] [Conformance]";
+const SVC = "[sig-network] Services should serve a basic endpoint from pods [Conformance]";
+
+describe("readJunit", () => {
+  it("reads each case's status, time and failure message, without ginkgo's [It] prefix", () => {
+    const cases = readJunit(xml);
+    expect(cases).toHaveLength(3);
+    expect(cases[0]).toMatchObject({ status: "passed", message: "" });
+    expect(cases[0]?.name.startsWith(`${POD} [sig-node`)).toBe(true);
+    expect(cases[1]).toMatchObject({ status: "failed" });
+    expect(cases[1]?.message).toMatch(/^service is not reachable within 2m0s timeout on endpoint endpoint-test2:80/);
+    expect(cases[1]?.seconds).toBeGreaterThan(100);
+    expect(cases[2]?.status).toBe("skipped");
+  });
+});
+
+describe("summarize", () => {
+  const cases = readJunit(xml);
+  it("matches list names to ginkgo's names, which end in the labels, and counts", () => {
+    const s = summarize({ cases, names: [POD, SVC], skips: new Map() });
+    expect([s.passed, s.failed, s.skipped]).toEqual([1, 1, 0]);
+    expect(s.unexpected.map((r) => r.name)).toEqual([SVC]);
+  });
+  it("a failure the mode predicts is reported with that reason and is not unexpected", () => {
+    const s = summarize({ cases, names: [POD, SVC], skips: new Map(), expected: new Map([[SVC, "gives-up line"]]) });
+    expect(s.unexpected).toEqual([]);
+    expect(s.rows[1]).toMatchObject({ status: "failed", expected: true, reason: "gives-up line" });
+  });
+  it("a test of the list that ginkgo never reported is a failure, not a silent skip", () => {
+    const s = summarize({ cases, names: ["[sig-node] no such test [Conformance]"], skips: new Map() });
+    expect(s.failed).toBe(1);
+    expect(s.rows[0]?.reason).toMatch(/^not run/);
+  });
+  it("reads the lists: names a line, reasons after a tab, comments ignored", () => {
+    const dir = mkdtempSync(join(tmpdir(), "rk8s-conf-"));
+    writeFileSync(join(dir, "l.txt"), `# comment\n\n${POD}\n`);
+    writeFileSync(join(dir, "r.txt"), `# comment\n${SVC}\tno image\n`);
+    writeFileSync(join(dir, "bad.txt"), `${SVC} no tab\n`);
+    expect(readNames(join(dir, "l.txt"))).toEqual([POD]);
+    expect(readReasons(join(dir, "r.txt"))).toEqual(new Map([[SVC, "no image"]]));
+    expect(() => readReasons(join(dir, "bad.txt"))).toThrow(/bad.txt:1: no tab/);
+  });
+});
