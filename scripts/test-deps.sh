@@ -19,8 +19,9 @@ TEST_PKGS=(shellcheck curl wget tmux openssl
 # unpacked into the mirror's CRI-O bundle: its library libglib2.0-0 (libsystemd0 comes with systemd).
 E2E_PKGS=(debootstrap qemu-system-x86 qemu-utils e2fsprogs hyperfine
   gcc make pkg-config gperf libcap-dev libseccomp-dev libyajl-dev libyajl2 gpgv debian-archive-keyring xz-utils
-  libglib2.0-0 passt)
+  libglib2.0-0 passt bzip2)
 # passt: pasta, for the runtime × network matrix's pasta cell (Debian 12's build, "unknown version").
+# bzip2: busybox's source tarball (.orig.tar.bz2), for the test images' busybox.
 
 pkgs=("${TEST_PKGS[@]}")
 case "${1:-}" in

@@ -7,7 +7,7 @@
 //                              the names escaped; lists/skips.regex the tests skipped for a missing image
 //   lists/<name>.txt, skips.txt, expected-none.txt   the lists themselves, for the summary
 // Called from test/e2e/prepare.mjs --conformance.
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildAll, loadManifest } from "../e2e/build/build-components.mjs";
@@ -15,7 +15,12 @@ import { buildConformanceImages } from "../e2e/images/conformance-images.mjs";
 import { readNames, readReasons } from "./lists.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const LISTS = ["focus", "ci"];
+const REASONS = ["skips.txt", "expected-none.txt"];
+/** The lists of tests: every .txt here but the two with reasons (focus, ci). */
+const lists = () =>
+  readdirSync(here)
+    .filter((f) => f.endsWith(".txt") && !REASONS.includes(f))
+    .map((f) => f.slice(0, -4));
 
 /** A regular expression that matches exactly these ginkgo names (RE2: every metacharacter escaped). */
 export function focusRegex(names) {
@@ -47,17 +52,18 @@ export function prepareConformance({ opt, buildCache, cache, busybox, agnhost, s
     kubernetes: { module: suite.module, version: suite.version },
     agnhost: { path: agnhost },
     agnhostPrev: built("agnhost-prev", "agnhost"),
+    nnp: built("nonewprivs", "nnp"),
     busybox,
     debs: join(cache, "debs-images"),
   });
   say(`conformance images: ${images.map((i) => i.name).join(", ")}`);
-  for (const l of LISTS) {
+  for (const l of lists()) {
     const names = readNames(join(here, `${l}.txt`));
     copyFileSync(join(here, `${l}.txt`), join(dir, "lists", `${l}.txt`));
     writeFileSync(join(dir, "lists", `${l}.focus`), focusRegex(names));
   }
-  for (const f of ["skips.txt", "expected-none.txt"]) copyFileSync(join(here, f), join(dir, "lists", f));
+  for (const f of REASONS) copyFileSync(join(here, f), join(dir, "lists", f));
   writeFileSync(join(dir, "lists", "skips.regex"), focusRegex([...readReasons(join(here, "skips.txt")).keys()]));
-  say(`prepared ${dir}: e2e.test (${suite.version}), ginkgo, ${images.length} images, lists ${LISTS.join(", ")}`);
+  say(`prepared ${dir}: e2e.test (${suite.version}), ginkgo, ${images.length} images, lists ${lists().join(", ")}`);
   return { dir, images };
 }

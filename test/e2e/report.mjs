@@ -71,6 +71,9 @@ for (const spec of values.route ?? []) {
     nodeInfo: node?.nodeInfo ?? null,
     labels: node ? Object.fromEntries(Object.entries(node.labels ?? {}).filter(([k]) => k.startsWith("rootless-k8s.io/"))) : null,
     scenarios,
+    // The conformance scenario's counts (its JUnit XML and every failing or skipped test with its
+    // reason are in test/e2e/out/conformance-<route>/).
+    conformance: lines.find((l) => l.conformance)?.conformance?.line ?? null,
     passed: scenarios.filter((s) => s.result === "pass").length,
     failed: scenarios.filter((s) => s.result !== "pass").length,
   };

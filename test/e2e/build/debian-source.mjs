@@ -4,8 +4,8 @@
 //
 // Trust chain, as apt's: the suite's InRelease must carry a good signature from Debian's archive
 // keyring (gpgv); it gives the sha256 of main/source/Sources.xz; that gives the sha256 of the
-// package's upstream tarball (.orig.tar.gz or .xz), which is then built with ./configure (when the
-// entry names its options) and make on this machine (Debian 12: the -dev packages are in
+// package's upstream tarball (.orig.tar.gz, .xz or .bz2), which is then built with ./configure (when the
+// entry names its options; a Kconfig tree: make defconfig and the entry's "kconfig" settings) and make on this machine (Debian 12: the -dev packages are in
 // scripts/test-deps.sh --e2e). Debian's own patches are not applied.
 //
 // Cached in DIR/<id>/<version>-<recipe hash>/ with build.json; a warm run builds nothing.
@@ -38,7 +38,8 @@ function verified(url, want) {
 /** One build of an entry at a time (build-components' lock); a cached build counts only if its binaries are intact. */
 function buildOne(s, { cache, say }) {
   const recipe = sha256(JSON.stringify(s)).slice(0, 8);
-  const out = join(cache, s.id, `${s.version}-${recipe}`);
+  // (a Debian epoch's ":" never goes into a path: make takes it for a rule)
+  const out = join(cache, s.id, `${s.version.replaceAll(":", "_")}-${recipe}`);
   return withLock(out, say, () => buildOneLocked(s, out, { cache, say }));
 }
 
@@ -49,7 +50,7 @@ function buildOneLocked(s, out, { cache, say }) {
     if (j.binaries.every((x) => existsSync(x.path) && fileSha256(x.path) === x.sha256)) return { ...j, cached: true };
   }
   const t0 = Date.now();
-  const work = join(cache, "work", `${s.id}-${s.version}`);
+  const work = join(cache, "work", `${s.id}-${s.version.replaceAll(":", "_")}`);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   say(`build ${s.id}: Debian ${s.suite} source ${s.package} ${s.version}`);
@@ -63,10 +64,10 @@ function buildOneLocked(s, out, { cache, say }) {
   const stanza = sources.split("\n\n").find((x) => x.startsWith(`Package: ${s.package}\n`) && x.includes(`\nVersion: ${s.version}\n`));
   if (!stanza) throw new Error(`Debian ${s.suite} has no source ${s.package} ${s.version}`);
   const dir = stanza.match(/^Directory: (.+)$/m)[1];
-  const upstream = s.version.replace(/-[^-]+$/, "");
+  const upstream = s.version.replace(/^\d+:/, "").replace(/-[^-]+$/, "");
   const checksums = stanza.slice(stanza.indexOf("Checksums-Sha256:"));
-  const orig = [".gz", ".xz"].map((x) => `${s.package}_${upstream}.orig.tar${x}`).find((o) => checksums.includes(` ${o}`));
-  if (!orig) throw new Error(`Debian ${s.suite} source ${s.package} ${s.version} lists no .orig.tar.gz or .orig.tar.xz`);
+  const orig = [".gz", ".xz", ".bz2"].map((x) => `${s.package}_${upstream}.orig.tar${x}`).find((o) => checksums.includes(` ${o}`));
+  if (!orig) throw new Error(`Debian ${s.suite} source ${s.package} ${s.version} lists no .orig.tar.gz, .xz or .bz2`);
   const origSha = listedSha256(checksums, orig);
   // 3. The upstream tarball, built here (its one top folder: crun-1.21, passt-2025_05_03.587980c).
   writeFileSync(join(work, orig), verified(`${MIRROR}/${dir}/${orig}`, origSha));
@@ -74,7 +75,7 @@ function buildOneLocked(s, out, { cache, say }) {
   const top = readdirSync(work, { withFileTypes: true }).find((d) => d.isDirectory());
   if (!top) throw new Error(`${orig} holds no folder`);
   const src = join(work, top.name);
-  const log = join(cache, "logs", `${s.id}-${s.version}.log`);
+  const log = join(cache, "logs", `${s.id}-${s.version.replaceAll(":", "_")}.log`);
   mkdirSync(join(cache, "logs"), { recursive: true });
   const run = (cmd, args) => {
     try {
@@ -87,6 +88,18 @@ function buildOneLocked(s, out, { cache, say }) {
   };
   // (no "configure": a plain Makefile, as passt's)
   if (s.configure) run("./configure", s.configure);
+  // A Kconfig tree (busybox): upstream's defconfig, then the entry's settings ("y", or "n" to unset).
+  if (s.kconfig) {
+    run("make", ["defconfig"]);
+    let config = readFileSync(join(src, ".config"), "utf8");
+    for (const [k, v] of Object.entries(s.kconfig)) {
+      const line = v === "n" ? `# ${k} is not set` : `${k}=${v}`;
+      const re = new RegExp(`^(${k}=.*|# ${k} is not set)$`, "m");
+      if (!re.test(config)) throw new Error(`${s.id}: defconfig has no ${k}`);
+      config = config.replace(re, line);
+    }
+    writeFileSync(join(src, ".config"), config);
+  }
   for (const targets of s.make) run("make", targets);
   mkdirSync(join(out, "bin"), { recursive: true });
   const binaries = s.binaries.map((b) => {

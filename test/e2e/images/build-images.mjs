@@ -2,7 +2,7 @@
 // `rootless-k8s image load` takes (no registry is reachable from the test machines):
 //   pause    build/pause/linux/pause.c of the Kubernetes module, compiled static with gcc, tagged
 //            as build/pause/Makefile's TAG (the sandbox image containerd's CRI asks for)
-//   busybox  Debian's busybox-static with every applet, tagged as test/utils/image/manifest.go's BusyBox
+//   busybox  busybox 1.37.0 built static with upstream's defconfig (test/e2e/build/debian-source.mjs) with every applet, tagged as test/utils/image/manifest.go's BusyBox
 //   agnhost  test/images/agnhost built from the Kubernetes module (test/e2e/build), with what
 //            upstream's Dockerfile adds to Alpine (bind-tools, curl, netcat-openbsd, iproute2, iperf,
 //            bash, util-linux; dash as /bin/sh) taken from Debian 12's packages over the busybox layer (upstream's
@@ -52,13 +52,16 @@ export function manifestTag(src, key) {
 
 /**
  * Builds the images into `out`. `kubernetes`: {module, version} of the Kubernetes source
- * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: Debian's static busybox;
+ * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: the static busybox (test/e2e/build/debian-source.mjs);
  * `debs`: the folder the Debian packages of the agnhost image are kept in;
  * `coredns`, `localPath`, `metricsServer`: {path, version} of the add-ons' built binaries;
  * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
  */
-/** Debian 12's counterparts of what test/images/agnhost/Dockerfile adds with `apk add`. */
-const AGNHOST_DEBS = ["bind9-dnsutils", "curl", "netcat-openbsd", "iproute2", "iperf", "bash", "util-linux", "dash"];
+/**
+ * Debian 12's counterparts of what test/images/agnhost/Dockerfile adds with `apk add` to Alpine,
+ * and of Alpine's own getent (musl-utils; here libc-bin's), which the DNS tests' probes run.
+ */
+const AGNHOST_DEBS = ["bind9-dnsutils", "curl", "netcat-openbsd", "iproute2", "iperf", "bash", "util-linux", "dash", "libc-bin"];
 
 /**
  * The agnhost image's tar entries, as test/images/agnhost/Dockerfile lays it out: `src` the
@@ -132,7 +135,13 @@ export function buildImages({ out, kubernetes, agnhost, busybox, debs, coredns, 
   }
 
   const bb = busyboxEntries(busybox);
-  write("busybox", [manifestTag(src, "BusyBox")], bb, { Cmd: ["sh"] }, "Debian 12 busybox-static");
+  write(
+    "busybox",
+    [manifestTag(src, "BusyBox")],
+    bb,
+    { Cmd: ["sh"] },
+    "busybox 1.37.0, upstream's defconfig built static (Debian trixie's source package)",
+  );
 
   const version = readFileSync(join(src, "test/images/agnhost/VERSION"), "utf8").trim();
   const agnName = `registry.k8s.io/e2e-test-images/agnhost:${version}`;
@@ -143,7 +152,7 @@ export function buildImages({ out, kubernetes, agnhost, busybox, debs, coredns, 
     [agnName],
     agnhostEntries({ src, agnhost, busybox, debs }),
     { Entrypoint: ["/agnhost"], Cmd: ["pause"] },
-    `${from} test/images/agnhost with Debian 12's ${AGNHOST_DEBS.join(", ")} over busybox-static`,
+    `${from} test/images/agnhost with Debian 12's ${AGNHOST_DEBS.join(", ")} over the busybox layer`,
   );
 
   // Root in the pod's user namespace, which the pod spec gives NET_BIND_SERVICE for port 53

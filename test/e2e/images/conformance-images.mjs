@@ -9,6 +9,9 @@
 //   kitten, nautilus       test/images/{kitten,nautilus}: agnhost with the folder's html files, CMD test-webserver
 //   nginx (Nginx)          Debian 12's nginx-light and its dependencies over the busybox layer,
 //                          serving Debian's default site on port 80 (upstream: nginx on Alpine)
+//   nonewprivs             test/images/nonewprivs: nnp (built from the module, test/e2e/build/components.json
+//                          "nonewprivs") at /usr/local/bin/nnp with its setuid bit, over the busybox
+//                          layer (upstream: Alpine), CMD ["nnp"]
 //   glibc-dns-testing      Debian 12's bind9-dnsutils (dig) and libc-bin (getent) with their
 //                          dependencies over the busybox layer (upstream: debian:bookworm-slim + dnsutils)
 // Writes OUT/<role>.tar and OUT/images.json, as build-images.mjs does.
@@ -20,9 +23,10 @@ import { debianEntries, mergeEntries } from "./debian-packages.mjs";
 
 /**
  * `kubernetes`: {module, version} of the suite; `agnhost`, `agnhostPrev`: {path, from} of the two
- * agnhost builds; `busybox`: Debian's static busybox; `debs`: the .deb cache folder.
+ * agnhost builds; `nnp`: {path, from} of test/images/nonewprivs; `busybox`: the static busybox;
+ * `debs`: the .deb cache folder.
  */
-export function buildConformanceImages({ out, kubernetes, agnhost, agnhostPrev, busybox, debs }) {
+export function buildConformanceImages({ out, kubernetes, agnhost, agnhostPrev, nnp, busybox, debs }) {
   mkdirSync(out, { recursive: true });
   const src = moduleDir(kubernetes.module, kubernetes.version);
   const from = `${kubernetes.module}@${kubernetes.version}`;
@@ -81,7 +85,23 @@ export function buildConformanceImages({ out, kubernetes, agnhost, agnhostPrev, 
       { path: "etc/group", content: Buffer.from("root:x:0:\nwww-data:x:33:\nnogroup:x:65534:\n") },
     ]),
     { Entrypoint: [], Cmd: ["/usr/sbin/nginx", "-g", "daemon off;"], ExposedPorts: { "80/tcp": {} } },
-    `Debian 12 ${nginx.versions.find((v) => v.startsWith("nginx-light=")) ?? "nginx-light"} with its dependencies over busybox-static`,
+    `Debian 12 ${nginx.versions.find((v) => v.startsWith("nginx-light=")) ?? "nginx-light"} with its dependencies over the busybox layer`,
+  );
+
+  // The Dockerfile's COPY nnp /usr/local/bin/nnp and chmod +s: set-user-ID root, so that only
+  // allowPrivilegeEscalation: false keeps a non-root user's effective uid.
+  write(
+    "nonewprivs",
+    manifestTag(src, "Nonewprivs"),
+    [
+      ...bb,
+      { path: "usr", type: "dir" },
+      { path: "usr/local", type: "dir" },
+      { path: "usr/local/bin", type: "dir" },
+      { path: "usr/local/bin/nnp", content: readFileSync(nnp.path), mode: 0o6755 },
+    ],
+    { Cmd: ["nnp"] },
+    `${nnp.from} test/images/nonewprivs over the busybox layer`,
   );
 
   const dns = debianEntries(["bind9-dnsutils", "libc-bin"], debs);
@@ -90,7 +110,7 @@ export function buildConformanceImages({ out, kubernetes, agnhost, agnhostPrev, 
     manifestTag(src, "GlibcDnsTesting"),
     mergeEntries(bb, dns.entries),
     { Cmd: ["sh"] },
-    `Debian 12 ${dns.versions.find((v) => v.startsWith("bind9-dnsutils=")) ?? "bind9-dnsutils"} and libc-bin with their dependencies over busybox-static`,
+    `Debian 12 ${dns.versions.find((v) => v.startsWith("bind9-dnsutils=")) ?? "bind9-dnsutils"} and libc-bin with their dependencies over the busybox layer`,
   );
 
   writeFileSync(join(out, "images.json"), `${JSON.stringify(list, null, 2)}\n`);

@@ -11,8 +11,8 @@ export E2E_OPT=/opt/rk8s-e2e E2E_CACHE=/var/tmp/rk8s-e2e
 export E2E_SCENARIOS=${E2E_SCENARIOS:-interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 export E2E_REPORT=$OUT/report.jsonl
 export E2E_READY_TIMEOUT=${E2E_READY_TIMEOUT:-900}
-# shellcheck disable=SC1091 # written by vm-env.sh: the host's E2E_SCENARIOS / E2E_READY_TIMEOUT
-[ -f /opt/rk8s-e2e/e2e/job.env ] && . /opt/rk8s-e2e/e2e/job.env
+# shellcheck disable=SC1091 # written by vm-env.sh: the host's E2E_SCENARIOS, E2E_READY_TIMEOUT, E2E_CONFORMANCE_*
+[ -f /opt/rk8s-e2e/e2e/job.env ] && { set -a; . /opt/rk8s-e2e/e2e/job.env; set +a; }
 u=$(id -u k8sdev)
 for _ in $(seq 1 240); do systemctl is-active -q "user@$u.service" && [ -S "/run/user/$u/bus" ] && break; sleep 0.5; done
 # shellcheck disable=SC1091

@@ -1,7 +1,7 @@
 // Builds the e2e loopback mirror: the upstream components built from their Go modules
 // (test/e2e/build: Kubernetes, etcd, containerd, runc, CRI-O, CNI plugins, crictl, RootlessKit) and
-// the few that no Go module serves taken from Debian 12 (slirp4netns, conmon; busybox-static for
-// the test images), packed in upstream's archive layouts at upstream's URL paths, with one manifest per
+// the few that no Go module serves taken from Debian 12 (slirp4netns, conmon) or built from a Debian
+// source package (crun; busybox for the test images, test/e2e/build/debian-source.mjs), packed in upstream's archive layouts at upstream's URL paths, with one manifest per
 // version set (schema of cli/fetch, docs/manifest.md) whose checksums are those of the files
 // served. Archives are deterministic, so checksums stay the same across runs of the same builds.
 //
@@ -25,7 +25,7 @@ import { tarGz } from "../../helpers/tar.mjs";
 import { buildAll } from "../build/build-components.mjs";
 import { buildDebianSources } from "../build/debian-source.mjs";
 
-const DEBS = ["slirp4netns", "busybox-static", "conmon"];
+const DEBS = ["slirp4netns", "conmon"];
 const CNI = ["bandwidth", "bridge", "firewall", "host-local", "loopback", "portmap", "ptp", "tuning"];
 const K8S = ["kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"];
 const ARCH = "amd64";
@@ -500,7 +500,7 @@ export async function buildMirror({
       2,
     ) + "\n",
   );
-  return { manifests: written, versions, busybox: join(debs["busybox-static"].root, "bin/busybox"), summary };
+  return { manifests: written, versions, busybox: c.busybox.bin.busybox, summary };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
