@@ -7,12 +7,13 @@
 //                              the names escaped; lists/skips.regex the tests skipped for a missing image
 //   lists/<name>.txt, skips.txt, expected-none.txt   the lists themselves, for the summary
 // Called from test/e2e/prepare.mjs --conformance.
-import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildAll, loadManifest } from "../e2e/build/build-components.mjs";
 import { buildConformanceImages } from "../e2e/images/conformance-images.mjs";
 import { readNames, readReasons } from "./lists.mjs";
+import { focusText, suiteVersion, upstreamList } from "./select.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const REASONS = ["skips.txt", "expected-none.txt"];
@@ -28,6 +29,10 @@ export function focusRegex(names) {
 }
 
 export function prepareConformance({ opt, buildCache, cache, busybox, agnhost, say = console.log }) {
+  // focus.txt must be what select.mjs gives for the suite's version (a version bump rewrites it).
+  const b = suiteVersion();
+  if (readFileSync(join(here, "focus.txt"), "utf8") !== focusText(upstreamList(b), b))
+    throw new Error(`test/conformance/focus.txt is not the list for ${b.module}@${b.version}: run node test/conformance/select.mjs`);
   const ids = loadManifest()
     .builds.filter((b) => b.suite === "conformance")
     .map((b) => b.id);
