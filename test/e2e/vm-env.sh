@@ -62,7 +62,9 @@ main() {
   kver=$(find "$r/boot" -name 'vmlinuz-*' | sed 's/.*vmlinuz-//' | sort -V | tail -1)
   cp "$r/boot/vmlinuz-$kver" "$r/boot/initrd.img-$kver" "$STATE/"
   mkdir -p "$STATE/out"
-  mkfs.ext4 -q -F -L rk8s-e2e -d "$r" "$STATE/disk.img" 8G || { fail vm "mkfs.ext4 -d failed"; return 1; }
+  # 12G (sparse): the guest's base and $E2E_OPT take about 3G with the conformance suite and its images;
+  # then come the node's unpacked images and the suite's pods.
+  mkfs.ext4 -q -F -L rk8s-e2e -d "$r" "$STATE/disk.img" 12G || { fail vm "mkfs.ext4 -d failed"; return 1; }
   rm -rf "$r"
   info vm "guest image ($(du -h "$STATE/disk.img" | cut -f1) used, kernel $kver) in $(elapsed "$t")s"
 
