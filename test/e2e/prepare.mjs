@@ -55,15 +55,10 @@ if (!existsSync(values.cli)) {
   process.exit(1);
 }
 install(values.cli, join(opt, "bin", "rootless-k8s"));
-await build({
-  entryPoints: [join(here, "lib", "e2e-tool.mjs")],
-  bundle: true,
-  platform: "node",
-  target: "node24",
-  format: "esm",
-  outfile: join(opt, "lib", "e2e-tool.mjs"),
-  logLevel: "warning",
-});
+/** One ESM file for the pinned Node, with its imports inside (OPT is copied into the VM guest as is). */
+const bundle = (entry, outfile) =>
+  build({ entryPoints: [entry], bundle: true, platform: "node", target: "node24", format: "esm", outfile, logLevel: "warning" });
+await bundle(join(here, "lib", "e2e-tool.mjs"), join(opt, "lib", "e2e-tool.mjs"));
 copyFileSync(join(here, "mirror", "serve-mirror.mjs"), join(opt, "lib", "serve-mirror.mjs"));
 const r = await buildMirror({ cache: values.cache, out: join(opt, "mirror"), node: join(opt, "node") });
 install(r.busybox, join(opt, "lib", "busybox"));
@@ -120,14 +115,6 @@ if (values.conformance) {
     busybox: r.busybox,
     agnhost: agn.binaries.find((x) => x.name === "agnhost").path,
   });
-  await build({
-    entryPoints: [join(here, "..", "conformance", "summarize.mjs")],
-    bundle: true,
-    platform: "node",
-    target: "node24",
-    format: "esm",
-    outfile: join(opt, "conformance", "summarize.mjs"),
-    logLevel: "warning",
-  });
+  await bundle(join(here, "..", "conformance", "summarize.mjs"), join(opt, "conformance", "summarize.mjs"));
 }
 console.log(`prepared ${opt}: ${r.manifests.length} version sets`);
