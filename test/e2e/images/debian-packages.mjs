@@ -63,11 +63,20 @@ function entriesOf(root) {
   return list;
 }
 
+const unpacked = new Map();
+
 /**
  * The unpacked packages as tar entries, and the exact package versions (for the image's source).
- * `cache`: the folder the .deb files are kept in.
+ * `cache`: the folder the .deb files are kept in. Unpacked once per process: the agnhost layer
+ * serves the agnhost, AgnhostPrev, kitten and nautilus images (the entries are never mutated).
  */
 export function debianEntries(packages, cache) {
+  const key = `${cache}\0${packages.join(" ")}`;
+  if (!unpacked.has(key)) unpacked.set(key, unpack(packages, cache));
+  return unpacked.get(key);
+}
+
+function unpack(packages, cache) {
   const all = closure(packages);
   download(all, cache);
   // One file per package: the newest one the cache holds (a point release adds a second).
