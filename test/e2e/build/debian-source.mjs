@@ -35,11 +35,13 @@ function verified(url, want) {
   return data;
 }
 
+/** The version as it goes into a path: a Debian epoch's ":" never does (make takes it for a rule). */
+const pathVersion = (s) => s.version.replaceAll(":", "_");
+
 /** One build of an entry at a time (build-components' lock); a cached build counts only if its binaries are intact. */
 function buildOne(s, { cache, say }) {
   const recipe = sha256(JSON.stringify(s)).slice(0, 8);
-  // (a Debian epoch's ":" never goes into a path: make takes it for a rule)
-  const out = join(cache, s.id, `${s.version.replaceAll(":", "_")}-${recipe}`);
+  const out = join(cache, s.id, `${pathVersion(s)}-${recipe}`);
   return withLock(out, say, () => buildOneLocked(s, out, { cache, say }));
 }
 
@@ -50,7 +52,7 @@ function buildOneLocked(s, out, { cache, say }) {
     if (j.binaries.every((x) => existsSync(x.path) && fileSha256(x.path) === x.sha256)) return { ...j, cached: true };
   }
   const t0 = Date.now();
-  const work = join(cache, "work", `${s.id}-${s.version.replaceAll(":", "_")}`);
+  const work = join(cache, "work", `${s.id}-${pathVersion(s)}`);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   say(`build ${s.id}: Debian ${s.suite} source ${s.package} ${s.version}`);
@@ -75,7 +77,7 @@ function buildOneLocked(s, out, { cache, say }) {
   const top = readdirSync(work, { withFileTypes: true }).find((d) => d.isDirectory());
   if (!top) throw new Error(`${orig} holds no folder`);
   const src = join(work, top.name);
-  const log = join(cache, "logs", `${s.id}-${s.version.replaceAll(":", "_")}.log`);
+  const log = join(cache, "logs", `${s.id}-${pathVersion(s)}.log`);
   mkdirSync(join(cache, "logs"), { recursive: true });
   const run = (cmd, args) => {
     try {
