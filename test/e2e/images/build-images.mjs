@@ -51,13 +51,6 @@ export function manifestTag(src, key) {
 }
 
 /**
- * Builds the images into `out`. `kubernetes`: {module, version} of the Kubernetes source
- * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: the static busybox (test/e2e/build/debian-source.mjs);
- * `debs`: the folder the Debian packages of the agnhost image are kept in;
- * `coredns`, `localPath`, `metricsServer`: {path, version} of the add-ons' built binaries;
- * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
- */
-/**
  * Debian 12's counterparts of what test/images/agnhost/Dockerfile adds with `apk add` to Alpine,
  * and of Alpine's own getent (musl-utils; here libc-bin's), which the DNS tests' probes run.
  */
@@ -72,8 +65,8 @@ export function agnhostEntries({ src, agnhost, busybox, debs }) {
   return mergeEntries(busyboxEntries(busybox), debianEntries(AGNHOST_DEBS, debs).entries, [
     // update-alternatives' links (no maintainer script runs): nc is netcat-openbsd, as on Alpine.
     { path: "bin/nc", type: "symlink", linkpath: "/bin/nc.openbsd" },
-    // /bin/sh is dash, as on Debian: Debian's static busybox runs its own applets before PATH
-    // (its nc has no -v), so `sh -c "nc -v ..."`, as the Service tests run it, would miss netcat-openbsd.
+    // /bin/sh is dash, as on Debian: a shell that looks commands up on PATH. A busybox built with
+    // applets preferred (Debian's) runs its own nc, which has no -v, for the Service tests' `sh -c "nc -v ..."`.
     { path: "bin/sh", type: "symlink", linkpath: "dash" },
     { path: "usr/local", type: "dir" },
     { path: "usr/local/bin", type: "dir" },
@@ -96,6 +89,13 @@ export function agnhostEntries({ src, agnhost, busybox, debs }) {
   ]);
 }
 
+/**
+ * Builds the images into `out`. `kubernetes`: {module, version} of the Kubernetes source
+ * (the agnhost build's); `agnhost`: the built agnhost binary; `busybox`: the static busybox (test/e2e/build/debian-source.mjs);
+ * `debs`: the folder the Debian packages of the agnhost image are kept in;
+ * `coredns`, `localPath`, `metricsServer`: {path, version} of the add-ons' built binaries;
+ * `sandboxImages`: extra names the pause image also carries (the runtime's default sandbox image).
+ */
 export function buildImages({ out, kubernetes, agnhost, busybox, debs, coredns, localPath, metricsServer, sandboxImages = [] }) {
   mkdirSync(out, { recursive: true });
   const src = moduleDir(kubernetes.module, kubernetes.version);
