@@ -10,15 +10,14 @@
 //     registry.k8s.io/etcd, neither of which is built here; see skips.txt);
 //   sig-storage's emptyDir, configMap, secret, projected and downwardAPI volume tests;
 //   sig-network's Services and DNS tests (test/e2e/network/service.go and dns.go).
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
+import { moduleDir } from "../e2e/images/build-images.mjs";
 import { readNames } from "./lists.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const GO = process.env.GO ?? "/usr/local/go/bin/go";
 
 const STORAGE_VOLUMES = /^test\/e2e\/common\/storage\/(empty_dir|configmap_volume|secrets_volume|downwardapi_volume|projected_\w+)\.go$/;
 const NETWORK = /^test\/e2e\/network\/(service|dns)\.go$/;
@@ -35,14 +34,7 @@ export function suiteVersion() {
 
 /** upstream's conformance.yaml at the suite's version: [{testname, codename, file, release}] */
 export function upstreamList(b = suiteVersion()) {
-  const j = JSON.parse(
-    execFileSync(GO, ["mod", "download", "-json", `${b.module}@${b.version}`], {
-      encoding: "utf8",
-      env: { ...process.env, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local" },
-    }),
-  );
-  if (j.Error) throw new Error(`${b.module}@${b.version}: ${j.Error}`);
-  return parse(readFileSync(join(j.Dir, "test/conformance/testdata/conformance.yaml"), "utf8"));
+  return parse(readFileSync(join(moduleDir(b.module, b.version), "test/conformance/testdata/conformance.yaml"), "utf8"));
 }
 
 export const sigOf = (codename) => /^\[(sig-[a-z-]+)\]/.exec(codename)?.[1] ?? "";
