@@ -1,5 +1,6 @@
 // `status` in words: one block a person can read at a glance, problems first.
 import type { Style } from "../ui/output";
+import { clientAddressWords } from "../doctor/checks/node";
 import type { PortsStatus } from "./ports-status";
 import type { NodeStatus } from "./status";
 
@@ -22,11 +23,7 @@ export function portsLines(p: PortsStatus, own: NodeStatus["ports"], s: Style): 
   for (const u of p.unpublished)
     lines.push(`${pad("")}${s.yellow(`not published: ${u.protocol}/${u.hostPort} for ${u.owner}: ${u.reason}`)}`);
   if (p.publisher?.enabled) {
-    const k = p.publisher.keepsSourceIP;
-    const say = (x: boolean) => (x ? "kept" : "not kept");
-    lines.push(
-      `${pad("client IP")}${say(k.tcp)} for TCP${k.tcp ? " (Services with externalTrafficPolicy: Local)" : ""}, ${say(k.udp)} for UDP`,
-    );
+    lines.push(`${pad("client IP")}${clientAddressWords(p.publisher.keepsSourceIP)}`);
   }
   return lines;
 }

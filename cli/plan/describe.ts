@@ -1,5 +1,6 @@
 // The plan in plain words, for `install --dry-run` and the install confirmation: every decision
 // with the reasons for it.
+import { clientAddressWords } from "../doctor/checks/node";
 import type { Style } from "../ui/output";
 import type { Plan } from "./plan";
 
@@ -44,11 +45,10 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
   item("Published", `${published} on the host; API server on ${plan.ports.apiServer}`);
   const pub = plan.publish;
   if (pub) {
-    const keeps = (k: boolean) => (k ? "kept" : "not kept");
     item(
       "Services",
       pub.enabled
-        ? `NodePort, LoadBalancer and hostPort published on ${pub.bindAddress} by ${plan.units.ports ?? "the ports unit"}; client address ${keeps(pub.keepsSourceIP.tcp)} for TCP, ${keeps(pub.keepsSourceIP.udp)} for UDP`
+        ? `NodePort, LoadBalancer and hostPort published on ${pub.bindAddress} by ${plan.units.ports ?? "the ports unit"}; ${clientAddressWords(pub.keepsSourceIP)}`
         : "not published by rootless-k8s",
       pub.reasons,
     );

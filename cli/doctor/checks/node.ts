@@ -1,7 +1,8 @@
 // `rootless-k8s doctor --node`: checks on the node as it runs, which only an installed node can
 // answer. Pure functions of what cli/inspect/node-facts.ts reads: the units, readiness, the owner
 // unit's cgroup and its subtree_control (delegated mode), the snapshotter the runtime really
-// uses, the published ports answering from the host, linger.
+// uses, the published ports answering from the host, which client address pods see through them,
+// linger.
 import { DELEGATION_CORE, missingCore } from "../../host/cgroups";
 import { fail, ok, skip, warn, type Check } from "../check";
 import { delegateFix, lingerFix } from "../fixes";
@@ -23,7 +24,21 @@ export interface NodeFacts {
     kubeconfig: string;
     answers: { host: string; hostPort: number; namespacePort: number; status: number | null; error: string | null }[] | null;
   };
+  /** What pods see of a client of a published Service port (the plan's decision); null when rootless-k8s publishes none. */
+  clientAddress: ClientAddress | null;
   linger: boolean;
+}
+
+/** Whether pods see the client's own address through the port driver, per protocol, and why. */
+export interface ClientAddress {
+  keeps: { tcp: boolean; udp: boolean };
+  reasons: string[];
+}
+
+/** The one wording of what pods see of a client, for doctor, status and the plan's description. */
+export function clientAddressWords(keeps: ClientAddress["keeps"]): string {
+  const say = (x: boolean) => (x ? "the client's own address" : "an address of the node");
+  return `pods see ${say(keeps.tcp)} over TCP${keeps.tcp ? " (Services with externalTrafficPolicy: Local)" : ""}, ${say(keeps.udp)} over UDP`;
 }
 
 export const nodeChecks: Check<NodeFacts>[] = [
@@ -109,6 +124,15 @@ export const nodeChecks: Check<NodeFacts>[] = [
         user: ["rootless-k8s logs rootlesskit   # the port driver", `systemctl --user restart ${n.units.owner}`],
       });
     },
+  },
+  {
+    id: "node-client-address",
+    group: "node",
+    label: "client address",
+    run: (n) =>
+      n.clientAddress
+        ? ok(clientAddressWords(n.clientAddress.keeps), n.clientAddress.reasons)
+        : skip("rootless-k8s publishes no Service port on this node (see the plan's Services line)"),
   },
   {
     id: "node-linger",

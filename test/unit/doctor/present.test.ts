@@ -133,6 +133,10 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
     ownerCgroup: { path: "/user.slice/u/rk", v2: true, controllers: ["cpu", "memory", "pids"], subtreeControl: ["cpu", "memory", "pids"] },
     snapshotter: { runtime: "containerd", criSocket: "/run/c.sock", planned: "overlayfs", used: "overlayfs", error: null },
     ports: { kubeconfig: "/k/admin.conf", answers: [{ host: "127.0.0.1", hostPort: 6443, namespacePort: 6443, status: 200, error: null }] },
+    clientAddress: {
+      keeps: { tcp: true, udp: false },
+      reasons: ["TCP: pods see the client's own address: …", "UDP: pods see an address of the node, …"],
+    },
     linger: true,
   };
   const by = (f: NodeFacts) => Object.fromEntries(runChecks(nodeChecks, f).map((o) => [o.id, o]));
@@ -145,6 +149,7 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
       ["node-cgroup", "ok"],
       ["node-snapshotter", "ok"],
       ["node-ports", "ok"],
+      ["node-client-address", "ok"],
       ["node-linger", "ok"],
     ]);
     expect(new Set(r.map((o) => o.group))).toEqual(new Set(["node"]));
@@ -178,6 +183,16 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
     expect(missing["node-cgroup"]!.fix!.root.join("\n")).toContain("Delegate=");
   });
 
+  it("says which client address pods see through the published ports, with the plan's reasons", () => {
+    const r = by(healthy)["node-client-address"]!;
+    expect(r.summary).toBe(
+      "pods see the client's own address over TCP (Services with externalTrafficPolicy: Local), an address of the node over UDP",
+    );
+    expect(r.details).toEqual(healthy.clientAddress!.reasons);
+    const neither = by({ ...healthy, clientAddress: { keeps: { tcp: false, udp: false }, reasons: [] } })["node-client-address"]!;
+    expect(neither.summary).toBe("pods see an address of the node over TCP, an address of the node over UDP");
+  });
+
   it("skips what does not apply: the cgroup in mode none, a runtime's own storage choice, no published port", () => {
     const r = by({
       ...healthy,
@@ -187,6 +202,10 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
       ports: { ...healthy.ports, answers: [] },
     });
     expect([r["node-cgroup"]!.status, r["node-snapshotter"]!.status, r["node-ports"]!.status]).toEqual(["skip", "skip", "skip"]);
+    expect(by({ ...healthy, clientAddress: null })["node-client-address"]).toMatchObject({
+      status: "skip",
+      summary: "rootless-k8s publishes no Service port on this node (see the plan's Services line)",
+    });
     expect(by({ ...healthy, ports: { ...healthy.ports, answers: null } })["node-ports"]!.summary).toBe("cannot read /k/admin.conf");
   });
 });

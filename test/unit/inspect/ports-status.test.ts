@@ -70,7 +70,7 @@ describe("published ports in status", () => {
       "              udp 0.0.0.0:30053 → 10.0.2.100:30053  Service default/dns",
       "              tcp 0.0.0.0:30080 → 10.0.2.100:30080  Service shop/web",
       "              not published: tcp/8080 for Pod default/p: listen tcp 0.0.0.0:8080: bind: address already in use",
-      "  client IP   kept for TCP (Services with externalTrafficPolicy: Local), not kept for UDP",
+      "  client IP   pods see the client's own address over TCP (Services with externalTrafficPolicy: Local), an address of the node over UDP",
     ]);
   });
 

@@ -109,7 +109,7 @@ describe("plan.publish", () => {
     expect(optionsFromPlan(old, {}).publishAddress).toBeUndefined();
     expect(optionsFromPlan(plan, {}).publishAddress).toBe("127.0.0.1");
     expect(describePlan(plan).find((l) => l.startsWith("Services"))).toMatch(
-      /published on 127\.0\.0\.1 by rootless-k8s-ports\.service; client address kept for TCP, not kept for UDP/,
+      /published on 127\.0\.0\.1 by rootless-k8s-ports\.service; pods see the client's own address over TCP \(Services with externalTrafficPolicy: Local\), an address of the node over UDP/,
     );
   });
 });
