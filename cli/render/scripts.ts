@@ -1,8 +1,9 @@
 // The two helper scripts the units run (POSIX sh, no bashisms):
 //   rootless-k8s-child  RootlessKit's child: hides the host's container state that --copy-up
 //                       brought in, bind-mounts the node's own /var/lib/kubelet, /var/lib/cni and
-//                       /var/log, then execs the runtime (whose sd_notify READY=1 makes the
-//                       owner unit active: Type=notify + NotifyAccess=all).
+//                       /var/log, refuses untranslated Service traffic, then execs the runtime
+//                       (whose sd_notify READY=1 makes the owner unit active: Type=notify +
+//                       NotifyAccess=all).
 //   rootless-k8s-enter  Waits for RootlessKit's child_pid, then nsenters the node's namespaces and
 //                       execs the component (as Usernetes' nsenter.sh did).
 import * as path from "node:path";
@@ -61,6 +62,30 @@ export function runtimeCommand(plan: Plan): string[] {
   }
 }
 
+/**
+ * kube-proxy's iptables mode translates only the Service addresses and ports that Services hold;
+ * anything else sent to the Service range (a port a Service does not have, an address no Service
+ * holds) would be routed out of the namespace through the network driver to the host's network,
+ * where it may even connect (conformance: "Services should serve endpoints on same port and
+ * different protocols"). Refuse it inside the namespace, after kube-proxy's DNAT (filter OUTPUT
+ * for the node's own processes, FORWARD for pods), as kube-proxy's nftables mode does by itself.
+ * Not fatal: the node runs without it, only without the guard.
+ */
+function serviceRangeGuard(plan: Plan): string[] {
+  if (plan.proxy.mode !== "iptables") return [];
+  const cidr = shQuote(plan.cidrs.services);
+  return [
+    "# Traffic to the Service range that kube-proxy did not translate (a port or address no Service",
+    "# holds) must not leave the namespace through the network driver: refuse it, after kube-proxy's",
+    "# DNAT, as kube-proxy's nftables mode does.",
+    "for chain in OUTPUT FORWARD; do",
+    `  iptables -w -A "$chain" -d ${cidr} -j REJECT ||`,
+    `    echo "rootless-k8s-child: could not add the $chain rule that refuses untranslated Service traffic (iptables -A $chain -d ${cidr} -j REJECT)" >&2`,
+    "done",
+    "",
+  ];
+}
+
 export function renderChildScript(plan: Plan): string {
   const l = layout(plan);
   const links = HOST_STATE_LINKS.map((p) => `  ${p}`).join(" \\\n");
@@ -86,6 +111,7 @@ export function renderChildScript(plan: Plan): string {
     "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
     "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
     "",
+    ...serviceRangeGuard(plan),
     `exec ${runtimeCommand(plan).map(shQuote).join(" ")}`,
     "",
   ].join("\n");

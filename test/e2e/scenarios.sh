@@ -363,6 +363,23 @@ YAML
   # Several requests: kube-proxy spreads them over both replicas.
   for _ in $(seq 1 20); do seen+="$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$ip/hostname" 2>/dev/null) "; done
   check services "requests through the Service reach both replicas ($(tr ' ' '\n' <<<"$seen" | sort -u | tr '\n' ' '))" test "$(tr ' ' '\n' <<<"$seen" | grep '^web-' | sort -u | wc -l)" = 2
+  # What kube-proxy does not translate must not leave the namespace through the network driver (this
+  # machine's network even accepts it): a port the Service lacks is refused (kube-proxy's nftables
+  # mode rejects it, the child script's guard in iptables mode), and so, in iptables mode, is an
+  # address of the range no Service holds (nftables mode drops it).
+  out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$ip:81/" 2>&1)
+  check services "a port Service web does not have ($ip:81) is refused inside the node ($out)" grep -q "Connection refused" <<<"$out"
+  local unheld mode
+  mode=$(receipt_value .plan.proxy.mode)
+  unheld=$(receipt_value .plan.cidrs.services | sed 's|\.[0-9]*/.*|.7|')
+  if kc get svc -A -o 'jsonpath={..clusterIP}' | tr ' ' '\n' | grep -qx "$unheld"; then unheld=${unheld%.7}.8; fi
+  local rc=0
+  out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$unheld:80/" 2>&1) || rc=$?
+  if [ "$mode" = iptables ]; then
+    check services "an address no Service holds ($unheld:80) is refused inside the node ($out)" grep -q "Connection refused" <<<"$out"
+  else
+    check services "an address no Service holds ($unheld:80) does not connect (kube-proxy $mode drops it; exit $rc: $out)" test "$rc" -ne 0
+  fi
 }
 
 # Cluster DNS: the dns add-on's CoreDNS (the image built from its Go module and loaded, pinned by

@@ -1,10 +1,27 @@
 // The helper scripts the units run are plain POSIX sh: `sh -n` parses them and shellcheck (when
-// installed; CI installs it) finds nothing, for every combination's scripts.
+// installed; CI installs it) finds nothing, for every combination's scripts. The child script's
+// Service-range guard runs with the real iptables in a new user and network namespace.
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { generatePki, renderNode } from "../../../cli/render/index";
 import { shQuote } from "../../../cli/render/scripts";
 import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
+
+async function childScript(name: string): Promise<{ text: string; services: string }> {
+  const combo = COMBOS.find((c) => c.name === name);
+  if (!combo) throw new Error(`no combination ${name}`);
+  const { plan } = planCombo(combo, await comboFacts(combo));
+  if (!plan) throw new Error(`${name} has no plan`);
+  const child = renderNode(plan, await generatePki(plan)).find((f) => f.path.endsWith("/rootless-k8s-child"));
+  if (!child) throw new Error(`${name} has no child script`);
+  return { text: child.content.toString(), services: plan.cidrs.services };
+}
+
+/** The guard's lines of a child script: from its comment to its loop's end. */
+function guardOf(script: string): string {
+  const m = /# Traffic to the Service range[\s\S]*?\ndone\n/.exec(script);
+  return m ? m[0] : "";
+}
 
 const hasShellcheck = spawnSync("shellcheck", ["--version"]).status === 0;
 
@@ -30,6 +47,40 @@ describe("rendered helper scripts", () => {
     }
     expect(checked).toBeGreaterThanOrEqual(22);
   }, 60_000);
+
+  it("refuses untranslated traffic to the Service range inside a real network namespace (kube-proxy's iptables mode)", async () => {
+    const { text, services } = await childScript("none-containerd-slirp4netns");
+    const guard = guardOf(text);
+    expect(guard).toContain(`-d ${services} -j REJECT`);
+    const net = services.split("/")[0] ?? "";
+    const inRange = net.replace(/\.\d+$/, ".7"); // an address of the range no Service holds
+    // A namespace like RootlessKit's: a tap device as the default route (no one at its far end).
+    const setup = [
+      "ip link set lo up",
+      "ip tuntap add t0 mode tap",
+      "ip addr add 10.0.2.100/24 dev t0",
+      "ip link set t0 up",
+      "ip route add default via 10.0.2.2 dev t0",
+    ].join(" && ");
+    const connect = (ip: string) => `timeout 2 bash -c 'exec 3<>/dev/tcp/${ip}/81' 2>&1; echo "rc=$?"`;
+    const script = `${setup} || exit 99\n${guard}iptables -w -S OUTPUT; iptables -w -S FORWARD\n${connect(inRange)}\n${connect("203.0.113.7")}`;
+    const r = spawnSync("unshare", ["--user", "--map-root-user", "--net", "sh", "-c", script], { encoding: "utf8" });
+    expect(r.status, `unshare/iptables/ip tuntap must work here (make test installs iptables): ${r.stderr}`).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain(`-A OUTPUT -d ${services} -j REJECT`);
+    expect(r.stdout).toContain(`-A FORWARD -d ${services} -j REJECT`);
+    const [refused, outside] = r.stdout.split(/rc=\d+\n/).slice(-3);
+    expect(refused).toContain("Connection refused");
+    // Outside the range the guard does nothing: the connection waits for the absent far end.
+    expect(outside).not.toContain("Connection refused");
+    expect(r.stdout).toMatch(/rc=124\n$/);
+  }, 20_000);
+
+  it("adds no guard where kube-proxy uses nftables (it refuses that traffic itself)", async () => {
+    const { text } = await childScript("delegated-containerd-builtin");
+    expect(guardOf(text)).toBe("");
+    expect(text).not.toContain("iptables");
+  });
 
   it("quotes words for sh so that any path survives", () => {
     expect(shQuote("/home/alice/x")).toBe("/home/alice/x");
