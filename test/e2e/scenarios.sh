@@ -822,6 +822,9 @@ YAML
   else
     info publish "the plan keeps no client address for TCP here; /clientip says $out"
   fi
+  local said
+  [ "$(receipt_value .plan.publish.keepsSourceIP.tcp)" = true ] && said="the client's own address over TCP" || said="an address of the node over TCP"
+  check publish "doctor --node says what /clientip shows: pods see $said" has "pods see $said" rk8s doctor --node
   check publish "status lists the NodePort with its Service" has "$np .*Service e2e/web-np" rk8s status
   check publish "status lists the hostPort with its pod" has "$hp .*Pod e2e/hostport" rk8s status
 
