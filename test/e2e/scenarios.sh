@@ -1032,7 +1032,7 @@ crio_images() {
 scenario_crio() { matrix_cell crio slirp4netns --runtime crio --network slirp4netns; }
 
 # --- upstream's conformance suite against this node (issue 10; make conformance) -----------------
-# Runs the [Conformance] tests of one list (E2E_CONFORMANCE_LIST: focus, the full list, or ci) with
+# Runs the [Conformance] tests of one list (E2E_CONFORMANCE_LIST: focus, the full list; ci; network) with
 # upstream's e2e.test and ginkgo (E2E_CONFORMANCE_PROCS in parallel), as the test user against the
 # node a scenario before installed. The suite's extra images are loaded with `image load`; tests
 # whose image cannot be built here are skipped by name (test/conformance/skips.txt). JUnit XML and
