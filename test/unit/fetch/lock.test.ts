@@ -2,7 +2,7 @@
 // holder killed with SIGKILL is taken over at once, a stale heartbeat is taken over, and
 // release never removes a lock that someone else now holds.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { acquireInstallLock, acquireLock, defaultInstallLockDir } from "../../../cli/fetch/lock";
@@ -28,6 +28,19 @@ function holder(dir: string, heartbeatMs = 5000): Promise<ChildProcess> {
     child.stdout?.on("data", (d: Buffer) => d.toString().startsWith("locked") && resolve(child));
     child.on("exit", (code) => reject(new Error(`holder exited with ${code}`)));
   });
+}
+
+/**
+ * Resolves once every thread of `pid` is stopped (SIGSTOP is delivered asynchronously: a heartbeat
+ * the holder's thread pool is writing at that moment still lands).
+ */
+async function stopped(pid: number): Promise<void> {
+  const state = (t: string) => readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8").replace(/^.*\) /s, "")[0];
+  for (let i = 0; i < 500; i++) {
+    if (readdirSync(`/proc/${pid}/task`).every((t) => state(t) === "T" || state(t) === "t")) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`pid ${pid} did not stop`);
 }
 
 describe("locks", () => {
@@ -61,6 +74,7 @@ describe("locks", () => {
     expect(Date.now() - statSync(beat).mtimeMs).toBeLessThan(5_000); // refreshed by the holder
     child.kill("SIGSTOP"); // alive but silent, as a holder on another host would look
     try {
+      await stopped(child.pid!);
       utimesSync(beat, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
       const lock = await acquireLock(dir, { purpose: "next run", staleMs: 30_000 });
       expect(lock.tookOver?.pid).toBe(child.pid);
