@@ -190,7 +190,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
           probe: () => probe(),
           expectVersion: plan.versions.components.kubernetes,
           onPhase: (phase) => {
-            h.update(phase === "api" ? "API server /readyz" : `node ${plan.node.name} Ready`);
+            h.update(phase === "api" ? "API server /readyz" : phase === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount");
             if (phase === "node") probe = restartGaveUp;
           },
         });

@@ -214,7 +214,8 @@ export function parseNode(body: string): NodeView {
   };
 }
 
-export type ReadyPhase = "api" | "node";
+/** /readyz; the node's Ready condition; the default namespace's ServiceAccount (pods can be created). */
+export type ReadyPhase = "api" | "node" | "account";
 
 export interface WaitOptions {
   client: ApiClient;
@@ -242,6 +243,8 @@ export interface ReadyResult {
   nodeMs: number;
 }
 
+const DEFAULT_ACCOUNT = "/api/v1/namespaces/default/serviceaccounts/default";
+
 /** Thrown when readiness is not reached in time; `phase` names what was still missing. */
 export class NotReadyError extends UserError {
   constructor(
@@ -249,11 +252,20 @@ export class NotReadyError extends UserError {
     readonly lastSeen: string,
     timeoutMs: number,
   ) {
+    const within = `within ${Math.round(timeoutMs / 1000)} s (last: ${lastSeen})`;
     super(
       phase === "api"
-        ? `the API server did not answer /readyz within ${Math.round(timeoutMs / 1000)} s (last: ${lastSeen})`
-        : `the node did not become Ready within ${Math.round(timeoutMs / 1000)} s (last: ${lastSeen})`,
-      { exitCode: ExitCode.Failure, fix: "see `rootless-k8s status` and `rootless-k8s logs`; a slow host may need a longer --timeout" },
+        ? `the API server did not answer /readyz ${within}`
+        : phase === "node"
+          ? `the node did not become Ready ${within}`
+          : `the node is Ready, but the default namespace got no ServiceAccount ${within}, so no pod can be created there yet`,
+      {
+        exitCode: ExitCode.Failure,
+        fix:
+          phase === "account"
+            ? "the controller-manager creates it: see `rootless-k8s logs kube-controller-manager`; a slow host may need a longer --timeout"
+            : "see `rootless-k8s status` and `rootless-k8s logs`; a slow host may need a longer --timeout",
+      },
     );
     this.name = "NotReadyError";
   }
@@ -271,7 +283,11 @@ function describe(e: unknown): string {
   return err.code ? `${err.code}` : (String(err.message ?? e).split("\n")[0] ?? "error");
 }
 
-/** Waits for /readyz = ok, then for the node's Ready condition = True. */
+/**
+ * Waits for /readyz = ok, then for the node's Ready condition = True, then for the default
+ * namespace's ServiceAccount: until the controller-manager has made it, the API server refuses
+ * every pod there ("serviceaccount \"default\" not found"), a second or so after the node is Ready.
+ */
 export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
   const start = Date.now();
   const deadline = start + o.timeoutMs;
@@ -279,6 +295,7 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
   let phase: ReadyPhase = "api";
   let last = "no answer yet";
   let apiMs = 0;
+  let ready: { node: NodeView; nodeMs: number } | null = null;
   let probed = 0;
   o.onPhase?.("api", 0);
   for (;;) {
@@ -300,12 +317,22 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
           last = "node not registered yet";
           continue;
         }
+      } else if (phase === "account" && ready) {
+        const r = await o.client.get(DEFAULT_ACCOUNT, 5000);
+        if (r.status === 200) return { node: ready.node, apiMs, nodeMs: ready.nodeMs };
+        last = r.status === 404 ? "no ServiceAccount default/default yet" : `HTTP ${r.status}`;
       } else {
         const r = await o.client.get(`/api/v1/nodes/${encodeURIComponent(o.nodeName)}`, 5000);
         if (r.status === 200) {
           const node = parseNode(r.body);
           const versionOk = !o.expectVersion || node.kubeletVersion?.replace(/^v/, "") === o.expectVersion;
-          if (node.ready && versionOk) return { node, apiMs, nodeMs: Date.now() - start };
+          if (node.ready && versionOk) {
+            ready = { node, nodeMs: Date.now() - start };
+            phase = "account";
+            o.onPhase?.("account", ready.nodeMs);
+            last = "no ServiceAccount default/default yet";
+            continue;
+          }
           const rc = node.conditions.find((c) => c.type === "Ready");
           last = node.ready
             ? `the kubelet still reports ${node.kubeletVersion ?? "no version"}, not v${o.expectVersion}`

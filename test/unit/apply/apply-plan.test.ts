@@ -258,6 +258,7 @@ describe("applyPlan", () => {
     expect(systemd.calls).toEqual(["ensure-reachable", "daemon-reload", `enable ${first.units.target}`, `start ${first.units.target}`]);
     expect(systemd.requests).toContain("GET /readyz");
     expect(systemd.requests).toContain(`GET /api/v1/nodes/${first.node.name}`);
+    expect(systemd.requests).toContain("GET /api/v1/namespaces/default/serviceaccounts/default");
     // the kubelet registers without our labels here: the engine puts them on the Node object
     expect(systemd.requests).toContain(`PATCH /api/v1/nodes/${first.node.name}`);
     const receipt = (await readReceipt(first.paths.receipt))!;

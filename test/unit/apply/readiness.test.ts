@@ -13,6 +13,7 @@ let url: string;
 const seen: { path: string; cn: string }[] = [];
 let readyzFailures = 0;
 let nodeState: "absent" | "notready" | "ready" = "absent";
+let account = true;
 
 function node(ready: boolean) {
   return {
@@ -45,6 +46,11 @@ beforeAll(async () => {
         else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(node(nodeState === "ready")));
         return;
       }
+      if (req.url === "/api/v1/namespaces/default/serviceaccounts/default") {
+        if (account) res.writeHead(200, { "content-type": "application/json" }).end('{"kind":"ServiceAccount"}');
+        else res.writeHead(404).end(JSON.stringify({ kind: "Status", code: 404 }));
+        return;
+      }
       res.writeHead(404).end();
     },
   );
@@ -64,21 +70,24 @@ describe("readKubeconfig", () => {
 });
 
 describe("waitForReady", () => {
-  it("waits for /readyz, then for the node to register and turn Ready, as the admin user", async () => {
+  it("waits for /readyz, then for the node to register and turn Ready, then for the default ServiceAccount, as the admin user", async () => {
     readyzFailures = 2;
     nodeState = "absent";
+    account = false;
     seen.length = 0;
     const phases: string[] = [];
     const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
     setTimeout(() => (nodeState = "notready"), 300);
     setTimeout(() => (nodeState = "ready"), 700);
+    setTimeout(() => (account = true), 1000);
     const r = await waitForReady({ client, nodeName: "n1", timeoutMs: 10_000, pollMs: 50, onPhase: (p) => phases.push(p) });
     expect(r.node.ready).toBe(true);
     expect(r.node.kubeletVersion).toBe("v1.36.0");
     expect(r.node.labels["rootless-k8s.io/resource-isolation"]).toBe("none");
-    expect(phases).toEqual(["api", "node"]);
+    expect(phases).toEqual(["api", "node", "account"]);
     expect(r.nodeMs).toBeGreaterThanOrEqual(r.apiMs);
     expect(seen.filter((s) => s.path === "/readyz").length).toBe(3);
+    expect(seen.filter((s) => s.path.endsWith("/serviceaccounts/default")).length).toBeGreaterThan(1);
     expect(new Set(seen.map((s) => s.cn))).toEqual(new Set(["kubernetes-admin"]));
   });
 
@@ -90,6 +99,21 @@ describe("waitForReady", () => {
     expect(e).toBeInstanceOf(NotReadyError);
     expect(e.phase).toBe("node");
     expect(e.message).toMatch(/node did not become Ready within 0 s \(last: Ready=False \(KubeletNotReady\)\)/);
+  });
+
+  it("a Ready node whose default namespace gets no ServiceAccount times out in that phase, naming the controller-manager", async () => {
+    readyzFailures = 0;
+    nodeState = "ready";
+    account = false;
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    const e = await waitForReady({ client, nodeName: "n1", timeoutMs: 400, pollMs: 50 }).catch((x) => x);
+    account = true;
+    expect(e).toBeInstanceOf(NotReadyError);
+    expect(e.phase).toBe("account");
+    expect(e.message).toMatch(
+      /the node is Ready, but the default namespace got no ServiceAccount within 0 s \(last: no ServiceAccount default\/default yet\)/,
+    );
+    expect(e.fix).toContain("rootless-k8s logs kube-controller-manager");
   });
 
   it("never gets past the handshake with a client cert from another CA", async () => {
