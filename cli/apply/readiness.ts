@@ -286,7 +286,7 @@ function describe(e: unknown): string {
 /**
  * Waits for /readyz = ok, then for the node's Ready condition = True, then for the default
  * namespace's ServiceAccount: until the controller-manager has made it, the API server refuses
- * every pod there ("serviceaccount \"default\" not found"), a second or so after the node is Ready.
+ * every pod there ("serviceaccount \"default\" not found"), which can be seconds after the node is Ready.
  */
 export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
   const start = Date.now();
