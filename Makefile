@@ -59,7 +59,8 @@ e2e: build
 	bash test/e2e/run.sh
 
 # Upstream's [Conformance] tests (test/conformance/focus.txt) against a fresh e2e node, on both
-# routes unless E2E_ROUTES says otherwise; E2E_CONFORMANCE_LIST=ci runs the smaller list CI runs, =network the Services and DNS tests.
+# routes unless E2E_ROUTES says otherwise; E2E_CONFORMANCE_LIST=ci runs the smaller list CI runs, =network the Services and DNS tests,
+# =isolation the six that mode none gives up.
 # JUnit XML and the counts in test/e2e/out/conformance-<route>/ (docs/conformance.md).
 conformance: build
 	E2E_SCENARIOS="fresh conformance" bash test/e2e/run.sh
