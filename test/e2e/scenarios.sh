@@ -773,6 +773,7 @@ scenario_publish() {
   local agn hip np lb=18081 hp=18082 busy=18083 out holder t0 ms restarts
   agn=$(image_name agnhost) || { fail publish "no agnhost image in $IMAGES/images.json"; return; }
   hip=$(host_ip)
+  check publish "the host has an address of its own to dial (${hip:-none})" test -n "$hip" || return
   mkdir -p "$PUB"
   check publish "the plan publishes ports ($(receipt_value .plan.publish.bindAddress), network $(receipt_value .plan.network.driver))" test "$(receipt_value .plan.publish.enabled)" = true
   check publish "rootless-k8s-ports.service is active" ports_active

@@ -9,6 +9,10 @@
 #   sudo test/e2e/vm-env.sh           (needs $E2E_OPT prepared by test/e2e/prepare.mjs)
 #   sudo test/e2e/vm-env.sh down      stops a VM left running (run.sh calls it on Ctrl-C or a kill)
 #
+# Network: one NIC on qemu's user network, as most qemu VMs have (the guest is 10.0.2.15/24, so the
+# plan must steer its namespace clear of 10.0.2.0/24), with restrict=on: the guest reaches nothing
+# beyond the VM. The host's own address is what the publish scenario dials.
+#
 # Acceleration: KVM only when the CPU offers vmx/svm (this machine kind's /dev/kvm is PVM, on
 # which a stock kernel hangs after "Probing EDD"), else TCG software emulation: minutes, not seconds.
 # It never passes silently: no result from the guest is a FAIL with the reason and the console tail.
@@ -82,7 +86,7 @@ main() {
     -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 systemd.show_status=1 panic=-1" \
     -drive "file=$STATE/disk.img,if=virtio,format=raw,cache=unsafe,aio=threads" \
     -virtfs "local,path=$STATE/out,mount_tag=rk8se2e,security_model=none,id=rk8se2e" \
-    -nic none -pidfile "$PIDFILE" -daemonize; then
+    -nic user,model=virtio-net-pci,restrict=on -pidfile "$PIDFILE" -daemonize; then
     fail vm "qemu did not start (accel $accel)"
     return 1
   fi

@@ -57,6 +57,11 @@ configure_guest() {
   mkdir -p "$r/var/lib/systemd/linger" && touch "$r/var/lib/systemd/linger/$E2E_USER"
   mkdir -p "$r/etc/systemd/system/user@.service.d"
   printf '[Service]\nDelegate=cpu cpuset io memory pids\n' >"$r/etc/systemd/system/user@.service.d/delegate.conf"
+  # The NIC of qemu's user network (vm-env.sh), addressed as its DHCP would: 10.0.2.15/24, no gateway
+  # (restrict=on leads nowhere).
+  mkdir -p "$r/etc/systemd/network"
+  printf '[Match]\nName=en*\n[Network]\nAddress=10.0.2.15/24\nLinkLocalAddressing=no\n' >"$r/etc/systemd/network/10-e2e.network"
+  chroot "$r" systemctl enable systemd-networkd.service >/dev/null 2>&1
   chroot "$r" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer >/dev/null 2>&1 || true
   rm -rf "$r/opt/rk8s-e2e" && mkdir -p "$r/opt/rk8s-e2e"
   cp -a "$E2E_OPT/." "$r/opt/rk8s-e2e/"
@@ -67,8 +72,8 @@ configure_guest() {
   cat >"$r/etc/systemd/system/rk8s-e2e-job.service" <<'UNIT'
 [Unit]
 Description=rootless-k8s e2e: the scenarios in this VM, then power off
-After=multi-user.target user@1000.service e2e\x2dout.mount
-Wants=user@1000.service
+After=multi-user.target user@1000.service e2e\x2dout.mount network-online.target
+Wants=user@1000.service network-online.target
 [Service]
 Type=oneshot
 ExecStart=/opt/rk8s-e2e/e2e/lib/guest-job.sh
