@@ -5,36 +5,12 @@
 #   start + ready       vs  systemctl --user start rootless-k8s.target of the same units, polled to
 #                           Ready with kubectl (systemd and the components, without rootless-k8s)
 # Each install runs after `uninstall` (data, PKI and the download cache kept), RUNS times; medians.
-# Prints a table; asserts nothing. Needs root (the host route's test user), like `make e2e`.
+# Prints a table; asserts nothing. Needs root (the host route's test user), like `make e2e`
+# (test/bench/lib/node-env.sh).
 set -uo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
-E2E=$REPO/test/e2e
-# shellcheck disable=SC1091 # checked on its own
-. "$E2E/lib/common.sh"
-need_root
+# shellcheck source=test/bench/lib/node-env.sh
+. "$(dirname "$0")/lib/node-env.sh"
 RUNS=${BENCH_RUNS:-3}
-ARCH=$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
-CLI=${E2E_CLI:-$REPO/dist/rootless-k8s-linux-$ARCH}
-OUT=$E2E_CACHE/bench
-mkdir -p "$OUT" && chmod 755 "$OUT"
-
-"$REPO/node_modules/.bin/node" "$E2E/prepare.mjs" --cache "$E2E_CACHE" --opt "$E2E_OPT" --cli "$CLI" >/dev/null || { echo "prepare failed" >&2; exit 1; }
-bash "$E2E/host-env.sh" up >/dev/null || { echo "the host route's user manager did not start" >&2; exit 1; }
-trap 'bash "$E2E/host-env.sh" down >/dev/null 2>&1; kill "${MIRROR_PID:-}" 2>/dev/null' EXIT
-E2E_NS_PID=$(bash "$E2E/host-env.sh" pid)
-export E2E_NS_PID
-H=$(user_home)
-BIN=$H/.local/share/rootless-k8s/versions/current/bin
-KCFG=$H/.config/rootless-k8s/admin.kubeconfig
-rk8s() { as_user "$E2E_OPT/bin/rootless-k8s" "$@"; }
-
-rm -f "$OUT/port"
-setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$OUT/port" >/dev/null 2>&1 </dev/null &
-MIRROR_PID=$!
-for _ in $(seq 1 100); do [ -s "$OUT/port" ] && break; sleep 0.1; done
-V_INSTALL=$("$E2E_OPT/node" -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).install' "$E2E_OPT/mirror/versions.json")
-FLAGS=(--yes --manifest "$E2E_OPT/mirror/manifests/k8s-$V_INSTALL.json" --mirror "http://127.0.0.1:$(cat "$OUT/port")" --timeout 300)
 
 # A clean start with a warm cache: install once (downloads), then uninstall (keeps the cache).
 rk8s uninstall --purge --yes >/dev/null 2>&1
