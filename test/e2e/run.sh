@@ -104,10 +104,14 @@ for r in $ROUTES; do
   esac
 done
 
-# The conformance runs' JUnit XML and summaries, beside report.json.
+# The conformance runs' JUnit XML and summaries, beside report.json: only the routes of this run
+# (another route's folder in the cache is an older run's).
 if [ ${#PREPARE_FLAGS[@]} -gt 0 ]; then
-  for d in "$E2E_CACHE/conformance-host" "$E2E_CACHE/vm/out/conformance-vm"; do
-    [ -d "$d" ] && rm -rf "${OUT:?}/${d##*/}" && cp -r "$d" "$OUT/" && echo "conformance output: $OUT/${d##*/} ($(tail -1 "$d/summary.txt" 2>/dev/null))"
+  for r in $ROUTES; do
+    d=$E2E_CACHE/conformance-host
+    [ "$r" = vm ] && d=$E2E_CACHE/vm/out/conformance-vm
+    rm -rf "${OUT:?}/conformance-$r"
+    [ -d "$d" ] && cp -r "$d" "$OUT/" && echo "conformance output: $OUT/conformance-$r ($(tail -1 "$d/summary.txt" 2>/dev/null))"
   done
 fi
 
