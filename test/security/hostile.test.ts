@@ -185,20 +185,18 @@ function damage(before: Map<string, Entry>, after: Map<string, Entry>, toolDirs:
   const found: string[] = [];
   for (const [p, e] of before) {
     const a = after.get(p);
-    if (!a) found.push(`removed ${p}`);
-    else if (a.kind !== e.kind || a.mode !== e.mode || a.what !== e.what) found.push(`changed ${p}`);
+    if (!a) {
+      found.push(`removed ${p}`);
+      continue;
+    }
+    if (a.kind !== e.kind || a.mode !== e.mode || a.what !== e.what) found.push(`changed ${p}`);
+    // A non-folder written (or chmod-ed) during the attempt. Folders' times move when the tool makes
+    // its own folders inside them; their entries are compared above.
+    if (a.kind !== "dir" && (a.mtimeMs !== e.mtimeMs || a.ctimeMs !== e.ctimeMs)) found.push(`touched ${p}`);
   }
   for (const [p, a] of after) {
     // A new folder is allowed only on the way to one of the tool's folders (~/.cache for ~/.cache/rootless-k8s).
-    if (!before.has(p)) {
-      if (!(a.kind === "dir" && toolDirs.some((t) => t.startsWith(`${p}/`)))) found.push(`created ${p}`);
-    }
-    // find -newer: a non-folder written (or chmod-ed) during the attempt. Folders' times move when the
-    // tool makes its own folders inside them; their entries are compared above.
-    else {
-      const b = before.get(p);
-      if (a.kind !== "dir" && b && (a.mtimeMs !== b.mtimeMs || a.ctimeMs !== b.ctimeMs)) found.push(`touched ${p}`);
-    }
+    if (!before.has(p) && !(a.kind === "dir" && toolDirs.some((t) => t.startsWith(`${p}/`)))) found.push(`created ${p}`);
   }
   return found;
 }
