@@ -78,7 +78,6 @@ done
 rk8s uninstall --purge --yes >/dev/null 2>&1
 
 m() { tr ' ' '\n' <<<"${T[$1]}" | grep . | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 echo "install --yes to Ready, host route (mode none), Kubernetes $V_INSTALL (real binaries), median of $RUNS runs, warm download cache"
 printf '  %-36s %9s   %-44s %9s   %s\n' phase "ms" reference "ms" ratio
 printf '  %-36s %9s   %-44s %9s   %s\n' "doctor + plan + questions" "$(m doctor)" "" "" ""

@@ -25,7 +25,6 @@ gbps() { # gbps FILE: the receiver's rate of an iperf3 -J report, in Gbit/s
   "$E2E_OPT/node" -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); if (r.error) { console.error(r.error); process.exit(1); } console.log((r.end.sum_received.bits_per_second / 1e9).toFixed(2))' "$1"
 }
 connects() { as_user timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
-wait_for() { local n=$1; shift; for _ in $(seq 1 "$n"); do "$@" && return 0; sleep 1; done; return 1; }
 
 declare -A PUB REF NOTE
 cell() { # cell NETWORK: a node with that network driver, the iperf3 pod, both transfers
@@ -68,7 +67,6 @@ rk8s uninstall --purge --yes >/dev/null 2>&1
 # RootlessKit's figure for the port driver each cell uses (its slirp4netns port driver, 7.56, is one
 # rootless-k8s never uses); measured there to a process in the namespace, here on to a pod.
 declare -A RK=([slirp4netns]="29.3 (builtin)" [builtin]="29.3 (builtin)" [pasta]="39.9 (implicit)")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3fx", a / b; else print "-" }'; }
 echo "published port throughput, host route (mode none): iperf3 TCP for ${T}s, host -> pod through the published port, vs the pod's own loopback"
 printf '  %-34s %14s %14s %9s   %s\n' "network (port driver)" "published Gb/s" "loopback Gb/s" ratio "RootlessKit's CI, Gb/s"
 for net in $NETWORKS; do

@@ -101,11 +101,6 @@ run_bg() {
   BG=$!
   for _ in $(seq 1 100); do [ -s "$PIDFILE" ] && break; sleep 0.05; done
 }
-wait_for() { # wait_for SECONDS CMD...: true once CMD succeeds
-  local deadline=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -ge "$deadline" ] && return 1; sleep 0.3; done
-}
 
 units_active() { local u; for u in "${UNITS[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = active ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
 units_gone() { ! has . as_user systemctl --user list-units --all --plain --no-legend 'rootless-k8s*'; }

@@ -2,7 +2,8 @@
 # Sourced by the benchmarks that run a real node on the host route (install, ports): the e2e's
 # prepared tree, the host route's user manager, the loopback mirror, and `rk8s`/FLAGS to install
 # the e2e manifest's version from it. Needs root (the host route's test user), like `make e2e`.
-# Sets: REPO E2E CLI OUT H BIN KCFG V_INSTALL FLAGS MIRROR_PID; rk8s(); tears everything down on exit.
+# Sets: REPO E2E CLI OUT H BIN KCFG V_INSTALL FLAGS MIRROR_PID; rk8s(), kc(), ratio() (and lib/common.sh's
+# helpers); tears everything down on exit.
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 E2E=$REPO/test/e2e
@@ -25,6 +26,7 @@ KCFG=$H/.config/rootless-k8s/admin.kubeconfig
 # (RK8S_PATH: folders put before the PATH rootless-k8s sees, e.g. the e2e's pasta)
 rk8s() { as_user ${RK8S_PATH:+env PATH="$RK8S_PATH:$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"} "$E2E_OPT/bin/rootless-k8s" "$@"; }
 kc() { as_user "$BIN/kubectl" --kubeconfig "$KCFG" "$@"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; } # ratio A B: A/B, as the tables print it
 
 rm -f "$OUT/port"
 setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$OUT/port" >/dev/null 2>&1 </dev/null &
