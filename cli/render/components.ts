@@ -47,6 +47,8 @@ export function apiServerArgs(plan: Plan): string[] {
     "--allow-privileged=true",
     "--authorization-mode=Node,RBAC",
     "--enable-admission-plugins=NodeRestriction",
+    // Bootstrap tokens (`rootless-k8s token create`): a joining host's kubelet asks for its certificate with one.
+    "--enable-bootstrap-token-auth=true",
     `--client-ca-file=${pki.cas.ca.cert}`,
     `--tls-cert-file=${pki.certs.apiServer.cert}`,
     `--tls-private-key-file=${pki.certs.apiServer.key}`,
@@ -93,6 +95,9 @@ export function controllerManagerArgs(plan: Plan): string[] {
     `--service-account-private-key-file=${pki.serviceAccount.privateKey}`,
     `--service-cluster-ip-range=${plan.cidrs.services}`,
     "--use-service-account-credentials=true",
+    // The two controllers of bootstrap tokens, off by default: bootstrapsigner signs cluster-info
+    // with each token, tokencleaner deletes a token once it expires (kubeadm turns both on).
+    "--controllers=*,bootstrapsigner,tokencleaner",
     "--leader-elect=false",
   ];
 }
