@@ -27,6 +27,7 @@ export const commands: CommandEntry[] = [
   },
   { name: "upgrade", summary: "Upgrade the node to another version set, rolling back on failure", load: () => import("./upgrade") },
   { name: "uninstall", summary: "Stop and remove the node (--purge also removes its data)", load: () => import("./uninstall") },
+  { name: "token", summary: "Create, list or delete bootstrap tokens for another host's join", load: () => import("./token") },
   {
     name: "ports",
     summary: "Publish Services' and pods' ports on the host (run by rootless-k8s-ports.service)",

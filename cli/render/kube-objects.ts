@@ -8,8 +8,10 @@ export type KubeObject = {
   metadata: { name: string; namespace?: string } & Record<string, unknown>;
 } & Record<string, unknown>;
 
-/** Who a binding grants its role to: a pod's ServiceAccount, or the user of a client certificate. */
-export type RbacSubject = { kind: "ServiceAccount"; name: string; namespace: string } | { apiGroup: string; kind: "User"; name: string };
+/** Who a binding grants its role to: a pod's ServiceAccount, the user of a client certificate, or a group. */
+export type RbacSubject =
+  | { kind: "ServiceAccount"; name: string; namespace: string }
+  | { apiGroup: string; kind: "User" | "Group"; name: string };
 
 /**
  * A binding of `role` to `subject`: a RoleBinding in `namespace` when given (of a Role or a
