@@ -1,14 +1,21 @@
 // `rootless-k8s doctor`: can this host run a rootless node, in which mode, and what fixes each
 // problem. Thin: facts (cli/host/gather) -> checks (cli/doctor) -> text, JSON or the root script.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { ExitCode, UsageError } from "../errors";
-import { statSync } from "node:fs";
+import { ExitCode, UsageError, messageOf } from "../errors";
+import { readFileSync, statSync } from "node:fs";
+import { hostname } from "node:os";
+import * as path from "node:path";
 import { localHost } from "../host/host";
 import { gatherFacts, UnknownUserError } from "../host/gather";
 import * as doctor from "../doctor/index";
 import { doctorJson } from "../doctor/json";
 import { renderReport } from "../doctor/report";
-import { runChecks } from "../doctor/check";
+import { runChecks, type CheckOutcome } from "../doctor/check";
+import { joinChecks } from "../doctor/checks/join";
+import { parseCaHash, parseToken } from "../host/parse/bootstrap-token";
+import { joinFacts } from "../inspect/join-facts";
+import { nodeNameFrom } from "../plan/node";
+import { TOKEN_ENV } from "../render/join";
 import { nodeChecks } from "../doctor/checks/node";
 import { showOutcomes } from "../doctor/present";
 import { requireReceipt } from "../apply/receipt";
@@ -19,12 +26,19 @@ export const spec: CommandSpec = {
   name: "doctor",
   summary: "Check whether this host can run a rootless node, and how to fix it",
   usage:
-    "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]  |  rootless-k8s doctor --node [--json]",
+    "rootless-k8s doctor [--json | --root-script] [--user NAME|UID] [--root DIR] [--data-dir DIR]  |  rootless-k8s doctor --node [--json]\n" +
+    "       ROOTLESS_K8S_TOKEN=ID.SECRET rootless-k8s doctor --join URL --ca-hash sha256:HASH [--node-name NAME] [--json]",
   description: `
 Reads the host (nothing is changed) and prints one line per check: ok, warn, fail or skip, with the
 exact fix, root commands kept apart from your own. Then the verdict: delegated (cgroup v2 with cpu,
 memory and pids delegated: real per-pod limits), none (runs without cgroup control, and says what
 that gives up) or blocked (no rootless node until the failures are fixed).
+
+With --join (the line \`rootless-k8s token create\` prints on a control plane): whether this host
+can join it: the API server reached, cluster-info published, its CA matching the pin, the token
+valid, the server's certificate naming the address, the node name free. The token is read from
+ROOTLESS_K8S_TOKEN or --token-file, never from the command line; it is sent to the server only
+once the CA matches the pin and cluster-info carries the token's signature.
 
 Exit status: 0 when no check failed (warnings allowed), 1 when any check failed, 2 for bad usage.`,
   options: {
@@ -46,7 +60,25 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
       description: "Check the installed node as it runs: units, readiness, owner cgroup, snapshotter in use, ports, linger",
     },
     prefix: { type: "string", valueName: "DIR", description: "With --node: the --prefix the node was installed with" },
+    join: {
+      type: "string",
+      valueName: "URL",
+      description: "Check whether this host can join the control plane at URL (https://HOST:PORT)",
+    },
+    "ca-hash": { type: "string", valueName: "sha256:HASH", description: "With --join: the pin of the cluster's CA, from the join line" },
+    "token-file": {
+      type: "string",
+      valueName: "FILE",
+      description: `With --join: read the token (ID.SECRET) from FILE (- for standard input) instead of ${TOKEN_ENV}`,
+    },
+    token: {
+      type: "string",
+      valueName: "T",
+      description: `Refused: a token on the command line is visible to every user; use ${TOKEN_ENV}`,
+    },
+    "node-name": { type: "string", valueName: "NAME", description: "With --join: the node name to check (default: from the host name)" },
   },
+  environment: [{ name: TOKEN_ENV, description: "With --join: the bootstrap token, ID.SECRET" }],
   examples: [
     "rootless-k8s doctor",
     "rootless-k8s doctor --root-script | sudo sh",
@@ -56,24 +88,37 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
+  if (opt.str(parsed, "token") !== undefined)
+    throw new UsageError(
+      `--token puts the token where \`ps\` shows it to every user: pass it as ${TOKEN_ENV}=ID.SECRET or --token-file FILE`,
+      spec.name,
+    );
+  if (opt.str(parsed, "join") !== undefined) return joinDoctor(ctx, parsed);
+  for (const o of ["ca-hash", "token-file", "node-name"])
+    if (opt.str(parsed, o) !== undefined) throw new UsageError(`--${o} works with --join only`, spec.name);
   if (opt.bool(parsed, "node")) return nodeDoctor(ctx, { json: opt.bool(parsed, "json"), prefix: opt.str(parsed, "prefix") });
   return hostDoctor(ctx, parsed);
 }
 
 /** `doctor --node`: exit 0 when nothing failed (warnings allowed), 1 otherwise. */
+/** The checks as --json shows them. */
+function shownChecks(checks: CheckOutcome[]) {
+  return checks.map(({ id, label, status, summary, fix, details }) => ({
+    id,
+    label,
+    status,
+    summary,
+    fix,
+    ...(details ? { details } : {}),
+  }));
+}
+
 async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }): Promise<number> {
   const receipt = await requireReceipt(ctx.env, opts.prefix);
   const checks = runChecks(nodeChecks, await nodeFacts(receipt, ctx.env));
   const failed = doctor.anyFailed(checks);
   if (opts.json) {
-    const shown = checks.map(({ id, label, status, summary, fix, details }) => ({
-      id,
-      label,
-      status,
-      summary,
-      fix,
-      ...(details ? { details } : {}),
-    }));
+    const shown = shownChecks(checks);
     ctx.out.out(
       JSON.stringify(
         { schemaVersion: 1, node: receipt.plan.node.name, mode: receipt.plan.mode.name, healthy: !failed, checks: shown },
@@ -85,6 +130,42 @@ async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }
     const s = ctx.out.style;
     ctx.out.out(s.bold(`Node ${receipt.plan.node.name} (mode ${receipt.plan.mode.name})`));
     for (const l of showOutcomes(checks, s)) ctx.out.out(l);
+  }
+  return failed ? ExitCode.Failure : ExitCode.Ok;
+}
+
+/** `doctor --join`: exit 0 when nothing failed (warnings allowed), 1 otherwise. */
+async function joinDoctor(ctx: Context, parsed: Parsed): Promise<number> {
+  const server = opt.str(parsed, "join")!;
+  if (!/^https:\/\/[^/\s]+\/?$/.test(server)) throw new UsageError(`--join "${server}" is not an https://HOST:PORT URL`, spec.name);
+  const hashText = opt.str(parsed, "ca-hash");
+  if (hashText === undefined) throw new UsageError("--join needs --ca-hash sha256:HASH (from the join line)", spec.name);
+  const caHash = parseCaHash(hashText);
+  if (!caHash) throw new UsageError(`--ca-hash "${hashText}" is not sha256: and 64 hex digits`, spec.name);
+  const file = opt.str(parsed, "token-file");
+  let tokenText: string | undefined;
+  if (file !== undefined) {
+    try {
+      tokenText = file === "-" ? readFileSync(0, "utf8") : readFileSync(path.resolve(ctx.cwd, file), "utf8");
+    } catch (e) {
+      throw new UsageError(`--token-file ${file}: ${(e as NodeJS.ErrnoException).code ?? messageOf(e)}`, spec.name);
+    }
+  } else tokenText = ctx.env[TOKEN_ENV];
+  if (tokenText === undefined)
+    throw new UsageError(`--join needs the token: set ${TOKEN_ENV}=ID.SECRET (from the join line) or pass --token-file FILE`, spec.name);
+  const token = parseToken(tokenText);
+  if (!token) throw new UsageError(`the token is not ID.SECRET (6 and 16 characters of a-z and 0-9)`, spec.name);
+  const nodeName = opt.str(parsed, "node-name") ?? nodeNameFrom(hostname());
+  const facts = await joinFacts({ server: server.replace(/\/$/, ""), caHash, token, nodeName });
+  const checks = runChecks(joinChecks, facts);
+  const failed = doctor.anyFailed(checks);
+  if (opt.bool(parsed, "json")) {
+    ctx.out.out(
+      JSON.stringify({ schemaVersion: 1, join: facts.server, node: nodeName, ready: !failed, checks: shownChecks(checks) }, null, 2),
+    );
+  } else {
+    ctx.out.out(ctx.out.style.bold(`Joining ${facts.server} as node ${nodeName}`));
+    for (const l of showOutcomes(checks, ctx.out.style)) ctx.out.out(l);
   }
   return failed ? ExitCode.Failure : ExitCode.Ok;
 }

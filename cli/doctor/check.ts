@@ -26,7 +26,7 @@ export interface CheckResult {
   rootFixInScript?: boolean;
 }
 
-export type Group = "host" | "user" | "userns" | "cgroup" | "systemd" | "runtimes" | "kernel" | "network" | "node";
+export type Group = "host" | "user" | "userns" | "cgroup" | "systemd" | "runtimes" | "kernel" | "network" | "node" | "join";
 
 /** F: the facts it judges: the host's (Facts), or the installed node's (doctor --node: NodeFacts). */
 export interface Check<F = Facts> {

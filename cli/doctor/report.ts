@@ -16,6 +16,7 @@ const GROUP_TITLES: Record<Group, string> = {
   network: "Ports and disk",
   runtimes: "Container tools",
   node: "Node",
+  join: "Join",
 };
 
 export function renderReport(facts: Facts, d: Diagnosis, s: Style): string {

@@ -66,3 +66,43 @@ describe("doctor command line", () => {
     expect(forced.stdout).toMatch(/\x1b\[1mVerdict:/);
   });
 });
+
+describe("doctor --join command line: bad usage is one line, exit 2, and nothing is asked of the network", () => {
+  const HASH = `sha256:${"ab".repeat(32)}`;
+  it.each([
+    [
+      ["--join", "https://192.0.2.1:6443", "--token", "abcdef.0123456789abcdef"],
+      {},
+      /^error: --token puts the token where `ps` shows it to every user: pass it as ROOTLESS_K8S_TOKEN=ID.SECRET or --token-file FILE$/,
+    ],
+    [
+      ["--join", "http://192.0.2.1:6443", "--ca-hash", HASH],
+      {},
+      /^error: --join "http:\/\/192.0.2.1:6443" is not an https:\/\/HOST:PORT URL$/,
+    ],
+    [["--join", "https://192.0.2.1:6443"], {}, /^error: --join needs --ca-hash sha256:HASH \(from the join line\)$/],
+    [["--join", "https://192.0.2.1:6443", "--ca-hash", "sha256:zz"], {}, /^error: --ca-hash "sha256:zz" is not sha256: and 64 hex digits$/],
+    [
+      ["--join", "https://192.0.2.1:6443", "--ca-hash", HASH],
+      { ROOTLESS_K8S_TOKEN: undefined },
+      /^error: --join needs the token: set ROOTLESS_K8S_TOKEN=ID.SECRET/,
+    ],
+    [
+      ["--join", "https://192.0.2.1:6443", "--ca-hash", HASH],
+      { ROOTLESS_K8S_TOKEN: "abcdef:0123456789abcdef" },
+      /^error: the token is not ID.SECRET/,
+    ],
+    [
+      ["--join", "https://192.0.2.1:6443", "--ca-hash", HASH, "--token-file", "/no/such/file"],
+      {},
+      /^error: --token-file \/no\/such\/file: ENOENT$/,
+    ],
+    [["--ca-hash", HASH], {}, /^error: --ca-hash works with --join only$/],
+  ])("%j", async (args, env, line) => {
+    const r = await runCli(["doctor", ...args], { env });
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toMatch(line);
+    expect(r.stderr).not.toMatch(STACK);
+    expect(r.stdout).toBe("");
+  });
+});

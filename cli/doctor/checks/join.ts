@@ -1,0 +1,133 @@
+// `doctor --join`: can this host join the control plane on the join line? Pure functions of what
+// cli/inspect/join-facts.ts reads: the server reached, cluster-info published, the CA matching
+// the pin, the token signed and accepted, the server's certificate naming the address, the node
+// name free. Each failure says what to do on which host.
+import { type BootstrapToken, caHashOrNull, clusterOfKubeconfig, jwsProblem } from "../../host/parse/bootstrap-token";
+import { fail, ok, skip, warn, type Check } from "../check";
+
+export interface JoinFacts {
+  /** As given on the join line. */
+  server: string;
+  caHash: string;
+  token: BootstrapToken;
+  /** The name this host's node would have. */
+  nodeName: string;
+  /** A TLS handshake without trusting the server: the certificates it presents (PEM, leaf first), or why it failed. */
+  reach: { chain: string[]; error: null } | { chain: null; error: string };
+  /** kube-public/cluster-info read as anonymous over that connection; null when the server was not reached. */
+  clusterInfo: { status: number; message: string; kubeconfig: string | null; signature: string | null } | null;
+  /** Asked only once the pin and the signature hold, over TLS checked against cluster-info's CA: null when not asked. */
+  trusted: {
+    /** The TLS check itself (the CA signed the server's certificate, which names the host); null when it held. */
+    tlsError: string | null;
+    /** POST selfsubjectreviews with the token: who the API server takes it for. */
+    auth: { status: number; user: string | null; groups: string[]; message: string } | null;
+    /** GET the node by this host's name with the token: 404 free, 200 taken, 403 not allowed to look. */
+    node: { status: number; message: string } | null;
+  } | null;
+}
+
+const ON_CONTROL_PLANE = "on the control plane: rootless-k8s token create  (prints a new join line)";
+
+export const joinChecks: Check<JoinFacts>[] = [
+  {
+    id: "join-reach",
+    group: "join",
+    label: "API server",
+    run: (j) => {
+      if (j.reach.error !== null)
+        return fail(`cannot reach ${j.server}: ${j.reach.error}`, {
+          user: [
+            `check the address, and that TCP port ${new URL(j.server).port || 443} of that host is open to this one`,
+            "on the control plane: rootless-k8s status  (is its API server up?)",
+          ],
+        });
+      return ok(`${j.server} answers TLS (${j.reach.chain.length} certificate${j.reach.chain.length === 1 ? "" : "s"} presented)`);
+    },
+  },
+  {
+    id: "join-cluster-info",
+    group: "join",
+    label: "cluster-info",
+    run: (j) => {
+      const c = j.clusterInfo;
+      if (!c) return skip("the API server was not reached");
+      if (c.status === 200 && c.kubeconfig && clusterOfKubeconfig(c.kubeconfig))
+        return ok("kube-public/cluster-info is published (the CA and the server)");
+      if (c.status === 200)
+        return fail("kube-public/cluster-info holds no kubeconfig with a server and a CA", { user: [ON_CONTROL_PLANE] });
+      return fail(
+        `kube-public/cluster-info cannot be read without credentials (${c.status ? `HTTP ${c.status}: ` : ""}${c.message}): is this a rootless-k8s control plane?`,
+        { user: [ON_CONTROL_PLANE] },
+      );
+    },
+  },
+  {
+    id: "join-ca-hash",
+    group: "join",
+    label: "CA pin",
+    run: (j) => {
+      const cluster = j.clusterInfo?.kubeconfig ? clusterOfKubeconfig(j.clusterInfo.kubeconfig) : null;
+      if (!cluster) return skip("no CA to compare: cluster-info was not read");
+      const got = caHashOrNull(cluster.caPem);
+      if (got === j.caHash) return ok(`the cluster's CA matches ${j.caHash.slice(0, 19)}…`);
+      return fail(
+        `the cluster's CA hashes to ${got ?? "nothing (no certificate)"}, not the --ca-hash given: another server may answer at this address`,
+        { user: ["copy the join line again, whole, from the control plane: rootless-k8s token create"] },
+      );
+    },
+  },
+  {
+    id: "join-token",
+    group: "join",
+    label: "token",
+    run: (j) => {
+      const c = j.clusterInfo;
+      if (!c?.kubeconfig) return skip("cluster-info was not read");
+      if (!c.signature)
+        return fail(`cluster-info carries no signature for token ${j.token.id}: the token is unknown, expired or deleted`, {
+          user: [ON_CONTROL_PLANE],
+        });
+      const problem = jwsProblem(c.signature, c.kubeconfig, j.token);
+      if (problem) return fail(`token ${j.token.id} does not match the cluster's: ${problem}`, { user: [ON_CONTROL_PLANE] });
+      const auth = j.trusted?.auth;
+      if (!auth) return skip(`token ${j.token.id} signs cluster-info; not sent to the server: the CA pin does not hold`);
+      if (auth.status !== 201)
+        return fail(`the API server refuses token ${j.token.id} (HTTP ${auth.status}: ${auth.message}); it may just have expired`, {
+          user: [ON_CONTROL_PLANE],
+        });
+      return ok(`token ${j.token.id} is valid: the API server takes it for ${auth.user} (${auth.groups.join(", ")})`);
+    },
+  },
+  {
+    id: "join-server-certificate",
+    group: "join",
+    label: "server certificate",
+    run: (j) => {
+      if (!j.trusted) return skip("not checked: the CA pin or the token does not hold");
+      if (j.trusted.tlsError === null) return ok(`issued by the cluster's CA, for ${new URL(j.server).hostname}`);
+      return fail(`the API server's certificate does not hold for ${j.server}: ${j.trusted.tlsError}`, {
+        user: [
+          "join through an address its certificate names: on the control plane, `rootless-k8s install --dry-run` lists them (API server names)",
+        ],
+      });
+    },
+  },
+  {
+    id: "join-node-name",
+    group: "join",
+    label: "node name",
+    run: (j) => {
+      const n = j.trusted?.node;
+      if (!n) return skip("not checked: the token was not accepted");
+      if (n.status === 404) return ok(`no node named ${j.nodeName} in the cluster yet`);
+      if (n.status === 200)
+        return fail(`a node named ${j.nodeName} is already in the cluster`, {
+          user: ["join with --node-name OTHER-NAME, or remove that node first (on its host: rootless-k8s uninstall)"],
+        });
+      return warn(`could not see whether ${j.nodeName} is taken (HTTP ${n.status}: ${n.message})`, {
+        user: ["on the control plane: rootless-k8s token create  (it grants joiners the right to look)"],
+      });
+    },
+  },
+];

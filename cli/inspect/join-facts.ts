@@ -1,0 +1,127 @@
+// What `doctor --join` judges (cli/doctor/checks/join.ts), read from the control plane a host
+// means to join, in kubeadm's order of trust (its token discovery): first without trusting the
+// server, the certificates it presents and cluster-info read as anonymous; the token is sent
+// only after the CA in cluster-info matches the pin and cluster-info carries the token's valid
+// signature, and then only over TLS checked against that CA. Changes nothing anywhere.
+import * as https from "node:https";
+import { isIP } from "node:net";
+import * as tls from "node:tls";
+import { messageOf } from "../errors";
+import type { JoinFacts } from "../doctor/checks/join";
+import { CLUSTER_INFO, type BootstrapToken, trustedCa } from "../host/parse/bootstrap-token";
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+function request(url: URL, opts: https.RequestOptions, body?: string, timeoutMs = 10_000): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { ...opts, timeout: timeoutMs, agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`no answer from ${url.host} within ${timeoutMs / 1000} s`)));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const messageIn = (body: string) => {
+  try {
+    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
+  } catch {
+    return body.slice(0, 200);
+  }
+};
+
+/** The server's certificate chain, leaf first, from a handshake that trusts nothing. */
+function presentedChain(url: URL, timeoutMs = 10_000): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const socket = tls.connect({
+      host,
+      port: Number(url.port || 443),
+      rejectUnauthorized: false,
+      servername: isIP(host) ? undefined : host,
+    });
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no TLS answer from ${url.host} within ${timeoutMs / 1000} s`)));
+    socket.once("error", reject);
+    socket.once("secureConnect", () => {
+      const chain: string[] = [];
+      let c: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+      while (c?.raw && !chain.includes(c.raw.toString("base64"))) {
+        chain.push(c.raw.toString("base64"));
+        c = c.issuerCertificate;
+      }
+      socket.end();
+      resolve(chain.map((b) => `-----BEGIN CERTIFICATE-----\n${b.match(/.{1,64}/g)!.join("\n")}\n-----END CERTIFICATE-----\n`));
+    });
+  });
+}
+
+export async function joinFacts(input: { server: string; caHash: string; token: BootstrapToken; nodeName: string }): Promise<JoinFacts> {
+  const url = new URL(input.server);
+  const facts: JoinFacts = { ...input, reach: { chain: null, error: "not tried" }, clusterInfo: null, trusted: null };
+  try {
+    facts.reach = { chain: await presentedChain(url), error: null };
+  } catch (e) {
+    facts.reach = { chain: null, error: messageOf(e) };
+    return facts;
+  }
+  const infoPath = new URL(`/api/v1/namespaces/${CLUSTER_INFO.namespace}/configmaps/${CLUSTER_INFO.name}`, url);
+  try {
+    const r = await request(infoPath, { rejectUnauthorized: false, headers: { accept: "application/json" } });
+    const data = r.status === 200 ? ((JSON.parse(r.body) as { data?: Record<string, string> }).data ?? {}) : {};
+    facts.clusterInfo = {
+      status: r.status,
+      message: r.status === 200 ? "" : messageIn(r.body),
+      kubeconfig: data[CLUSTER_INFO.kubeconfigKey] ?? null,
+      signature: data[`${CLUSTER_INFO.jwsPrefix}${input.token.id}`] ?? null,
+    };
+  } catch (e) {
+    facts.clusterInfo = { status: 0, message: messageOf(e), kubeconfig: null, signature: null };
+  }
+  const caPem = trustedCa(facts.clusterInfo.kubeconfig, facts.clusterInfo.signature, input.caHash, input.token);
+  if (caPem === null) return facts;
+
+  // Trusted from here on: the CA is the pinned one, and the server knows the token's secret.
+  const trusted: NonNullable<JoinFacts["trusted"]> = { tlsError: null, auth: null, node: null };
+  facts.trusted = trusted;
+  const opts = (method: string, extra: Record<string, string> = {}): https.RequestOptions => ({
+    method,
+    ca: caPem,
+    headers: { accept: "application/json", authorization: `Bearer ${input.token.id}.${input.token.secret}`, ...extra },
+  });
+  try {
+    const review = JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" });
+    const r = await request(
+      new URL("/apis/authentication.k8s.io/v1/selfsubjectreviews", url),
+      opts("POST", { "content-type": "application/json" }),
+      review,
+    );
+    const who =
+      r.status === 201
+        ? (JSON.parse(r.body) as { status?: { userInfo?: { username?: string; groups?: string[] } } }).status?.userInfo
+        : undefined;
+    trusted.auth = {
+      status: r.status,
+      user: who?.username ?? null,
+      groups: who?.groups ?? [],
+      message: r.status === 201 ? "" : messageIn(r.body),
+    };
+  } catch (e) {
+    trusted.tlsError = messageOf(e);
+    return facts;
+  }
+  try {
+    const r = await request(new URL(`/api/v1/nodes/${encodeURIComponent(input.nodeName)}`, url), opts("GET"));
+    trusted.node = { status: r.status, message: r.status === 200 ? "" : messageIn(r.body) };
+  } catch (e) {
+    trusted.node = { status: 0, message: messageOf(e) };
+  }
+  return facts;
+}

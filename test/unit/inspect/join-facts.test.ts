@@ -1,0 +1,176 @@
+// doctor --join's facts and checks against a real HTTPS server on loopback that answers as a
+// control plane does (cluster-info for anonymous, SelfSubjectReview and nodes for a bearer token;
+// the certificates made by openssl). It records every Authorization header it gets: the token
+// must never leave this host before the CA pin and the signature hold.
+import * as https from "node:https";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runChecks } from "../../../cli/doctor/check";
+import { joinChecks } from "../../../cli/doctor/checks/join";
+import { caHashOf, detachedSignature } from "../../../cli/host/parse/bootstrap-token";
+import { joinFacts } from "../../../cli/inspect/join-facts";
+import { clusterInfoKubeconfig } from "../../../cli/render/join";
+import { makeLeaf, makeTestCa } from "../../helpers/tls";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const TOKEN = { id: "abcdef", secret: "0123456789abcdef" };
+const ca = makeTestCa();
+const PIN = caHashOf(ca.caCert);
+
+interface Control {
+  signWith: { id: string; secret: string } | null;
+  /** The token the authenticator accepts (null: none, as when it expired). */
+  accepts: string | null;
+  nodes: string[];
+  clusterInfo: boolean;
+}
+
+function controlPlane(cert: string, key: string) {
+  const control: Control = { signWith: TOKEN, accepts: `${TOKEN.id}.${TOKEN.secret}`, nodes: ["first"], clusterInfo: true };
+  const seen: { path: string; authorization: string | undefined }[] = [];
+  const server = https.createServer({ cert, key }, (req, res) => {
+    seen.push({ path: req.url ?? "", authorization: req.headers.authorization });
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    const bearer = req.headers.authorization?.replace(/^Bearer /, "");
+    if (req.url === "/api/v1/namespaces/kube-public/configmaps/cluster-info") {
+      if (!control.clusterInfo)
+        return send(403, { kind: "Status", message: 'configmaps "cluster-info" is forbidden: User "system:anonymous" cannot get' });
+      const { port } = server.address() as AddressInfo;
+      const kubeconfig = clusterInfoKubeconfig(`https://127.0.0.1:${port}`, ca.caCert);
+      const data: Record<string, string> = { kubeconfig };
+      if (control.signWith) data[`jws-kubeconfig-${control.signWith.id}`] = detachedSignature(kubeconfig, control.signWith);
+      return send(200, { kind: "ConfigMap", data });
+    }
+    if (bearer === undefined || bearer !== control.accepts) return send(401, { kind: "Status", message: "Unauthorized" });
+    if (req.method === "POST" && req.url === "/apis/authentication.k8s.io/v1/selfsubjectreviews")
+      return send(201, {
+        status: { userInfo: { username: `system:bootstrap:${TOKEN.id}`, groups: ["system:bootstrappers", "system:authenticated"] } },
+      });
+    const node = /^\/api\/v1\/nodes\/(.+)$/.exec(req.url ?? "")?.[1];
+    if (node)
+      return control.nodes.includes(node)
+        ? send(200, { kind: "Node" })
+        : send(404, { kind: "Status", message: `nodes "${node}" not found` });
+    send(404, { kind: "Status", message: "not found" });
+  });
+  return { server, control, seen };
+}
+
+const good = controlPlane(ca.cert, ca.key);
+// The same CA, a certificate for another name only: the address on the join line is not in it.
+makeLeaf(ca.dir, "ca", "other", "/CN=other", "subjectAltName=DNS:other.example\nbasicConstraints=CA:FALSE\n");
+const misnamed = controlPlane(readFileSync(join(ca.dir, "other.crt"), "utf8"), readFileSync(join(ca.dir, "other.key"), "utf8"));
+let url = "";
+let misnamedUrl = "";
+
+beforeAll(async () => {
+  for (const s of [good.server, misnamed.server]) await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  url = `https://127.0.0.1:${(good.server.address() as AddressInfo).port}`;
+  misnamedUrl = `https://127.0.0.1:${(misnamed.server.address() as AddressInfo).port}`;
+});
+afterAll(() => {
+  good.server.close();
+  misnamed.server.close();
+});
+
+async function check(over: Partial<{ server: string; caHash: string; token: typeof TOKEN; nodeName: string }> = {}) {
+  good.seen.length = 0;
+  const facts = await joinFacts({ server: url, caHash: PIN, token: TOKEN, nodeName: "second", ...over });
+  const byId = Object.fromEntries(runChecks(joinChecks, facts).map((c) => [c.id, c]));
+  return { facts, byId, status: Object.fromEntries(Object.entries(byId).map(([k, v]) => [k, v.status])) };
+}
+const tokenSent = (seen: { authorization: string | undefined }[]) => seen.some((s) => s.authorization !== undefined);
+
+describe("doctor --join against a loopback control plane", () => {
+  it("passes every check with the right line, sending the token only after the pin and the signature hold", async () => {
+    const { status, byId } = await check();
+    expect(status).toEqual({
+      "join-reach": "ok",
+      "join-cluster-info": "ok",
+      "join-ca-hash": "ok",
+      "join-token": "ok",
+      "join-server-certificate": "ok",
+      "join-node-name": "ok",
+    });
+    expect(byId["join-token"]!.summary).toMatch(/system:bootstrap:abcdef \(system:bootstrappers/);
+    expect(good.seen[0]).toEqual({ path: "/api/v1/namespaces/kube-public/configmaps/cluster-info", authorization: undefined });
+    expect(good.seen.slice(1).map((s) => s.authorization)).toEqual(["Bearer abcdef.0123456789abcdef", "Bearer abcdef.0123456789abcdef"]);
+  });
+
+  it("a wrong CA hash fails the pin, and the token is never sent", async () => {
+    const { status, byId } = await check({ caHash: `sha256:${"0".repeat(64)}` });
+    expect(status["join-ca-hash"]).toBe("fail");
+    expect(byId["join-ca-hash"]!.summary).toContain(PIN);
+    expect(status["join-server-certificate"]).toBe("skip");
+    expect(tokenSent(good.seen)).toBe(false);
+  });
+
+  it("a wrong secret fails the token on the signature, and is never sent", async () => {
+    const { status, byId } = await check({ token: { id: TOKEN.id, secret: "ffffffffffffffff" } });
+    expect(status["join-token"]).toBe("fail");
+    expect(byId["join-token"]!.summary).toMatch(/does not match the cluster's: the signature does not match the token's secret/);
+    expect(byId["join-token"]!.fix!.user.join()).toMatch(/token create/);
+    expect(tokenSent(good.seen)).toBe(false);
+  });
+
+  it("an unknown or deleted token: no signature for it", async () => {
+    const { status, byId } = await check({ token: { id: "zzzzzz", secret: TOKEN.secret } });
+    expect(status["join-token"]).toBe("fail");
+    expect(byId["join-token"]!.summary).toMatch(/no signature for token zzzzzz: the token is unknown, expired or deleted/);
+    expect(tokenSent(good.seen)).toBe(false);
+  });
+
+  it("a token the authenticator refuses (expired, not yet cleaned up) fails with the server's words", async () => {
+    good.control.accepts = null;
+    try {
+      const { status, byId } = await check();
+      expect(status["join-token"]).toBe("fail");
+      expect(byId["join-token"]!.summary).toMatch(/refuses token abcdef \(HTTP 401: Unauthorized\)/);
+    } finally {
+      good.control.accepts = `${TOKEN.id}.${TOKEN.secret}`;
+    }
+  });
+
+  it("a taken node name fails, naming --node-name", async () => {
+    const { status, byId } = await check({ nodeName: "first" });
+    expect(status["join-node-name"]).toBe("fail");
+    expect(byId["join-node-name"]!.fix!.user[0]).toMatch(/--node-name/);
+  });
+
+  it("cluster-info not readable: says so, and checks nothing after it", async () => {
+    good.control.clusterInfo = false;
+    try {
+      const { status, byId } = await check();
+      expect(status["join-cluster-info"]).toBe("fail");
+      expect(byId["join-cluster-info"]!.summary).toMatch(/HTTP 403/);
+      expect([status["join-ca-hash"], status["join-token"], status["join-node-name"]]).toEqual(["skip", "skip", "skip"]);
+    } finally {
+      good.control.clusterInfo = true;
+    }
+  });
+
+  it("a server certificate that does not name the address fails that check; the token went nowhere else", async () => {
+    misnamed.seen.length = 0;
+    const facts = await joinFacts({ server: misnamedUrl, caHash: PIN, token: TOKEN, nodeName: "second" });
+    const out = Object.fromEntries(runChecks(joinChecks, facts).map((c) => [c.id, c]));
+    expect(out["join-server-certificate"]!.status).toBe("fail");
+    expect(out["join-server-certificate"]!.summary).toMatch(/127\.0\.0\.1/);
+    expect(tokenSent(misnamed.seen)).toBe(false);
+  });
+
+  it("nothing listening: the reach check fails with the port to open, the rest skip", async () => {
+    const closed = https.createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const { status, byId } = await check({ server: `https://127.0.0.1:${port}` });
+    expect(status["join-reach"]).toBe("fail");
+    expect(byId["join-reach"]!.summary).toMatch(/ECONNREFUSED/);
+    expect(byId["join-reach"]!.fix!.user[0]).toContain(`TCP port ${port}`);
+    expect(Object.values(status).filter((s) => s === "skip")).toHaveLength(5);
+  });
+});
