@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -88,7 +88,7 @@ start_mirror() {
   info mirror "serving $E2E_OPT/mirror on 127.0.0.1:$MIRROR_PORT (pid $MIRROR_PID)"
 }
 stop_mirror() { [ -n "${MIRROR_PID:-}" ] && kill "$MIRROR_PID" 2>/dev/null; wait "${MIRROR_PID:-}" 2>/dev/null; }
-trap stop_mirror EXIT
+trap 'stop_mirror; second_host_down' EXIT
 
 # run_bg LOG ARGS...: rootless-k8s ARGS as the test user in the background; PIDFILE gets its pid.
 PIDFILE=$SCRATCH/rootless-k8s.pid
@@ -870,6 +870,139 @@ YAML
   check publish "the same set after the restart" wait_for 20 same_set "$PUB/set"
   kc -n e2e delete svc web-np web-busy --wait=false >/dev/null 2>&1
   kc -n e2e delete pod hostport --wait=false >/dev/null 2>&1
+}
+
+# --- joining the node's cluster from another host: tokens and the joiner's preflight (issue 14) -----
+# `token create` on the node, then the line it prints run as the joiner would run it (here on the
+# same host, through the host's own address and the published API port): every check passes. Then
+# what must fail does, with its one line: a wrong CA hash, a wrong secret, a deleted token, an
+# expired one, a node name already taken; and the token's holder gets a kubelet client
+# certificate through TLS bootstrap: a CSR made with openssl, approved and signed by the
+# controller-manager.
+join_doctor() { # join_doctor TOKEN URL HASH [FLAGS...]: doctor --join as the test user, the token in its environment
+  local token=$1 url=$2 hash=$3
+  shift 3
+  as_user env ROOTLESS_K8S_TOKEN="$token" "$E2E_OPT/bin/rootless-k8s" doctor --join "$url" --ca-hash "$hash" "$@"
+}
+join_fails() { # join_fails CHECK-ID PATTERN TOKEN URL HASH [FLAGS...]: exit 1, that check failed with PATTERN in its summary
+  local id=$1 pattern=$2 out rc
+  shift 2
+  out=$(join_doctor "$@" --json 2>&1)
+  rc=$?
+  [ "$rc" = 1 ] || { echo "exit $rc: $out"; return 1; }
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  "$E2E_OPT/node" -e '
+    const [id, pattern] = process.argv.slice(1);
+    const c = JSON.parse(require("fs").readFileSync(0, "utf8")).checks.find((x) => x.id === id);
+    console.log(c ? `${c.status}: ${c.summary}` : `no check ${id}`);
+    process.exit(c && c.status === "fail" && new RegExp(pattern).test(c.summary) ? 0 : 1);' "$id" "$pattern" <<<"$out"
+}
+anonymous_get() { # anonymous_get URL: the body, over TLS that trusts nothing (as a joiner's first read)
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  NODE_TLS_REJECT_UNAUTHORIZED=0 "$E2E_OPT/node" --no-warnings -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(t))' "$1"
+}
+# A second host for the joiner: its own user and its own network namespace, linked to this host by
+# a veth pair (198.51.100.1 here, .2 there; its default route goes through this host), as two
+# machines on one link. The joiner reaches the node at this host's own address, as on a LAN.
+B_USER=${E2E_USER}2
+B_NS=rk8s-e2e-b
+second_host_up() {
+  id "$B_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$B_USER" || return
+  second_host_down
+  ip netns add "$B_NS" &&
+    ip link add rk8s-e2e-a type veth peer name rk8s-e2e-b netns "$B_NS" &&
+    ip addr add 198.51.100.1/24 dev rk8s-e2e-a && ip link set rk8s-e2e-a up &&
+    ip -n "$B_NS" addr add 198.51.100.2/24 dev rk8s-e2e-b && ip -n "$B_NS" link set rk8s-e2e-b up &&
+    ip -n "$B_NS" link set lo up && ip -n "$B_NS" route add default via 198.51.100.1
+}
+second_host_down() {
+  ip netns del "$B_NS" 2>/dev/null
+  ip link del rk8s-e2e-a 2>/dev/null
+  return 0
+}
+on_b() { # on_b CMD...: CMD as the second host's user, in its network namespace
+  local u g h
+  u=$(id -u "$B_USER"); g=$(id -g "$B_USER"); h=$(getent passwd "$B_USER" | cut -d: -f6)
+  ip netns exec "$B_NS" setpriv --reuid="$u" --regid="$g" --init-groups env -i HOME="$h" USER="$B_USER" LOGNAME="$B_USER" \
+    PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 ROOTLESS_K8S_NO_UPDATE_CHECK=1 NO_COLOR=1 "$@"
+}
+b_join_doctor() { # b_join_doctor TOKEN URL HASH [FLAGS...]: doctor --join on the second host
+  local token=$1 url=$2 hash=$3
+  shift 3
+  on_b env ROOTLESS_K8S_TOKEN="$token" "$E2E_OPT/bin/rootless-k8s" doctor --join "$url" --ca-hash "$hash" --node-name e2e-joiner "$@"
+}
+b_reach_fails() { # the second host's preflight fails on the API server's reach, and says which port to open
+  local out
+  out=$(b_join_doctor "$@" --json 2>&1)
+  grep -q '"id": "join-reach"' <<<"$out" && grep -A3 '"id": "join-reach"' <<<"$out" | grep -q '"status": "fail"' && grep -q 'TCP port' <<<"$out"
+}
+csr_issued() { [ -n "$(kc get csr "$1" -o 'jsonpath={.status.certificate}' 2>/dev/null)" ]; }
+scenario_join() {
+  local out line token url hash id rc csr ca
+  out=$(rk8s token create --description "e2e join" 2>"$STATE/token-create.err")
+  rc=$?
+  check join "token create: exit $rc, one line to copy ($(head -1 "$STATE/token-create.err"))" test "$rc" = 0 || { sed 's/^/    | /' "$STATE/token-create.err"; return; }
+  line=$(tail -1 <<<"$out")
+  read -r token _ _ _ url _ hash <<<"$line"
+  token=${token#ROOTLESS_K8S_TOKEN=}
+  id=${token%%.*}
+  check join "the line reads ROOTLESS_K8S_TOKEN=<token> rootless-k8s doctor --join https://<host address>:<port> --ca-hash sha256:<hex> ($url)" \
+    grep -Eq '^ROOTLESS_K8S_TOKEN=[a-z0-9]{6}\.[a-z0-9]{16} rootless-k8s doctor --join https://[0-9.]+:[0-9]+ --ca-hash sha256:[0-9a-f]{64}$' <<<"$line"
+  check join "the URL is the host's own address, not loopback or the namespace's" lacks '127\.0\.0\.1\|10\.0\.2\.' echo "$url"
+  check join "the CA hash is the pin of the node's CA (openssl's SubjectPublicKeyInfo digest)" \
+    test "$hash" = "sha256:$(kc config view --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d | openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
+  out=$(join_doctor "$token" "$url" "$hash" --node-name e2e-joiner 2>&1)
+  rc=$?
+  check join "the printed line's preflight passes: doctor --join exit $rc" test "$rc" = 0
+  printf '%s\n' "$out" | sed 's/^/    | /'
+  check join "a second host (user $B_USER, its own network namespace at 198.51.100.2, linked by veth)" second_host_up
+  out=$(b_join_doctor "$token" "$url" "$hash" 2>&1)
+  rc=$?
+  check join "from the second host the same line's preflight passes: exit $rc" test "$rc" = 0
+  printf '%s\n' "$out" | sed 's/^/    | /'
+  ip link set rk8s-e2e-a down
+  check join "the link cut: the second host's preflight fails on reaching the API server, naming the port" b_reach_fails "$token" "$url" "$hash"
+  ip link set rk8s-e2e-a up
+  check join "the link back: it passes again" wait_for 30 b_join_doctor "$token" "$url" "$hash"
+  second_host_down
+  check join "cluster-info is readable without credentials (anonymous)" has '"cluster-info"' anonymous_get "$url/api/v1/namespaces/kube-public/configmaps/cluster-info"
+  check join "token list shows token $id with its description" has "^$id .*e2e join" rk8s token list
+  check join "a wrong CA hash: exit 1, the pin check says so" join_fails join-ca-hash "not the --ca-hash given" "$token" "$url" "sha256:$(printf '0%.0s' $(seq 64))" --node-name e2e-joiner
+  check join "a wrong secret: exit 1, the token check says so" join_fails join-token "does not match the token's secret" "$id.ffffffffffffffff" "$url" "$hash" --node-name e2e-joiner
+  check join "the node's own name: exit 1, already in the cluster" join_fails join-node-name "already in the cluster" "$token" "$url" "$hash" --node-name "$(kc get nodes -o 'jsonpath={.items[0].metadata.name}')"
+  # TLS bootstrap with the token: a kubelet client CSR, approved and signed by the controller-manager.
+  ca=$SCRATCH/join-ca.crt
+  kc config view --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$ca"
+  chmod 644 "$ca"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$SCRATCH/join.key" -subj "/O=system:nodes/CN=system:node:e2e-joiner" -out "$SCRATCH/join.csr" 2>/dev/null
+  csr=$(base64 -w0 <"$SCRATCH/join.csr")
+  printf 'apiVersion: v1\nkind: Config\n' >"$SCRATCH/empty.kubeconfig"
+  chown "$E2E_USER" "$SCRATCH/empty.kubeconfig"
+  check join "the token's holder creates a kubelet client CSR (as system:bootstrap:$id)" as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$SCRATCH/empty.kubeconfig" \
+    --server "$url" --certificate-authority "$ca" --token "$token" create -f - <<YAML
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: e2e-joiner}
+spec:
+  request: $csr
+  signerName: kubernetes.io/kube-apiserver-client-kubelet
+  usages: [digital signature, client auth]
+YAML
+  check join "the controller-manager approves it (AutoApproved) and signs it" wait_for 60 csr_issued e2e-joiner
+  check join "approved by csrapproving for the token's group: $(kc get csr e2e-joiner -o 'jsonpath={.status.conditions[0].reason}')" \
+    test "$(kc get csr e2e-joiner -o 'jsonpath={.status.conditions[0].reason}')" = AutoApproved
+  kc get csr e2e-joiner -o 'jsonpath={.status.certificate}' | base64 -d >"$SCRATCH/join.crt"
+  check join "the certificate is system:node:e2e-joiner's, issued by the node's CA" openssl verify -CAfile "$ca" "$SCRATCH/join.crt"
+  check join "its subject is O=system:nodes, CN=system:node:e2e-joiner" has 'CN *= *system:node:e2e-joiner' openssl x509 -noout -subject -in "$SCRATCH/join.crt"
+  kc delete csr e2e-joiner >/dev/null 2>&1
+  check join "token delete $id" rk8s token delete "$id"
+  check join "a deleted token: exit 1 once the signer drops its signature (unknown, expired or deleted)" wait_for 60 join_fails join-token "unknown, expired or deleted" "$token" "$url" "$hash" --node-name e2e-joiner
+  out=$(rk8s token create --ttl 5s 2>/dev/null | tail -1)
+  read -r token _ <<<"$out"
+  token=${token#ROOTLESS_K8S_TOKEN=}
+  sleep 6
+  check join "an expired token (--ttl 5s, 6 s later): exit 1, the token check fails" join_fails join-token "." "$token" "$url" "$hash" --node-name e2e-joiner
+  check join "token list no longer shows the deleted token $id" lacks "^$id " rk8s token list
 }
 
 # --- the runtime × network matrix (issue 15) -------------------------------------------------------
