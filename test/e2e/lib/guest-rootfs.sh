@@ -8,7 +8,10 @@
 # the host route. The debootstrap result is cached in $E2E_CACHE/vm-base (delete it to rebuild).
 # Adapted from the project's testenv research (shared/testenv/lib/rootfs.sh).
 
-GUEST_PKGS=systemd-sysv,systemd,dbus,dbus-user-session,libpam-systemd,uidmap,iptables,libslirp0,python3,iproute2,procps,util-linux,kmod,udev,ca-certificates,linux-image-amd64,initramfs-tools
+# libyajl2 and libglib2.0-0: the e2e's CRI-O bundle has a crun built here from Debian's source and
+# Debian's conmon, both linked against these (upstream's static bundle needs none); the host route
+# installs them with scripts/test-deps.sh.
+GUEST_PKGS=systemd-sysv,systemd,dbus,dbus-user-session,libpam-systemd,uidmap,iptables,libslirp0,libyajl2,libglib2.0-0,python3,iproute2,procps,util-linux,kmod,udev,ca-certificates,linux-image-amd64,initramfs-tools
 
 apt_mirror() { # the Debian mirror apt uses on this machine
   local m
@@ -20,7 +23,19 @@ apt_mirror() { # the Debian mirror apt uses on this machine
 # build_guest_base: debootstrap + kernel + a small initramfs (virtio, ext4, 9p) -> $E2E_CACHE/vm-base
 build_guest_base() {
   local base=$E2E_CACHE/vm-base t0
-  [ -e "$base/.rk8s-e2e-complete" ] && return 0
+  if [ -e "$base/.rk8s-e2e-complete" ]; then
+    # A base cached before a package joined GUEST_PKGS gets it added, not rebuilt.
+    local p missing=()
+    for p in ${GUEST_PKGS//,/ }; do
+      dpkg-query --admindir="$base/var/lib/dpkg" -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} = 0 ] && return 0
+    # shellcheck disable=SC2016 # $@ is the inner shell's
+    in_chroot "$base" sh -c 'apt-get install -y --no-install-recommends "$@" || { apt-get update && apt-get install -y --no-install-recommends "$@"; }' \
+      sh "${missing[@]}" >>"$E2E_CACHE/vm-kernel.log" 2>&1 || { tail -20 "$E2E_CACHE/vm-kernel.log" >&2; return 1; }
+    info vm "guest base: added ${missing[*]}"
+    return 0
+  fi
   rm -rf "$base"
   mkdir -p "$base/etc/initramfs-tools/conf.d"
   t0=$(date +%s)
