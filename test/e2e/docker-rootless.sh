@@ -16,21 +16,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROUTE=${1:?route}
 VERDICT=${2:-/dev/null}
 ROOTS=$E2E_CACHE/root
-DOCKER_DEBS=(docker.io tini containerd runc rootlesskit slirp4netns)
 U=$(user_uid)
 H=$(user_home)
 UNIT=rk8s-e2e-docker
 
 unpack() {
   local p deb
-  mkdir -p "$E2E_CACHE/debs"
   for p in "${DOCKER_DEBS[@]}"; do
     [ -e "$ROOTS/$p/.done" ] && continue
-    deb=$(find "$E2E_CACHE/debs" -name "${p}_*.deb" | head -1)
-    if [ -z "$deb" ]; then
-      (cd "$E2E_CACHE/debs" && { apt-get download "$p" >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get download "$p" >/dev/null 2>&1; }; })
-      deb=$(find "$E2E_CACHE/debs" -name "${p}_*.deb" | head -1)
-    fi
+    deb=$(cached_deb "$p")
     rm -rf "${ROOTS:?}/$p" && mkdir -p "$ROOTS/$p" && dpkg-deb -x "$deb" "$ROOTS/$p" && touch "$ROOTS/$p/.done"
   done
   chmod -R a+rX "$ROOTS"

@@ -41,6 +41,15 @@ down() {
   rm -f "$PIDFILE"
 }
 
+# guest_docker_debs DIR: the .debs docker-rootless.sh unpacks (DOCKER_DEBS), from the host's cache, into DIR.
+guest_docker_debs() {
+  local p deb
+  mkdir -p "$1"
+  for p in "${DOCKER_DEBS[@]}"; do
+    deb=$(cached_deb "$p") && cp "$deb" "$1/" || return 1
+  done
+}
+
 main() {
   local t0 t r kver accel cpu
   # Killed or interrupted: the VM goes with us.
@@ -56,6 +65,11 @@ main() {
   rm -rf "$r" "$STATE/out" "$STATE/disk.img"
   cp -a "$E2E_CACHE/vm-base" "$r"
   configure_guest "$r" "$HERE"
+  # The docker scenario unpacks Debian's docker.io and its helpers from $E2E_CACHE/debs; the guest
+  # reaches no archive, so the host downloads them and they go into the guest's cache.
+  case " ${E2E_SCENARIOS:-} " in *" docker "*)
+    guest_docker_debs "$r/var/tmp/rk8s-e2e/debs" || { fail vm "cannot download Debian's docker.io and its helpers for the guest (apt-get download)"; return 1; } ;;
+  esac
   # Only what was chosen on the host; guest-job.sh has the defaults.
   : >"$r/opt/rk8s-e2e/e2e/job.env"
   [ -n "${E2E_SCENARIOS:-}" ] && printf 'E2E_SCENARIOS=%q\n' "$E2E_SCENARIOS" >>"$r/opt/rk8s-e2e/e2e/job.env"

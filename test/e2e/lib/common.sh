@@ -55,6 +55,21 @@ apt_install() {
   } || { tail -20 "$E2E_CACHE/apt.log" >&2; return 1; }
 }
 
+# Debian's docker.io and the helpers its dockerd-rootless.sh runs: the docker scenario unpacks them.
+# shellcheck disable=SC2034 # used by docker-rootless.sh and vm-env.sh, which source this file
+DOCKER_DEBS=(docker.io tini containerd runc rootlesskit slirp4netns)
+# cached_deb PKG: the path of PKG's .deb in $E2E_CACHE/debs, downloaded there first (apt-get download) when missing.
+cached_deb() {
+  local deb
+  mkdir -p "$E2E_CACHE/debs"
+  deb=$(find "$E2E_CACHE/debs" -name "${1}_*.deb" | head -1)
+  if [ -z "$deb" ]; then
+    (cd "$E2E_CACHE/debs" && { apt-get download "$1" >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get download "$1" >/dev/null 2>&1; }; })
+    deb=$(find "$E2E_CACHE/debs" -name "${1}_*.deb" | head -1)
+  fi
+  [ -n "$deb" ] && echo "$deb"
+}
+
 user_uid() { id -u "$E2E_USER"; }
 user_home() { getent passwd "$E2E_USER" | cut -d: -f6; }
 

@@ -81,7 +81,7 @@ configure_guest() {
   rm -rf "$r/opt/rk8s-e2e" && mkdir -p "$r/opt/rk8s-e2e"
   cp -a "$E2E_OPT/." "$r/opt/rk8s-e2e/"
   mkdir -p "$r/opt/rk8s-e2e/e2e/lib"
-  cp "$e2e/scenarios.sh" "$r/opt/rk8s-e2e/e2e/"
+  cp "$e2e/scenarios.sh" "$e2e/docker-rootless.sh" "$r/opt/rk8s-e2e/e2e/"
   cp "$e2e/lib/common.sh" "$e2e/lib/guest-job.sh" "$r/opt/rk8s-e2e/e2e/lib/"
   mkdir -p "$r/e2e-out"
   cat >"$r/etc/systemd/system/rk8s-e2e-job.service" <<'UNIT'
