@@ -948,7 +948,8 @@ scenario_join() {
   id=${token%%.*}
   check join "the line reads ROOTLESS_K8S_TOKEN=<token> rootless-k8s doctor --join https://<host address>:<port> --ca-hash sha256:<hex> ($url)" \
     grep -Eq '^ROOTLESS_K8S_TOKEN=[a-z0-9]{6}\.[a-z0-9]{16} rootless-k8s doctor --join https://[0-9.]+:[0-9]+ --ca-hash sha256:[0-9a-f]{64}$' <<<"$line"
-  check join "the URL is the host's own address, not loopback or the namespace's" lacks '127\.0\.0\.1\|10\.0\.2\.' echo "$url"
+  check join "the URL is the host's own address, not loopback or the node's in the namespace ($(receipt_value .plan.network.namespaceIP))" \
+    lacks "//127\.\|//$(receipt_value .plan.network.namespaceIP):" echo "$url"
   check join "the CA hash is the pin of the node's CA (openssl's SubjectPublicKeyInfo digest)" \
     test "$hash" = "sha256:$(kc config view --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d | openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
   out=$(join_doctor "$token" "$url" "$hash" --node-name e2e-joiner 2>&1)
