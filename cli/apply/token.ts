@@ -80,14 +80,15 @@ export async function createToken(plan: Plan, o: CreateOptions): Promise<Created
     const r = await patiently(() => client.apply(objectPath(obj), obj, FIELD_MANAGER, 30_000), { signal: o.signal });
     if (r.status !== 200 && r.status !== 201) throw refusedBy(`could not apply ${obj.kind} ${obj.metadata.name}`, r);
   }
-  let token = newToken();
-  let secret = tokenSecret(token, { now: new Date(), ttlSeconds: o.ttlSeconds, description: o.description });
-  let r = await client.post(SECRETS, secret);
-  if (r.status === 409) {
-    // A random id already taken (1 in 2 billion): one more try.
+  let token: BootstrapToken;
+  let secret: ReturnType<typeof tokenSecret>;
+  let r: { status: number; body: string };
+  // A random id already taken (1 in 2 billion) gets one more try.
+  for (let tries = 2; ; ) {
     token = newToken();
     secret = tokenSecret(token, { now: new Date(), ttlSeconds: o.ttlSeconds, description: o.description });
     r = await client.post(SECRETS, secret);
+    if (r.status !== 409 || --tries === 0) break;
   }
   if (r.status !== 201) throw refusedBy("could not create the token's Secret", r);
   try {
@@ -109,8 +110,9 @@ async function waitForSignature(client: ApiClient, token: BootstrapToken, timeou
       const data = (JSON.parse(r.body) as { data?: Record<string, string> }).data ?? {};
       const jws = data[`${CLUSTER_INFO.jwsPrefix}${token.id}`];
       const content = data[CLUSTER_INFO.kubeconfigKey] ?? "";
-      if (jws && !jwsProblem(jws, content, token)) return;
-      last = jws ? `its signature does not verify (${jwsProblem(jws, content, token)})` : "it has no signature for the token yet";
+      const problem = jws ? jwsProblem(jws, content, token) : null;
+      if (jws && !problem) return;
+      last = jws ? `its signature does not verify (${problem})` : "it has no signature for the token yet";
     } else last = `HTTP ${r.status}`;
     if (Date.now() > deadline)
       throw new UserError(

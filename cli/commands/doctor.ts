@@ -12,7 +12,7 @@ import { doctorJson } from "../doctor/json";
 import { renderReport } from "../doctor/report";
 import { runChecks, type CheckOutcome } from "../doctor/check";
 import { joinChecks } from "../doctor/checks/join";
-import { parseCaHash, parseToken } from "../host/parse/bootstrap-token";
+import { isServerUrl, parseCaHash, parseToken } from "../host/parse/bootstrap-token";
 import { joinFacts } from "../inspect/join-facts";
 import { nodeNameFrom } from "../plan/node";
 import { TOKEN_ENV } from "../render/join";
@@ -100,7 +100,6 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   return hostDoctor(ctx, parsed);
 }
 
-/** `doctor --node`: exit 0 when nothing failed (warnings allowed), 1 otherwise. */
 /** The checks as --json shows them. */
 function shownChecks(checks: CheckOutcome[]) {
   return checks.map(({ id, label, status, summary, fix, details }) => ({
@@ -113,6 +112,7 @@ function shownChecks(checks: CheckOutcome[]) {
   }));
 }
 
+/** `doctor --node`: exit 0 when nothing failed (warnings allowed), 1 otherwise. */
 async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }): Promise<number> {
   const receipt = await requireReceipt(ctx.env, opts.prefix);
   const checks = runChecks(nodeChecks, await nodeFacts(receipt, ctx.env));
@@ -137,7 +137,7 @@ async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }
 /** `doctor --join`: exit 0 when nothing failed (warnings allowed), 1 otherwise. */
 async function joinDoctor(ctx: Context, parsed: Parsed): Promise<number> {
   const server = opt.str(parsed, "join")!;
-  if (!/^https:\/\/[^/\s]+\/?$/.test(server)) throw new UsageError(`--join "${server}" is not an https://HOST:PORT URL`, spec.name);
+  if (!isServerUrl(server)) throw new UsageError(`--join "${server}" is not an https://HOST:PORT URL`, spec.name);
   const hashText = opt.str(parsed, "ca-hash");
   if (hashText === undefined) throw new UsageError("--join needs --ca-hash sha256:HASH (from the join line)", spec.name);
   const caHash = parseCaHash(hashText);

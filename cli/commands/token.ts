@@ -4,7 +4,7 @@ import { opt, type CommandSpec, type Parsed } from "../args";
 import { createToken, deleteToken, listTokens } from "../apply/token";
 import { installedPlan } from "../apply/images";
 import { ExitCode, UsageError, UserError } from "../errors";
-import { TOKEN_ID_PATTERN } from "../host/parse/bootstrap-token";
+import { TOKEN_ID_PATTERN, isServerUrl } from "../host/parse/bootstrap-token";
 import { joinCheckLine, TOKEN_ENV } from "../render/join";
 import { parseDuration } from "./install";
 import type { Context } from "../context";
@@ -64,8 +64,7 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const ttlSeconds = parseDuration(ttlText);
   if (ttlSeconds === null) throw new UsageError(`--ttl "${ttlText}" is not a duration (use 90s, 30m or 24h)`, spec.name);
   const server = opt.str(parsed, "server");
-  if (server !== undefined && !/^https:\/\/[^/\s]+$/.test(server))
-    throw new UsageError(`--server "${server}" is not an https://HOST:PORT URL`, spec.name);
+  if (server !== undefined && !isServerUrl(server)) throw new UsageError(`--server "${server}" is not an https://HOST:PORT URL`, spec.name);
   if (action !== "create")
     for (const o of ["ttl", "description", "server"])
       if (opt.str(parsed, o) !== undefined) throw new UsageError(`--${o} works with token create only`, spec.name);

@@ -6,6 +6,7 @@
 import * as https from "node:https";
 import { isIP } from "node:net";
 import * as tls from "node:tls";
+import { apiMessage } from "../apply/readiness";
 import { messageOf } from "../errors";
 import type { JoinFacts } from "../doctor/checks/join";
 import { CLUSTER_INFO, type BootstrapToken, trustedCa } from "../host/parse/bootstrap-token";
@@ -29,14 +30,6 @@ function request(url: URL, opts: https.RequestOptions, body?: string, timeoutMs 
     req.end(body);
   });
 }
-
-const messageIn = (body: string) => {
-  try {
-    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
-  } catch {
-    return body.slice(0, 200);
-  }
-};
 
 /** The server's certificate chain, leaf first, from a handshake that trusts nothing. */
 function presentedChain(url: URL, timeoutMs = 10_000): Promise<string[]> {
@@ -78,7 +71,7 @@ export async function joinFacts(input: { server: string; caHash: string; token: 
     const data = r.status === 200 ? ((JSON.parse(r.body) as { data?: Record<string, string> }).data ?? {}) : {};
     facts.clusterInfo = {
       status: r.status,
-      message: r.status === 200 ? "" : messageIn(r.body),
+      message: r.status === 200 ? "" : apiMessage(r.body),
       kubeconfig: data[CLUSTER_INFO.kubeconfigKey] ?? null,
       signature: data[`${CLUSTER_INFO.jwsPrefix}${input.token.id}`] ?? null,
     };
@@ -111,7 +104,7 @@ export async function joinFacts(input: { server: string; caHash: string; token: 
       status: r.status,
       user: who?.username ?? null,
       groups: who?.groups ?? [],
-      message: r.status === 201 ? "" : messageIn(r.body),
+      message: r.status === 201 ? "" : apiMessage(r.body),
     };
   } catch (e) {
     trusted.tlsError = messageOf(e);
@@ -119,7 +112,7 @@ export async function joinFacts(input: { server: string; caHash: string; token: 
   }
   try {
     const r = await request(new URL(`/api/v1/nodes/${encodeURIComponent(input.nodeName)}`, url), opts("GET"));
-    trusted.node = { status: r.status, message: r.status === 200 ? "" : messageIn(r.body) };
+    trusted.node = { status: r.status, message: r.status === 200 ? "" : apiMessage(r.body) };
   } catch (e) {
     trusted.node = { status: 0, message: messageOf(e) };
   }

@@ -20,6 +20,11 @@ export const NODE_TOKEN_GROUP = "system:bootstrappers:rootless-k8s:default-node-
 /** How a CA pin is written: kubeadm's `sha256:<hex>`. */
 export const CA_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
+/** An API server's URL as a join line gives it: https://HOST:PORT, nothing after (a trailing / allowed). */
+export function isServerUrl(text: string): boolean {
+  return /^https:\/\/[^/\s]+\/?$/.test(text);
+}
+
 export interface BootstrapToken {
   id: string;
   secret: string;
