@@ -879,15 +879,15 @@ YAML
 # expired one, a node name already taken; and the token's holder gets a kubelet client
 # certificate through TLS bootstrap: a CSR made with openssl, approved and signed by the
 # controller-manager.
-join_doctor() { # join_doctor TOKEN URL HASH [FLAGS...]: doctor --join as the test user, the token in its environment
-  local token=$1 url=$2 hash=$3
-  shift 3
-  as_user env ROOTLESS_K8S_TOKEN="$token" "$E2E_OPT/bin/rootless-k8s" doctor --join "$url" --ca-hash "$hash" "$@"
+join_doctor() { # join_doctor RUNNER TOKEN URL HASH [FLAGS...]: doctor --join through RUNNER (as_user: this host, on_b: the second), the token in its environment
+  local run=$1 token=$2 url=$3 hash=$4
+  shift 4
+  "$run" env ROOTLESS_K8S_TOKEN="$token" "$E2E_OPT/bin/rootless-k8s" doctor --join "$url" --ca-hash "$hash" "$@"
 }
-join_fails() { # join_fails CHECK-ID PATTERN TOKEN URL HASH [FLAGS...]: exit 1, that check failed with PATTERN in its summary
-  local id=$1 pattern=$2 out rc
-  shift 2
-  out=$(join_doctor "$@" --json 2>&1)
+join_fails() { # join_fails RUNNER CHECK-ID PATTERN TOKEN URL HASH [FLAGS...]: exit 1, that check failed with PATTERN in its summary or fix
+  local run=$1 id=$2 pattern=$3 out rc
+  shift 3
+  out=$(join_doctor "$run" "$@" --json 2>&1)
   rc=$?
   [ "$rc" = 1 ] || { echo "exit $rc: $out"; return 1; }
   # shellcheck disable=SC2016 # JavaScript, not shell
@@ -895,7 +895,7 @@ join_fails() { # join_fails CHECK-ID PATTERN TOKEN URL HASH [FLAGS...]: exit 1, 
     const [id, pattern] = process.argv.slice(1);
     const c = JSON.parse(require("fs").readFileSync(0, "utf8")).checks.find((x) => x.id === id);
     console.log(c ? `${c.status}: ${c.summary}` : `no check ${id}`);
-    process.exit(c && c.status === "fail" && new RegExp(pattern).test(c.summary) ? 0 : 1);' "$id" "$pattern" <<<"$out"
+    process.exit(c && c.status === "fail" && new RegExp(pattern).test(`${c.summary}\n${(c.fix?.user ?? []).join("\n")}`) ? 0 : 1);' "$id" "$pattern" <<<"$out"
 }
 anonymous_get() { # anonymous_get URL: the body, over TLS that trusts nothing (as a joiner's first read)
   # shellcheck disable=SC2016 # JavaScript, not shell
@@ -926,16 +926,6 @@ on_b() { # on_b CMD...: CMD as the second host's user, in its network namespace
   ip netns exec "$B_NS" setpriv --reuid="$u" --regid="$g" --init-groups env -i HOME="$h" USER="$B_USER" LOGNAME="$B_USER" \
     PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 ROOTLESS_K8S_NO_UPDATE_CHECK=1 NO_COLOR=1 "$@"
 }
-b_join_doctor() { # b_join_doctor TOKEN URL HASH [FLAGS...]: doctor --join on the second host
-  local token=$1 url=$2 hash=$3
-  shift 3
-  on_b env ROOTLESS_K8S_TOKEN="$token" "$E2E_OPT/bin/rootless-k8s" doctor --join "$url" --ca-hash "$hash" --node-name e2e-joiner "$@"
-}
-b_reach_fails() { # the second host's preflight fails on the API server's reach, and says which port to open
-  local out
-  out=$(b_join_doctor "$@" --json 2>&1)
-  grep -q '"id": "join-reach"' <<<"$out" && grep -A3 '"id": "join-reach"' <<<"$out" | grep -q '"status": "fail"' && grep -q 'TCP port' <<<"$out"
-}
 csr_issued() { [ -n "$(kc get csr "$1" -o 'jsonpath={.status.certificate}' 2>/dev/null)" ]; }
 scenario_join() {
   local out line token url hash id rc csr ca
@@ -952,25 +942,25 @@ scenario_join() {
     lacks "//127\.\|//$(receipt_value .plan.network.namespaceIP):" echo "$url"
   check join "the CA hash is the pin of the node's CA (openssl's SubjectPublicKeyInfo digest)" \
     test "$hash" = "sha256:$(kc config view --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d | openssl x509 -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
-  out=$(join_doctor "$token" "$url" "$hash" --node-name e2e-joiner 2>&1)
+  out=$(join_doctor as_user "$token" "$url" "$hash" --node-name e2e-joiner 2>&1)
   rc=$?
   check join "the printed line's preflight passes: doctor --join exit $rc" test "$rc" = 0
   printf '%s\n' "$out" | sed 's/^/    | /'
   check join "a second host (user $B_USER, its own network namespace at 198.51.100.2, linked by veth)" second_host_up
-  out=$(b_join_doctor "$token" "$url" "$hash" 2>&1)
+  out=$(join_doctor on_b "$token" "$url" "$hash" --node-name e2e-joiner 2>&1)
   rc=$?
   check join "from the second host the same line's preflight passes: exit $rc" test "$rc" = 0
   printf '%s\n' "$out" | sed 's/^/    | /'
   ip link set rk8s-e2e-a down
-  check join "the link cut: the second host's preflight fails on reaching the API server, naming the port" b_reach_fails "$token" "$url" "$hash"
+  check join "the link cut: the second host's preflight fails on reaching the API server, naming the port" join_fails on_b join-reach "TCP port" "$token" "$url" "$hash" --node-name e2e-joiner
   ip link set rk8s-e2e-a up
-  check join "the link back: it passes again" wait_for 30 b_join_doctor "$token" "$url" "$hash"
+  check join "the link back: it passes again" wait_for 30 join_doctor on_b "$token" "$url" "$hash" --node-name e2e-joiner
   second_host_down
   check join "cluster-info is readable without credentials (anonymous)" has '"cluster-info"' anonymous_get "$url/api/v1/namespaces/kube-public/configmaps/cluster-info"
   check join "token list shows token $id with its description" has "^$id .*e2e join" rk8s token list
-  check join "a wrong CA hash: exit 1, the pin check says so" join_fails join-ca-hash "not the --ca-hash given" "$token" "$url" "sha256:$(printf '0%.0s' $(seq 64))" --node-name e2e-joiner
-  check join "a wrong secret: exit 1, the token check says so" join_fails join-token "does not match the token's secret" "$id.ffffffffffffffff" "$url" "$hash" --node-name e2e-joiner
-  check join "the node's own name: exit 1, already in the cluster" join_fails join-node-name "already in the cluster" "$token" "$url" "$hash" --node-name "$(kc get nodes -o 'jsonpath={.items[0].metadata.name}')"
+  check join "a wrong CA hash: exit 1, the pin check says so" join_fails as_user join-ca-hash "not the --ca-hash given" "$token" "$url" "sha256:$(printf '0%.0s' $(seq 64))" --node-name e2e-joiner
+  check join "a wrong secret: exit 1, the token check says so" join_fails as_user join-token "does not match the token's secret" "$id.ffffffffffffffff" "$url" "$hash" --node-name e2e-joiner
+  check join "the node's own name: exit 1, already in the cluster" join_fails as_user join-node-name "already in the cluster" "$token" "$url" "$hash" --node-name "$(kc get nodes -o 'jsonpath={.items[0].metadata.name}')"
   # TLS bootstrap with the token: a kubelet client CSR, approved and signed by the controller-manager.
   ca=$SCRATCH/join-ca.crt
   kc config view --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$ca"
@@ -997,12 +987,12 @@ YAML
   check join "its subject is O=system:nodes, CN=system:node:e2e-joiner" has 'CN *= *system:node:e2e-joiner' openssl x509 -noout -subject -in "$SCRATCH/join.crt"
   kc delete csr e2e-joiner >/dev/null 2>&1
   check join "token delete $id" rk8s token delete "$id"
-  check join "a deleted token: exit 1 once the signer drops its signature (unknown, expired or deleted)" wait_for 60 join_fails join-token "unknown, expired or deleted" "$token" "$url" "$hash" --node-name e2e-joiner
+  check join "a deleted token: exit 1 once the signer drops its signature (unknown, expired or deleted)" wait_for 60 join_fails as_user join-token "unknown, expired or deleted" "$token" "$url" "$hash" --node-name e2e-joiner
   out=$(rk8s token create --ttl 5s 2>/dev/null | tail -1)
   read -r token _ <<<"$out"
   token=${token#ROOTLESS_K8S_TOKEN=}
   sleep 6
-  check join "an expired token (--ttl 5s, 6 s later): exit 1, the token check fails" join_fails join-token "." "$token" "$url" "$hash" --node-name e2e-joiner
+  check join "an expired token (--ttl 5s, 6 s later): exit 1, the token check fails" join_fails as_user join-token "." "$token" "$url" "$hash" --node-name e2e-joiner
   check join "token list no longer shows the deleted token $id" lacks "^$id " rk8s token list
 }
 

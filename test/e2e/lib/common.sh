@@ -21,12 +21,12 @@ pass() { echo "PASS ($1) $2"; }
 fail() { echo "FAIL ($1) $2"; E2E_FAILS=$((E2E_FAILS + 1)); }
 info() { echo "INFO ($1) $2"; }
 
-# check SCOPE DESCRIPTION CMD...: PASS when CMD succeeds, FAIL (with its output) otherwise.
 wait_for() { # wait_for SECONDS CMD...: true once CMD succeeds
   local deadline=$(($(date +%s) + $1))
   shift
   until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -ge "$deadline" ] && return 1; sleep 0.3; done
 }
+# check SCOPE DESCRIPTION CMD...: PASS when CMD succeeds, FAIL (with its output) otherwise.
 check() {
   local scope=$1 what=$2 out rc=0
   shift 2
