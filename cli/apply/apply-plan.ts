@@ -20,6 +20,7 @@ import { systemdUser, type SystemdUser } from "./systemd";
 import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "./watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
+import { waitForPodCidr, waitForWorkerReady } from "./worker-ready";
 import { mergeAdminContext } from "./kubeconfig-merge";
 
 export interface ApplyInput {
@@ -33,6 +34,11 @@ export interface ApplyInput {
   merge: boolean;
   timeoutMs: number;
   source: ComponentSource;
+  /**
+   * A worker whose node has no pod range yet (`join`'s first pass): wait until the node is
+   * registered with one, not until it is Ready (it cannot be: its CNI network needs that range).
+   */
+  until?: "ready" | "registered";
 }
 
 export interface ApplyResult {
@@ -130,7 +136,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       return { changes, linkChanged, files, pki, unchanged };
     });
 
-    const mergedContext = input.merge ? await mergeAdminContext(plan, written.pki, receipt, record) : null;
+    const mergedContext = input.merge && written.pki ? await mergeAdminContext(plan, written.pki, receipt, record) : null;
 
     // start: daemon-reload only when a unit file changed; restart only what a change touches.
     const restarted = await progress.step("start", "Starting the node (systemctl --user)", async (h) => {
@@ -155,56 +161,83 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
       return restart;
     });
 
-    const ready = await progress.step(
-      "ready",
-      `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`,
-      async (h) => {
-        const started = Date.now();
-        const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
-        // Until the API server answers, the components that talk to it (controller-manager,
-        // scheduler, kubelet, kube-proxy) exit and are restarted by systemd: on a slow machine the
-        // API server's RBAC bootstrap takes longer than their start-up, and their start limit may be
-        // hit. So only the units the API server needs are watched first; once it answers, units
-        // that gave up are reset and started again, and every unit is watched.
-        const order = startOrder(plan);
-        const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
-        let probe = unitProbe(systemd, apiUnits);
-        let restarted = false;
-        const restartGaveUp = async () => {
-          restarted = true;
-          probe = unitProbe(systemd, order);
-          const rest = await unitStates(
-            systemd,
-            order.filter((u) => !apiUnits.includes(u)),
-          );
-          const gaveUp = rest.filter((s) => s.activeState === "failed" || s.activeState === "inactive").map((s) => s.unit);
-          if (gaveUp.length === 0) return;
-          await systemd.resetFailed(gaveUp);
-          await systemd.start([plan.units.target]);
-        };
-        const r = await waitForReady({
-          client,
-          nodeName: plan.node.name,
-          timeoutMs: input.timeoutMs,
-          signal,
-          probe: () => probe(),
-          expectVersion: plan.versions.components.kubernetes,
-          onPhase: (phase) => {
-            h.update(phase === "api" ? "API server /readyz" : phase === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount");
-            if (phase === "node") probe = restartGaveUp;
-          },
-        });
-        if (!restarted) await restartGaveUp();
-        // A component that exited while the API server bootstrapped may still be restarting: the
-        // node is installed only when every unit runs.
-        h.update("every unit active");
-        await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal);
-        // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
-        const changed = await reconcileNode(client, plan, r.node);
-        if (changed) h.update(`node ${plan.node.name}: ${changed}`);
-        return r;
-      },
-    );
+    const ready =
+      plan.role === "worker"
+        ? await progress.step("ready", `Waiting for the node to join (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
+            // kube-proxy runs with the kubelet's certificate, which TLS bootstrap brings: until then
+            // it exits and systemd restarts it, maybe past its start limit. So only the runtime and
+            // the kubelet are watched until the node is there; then what gave up starts again.
+            const order = startOrder(plan);
+            const w = {
+              timeoutMs: input.timeoutMs,
+              signal,
+              probe: unitProbe(
+                systemd,
+                order.filter((u) => u !== plan.units.kubeProxy),
+              ),
+              onPhase: (p: string) => h.update(p),
+            };
+            const r =
+              input.until === "registered"
+                ? { node: await waitForPodCidr(plan, w), apiMs: 0, nodeMs: 0 }
+                : await waitForWorkerReady(plan, w);
+            const gaveUp = (await unitStates(systemd, order)).filter((x) => x.activeState === "failed" || x.activeState === "inactive");
+            if (gaveUp.length) {
+              await systemd.resetFailed(gaveUp.map((x) => x.unit));
+              await systemd.start([plan.units.target]);
+            }
+            h.update("every unit active");
+            await waitForUnitsActive(systemd, order, 60_000, signal);
+            return r;
+          })
+        : await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
+            const started = Date.now();
+            const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+            // Until the API server answers, the components that talk to it (controller-manager,
+            // scheduler, kubelet, kube-proxy) exit and are restarted by systemd: on a slow machine the
+            // API server's RBAC bootstrap takes longer than their start-up, and their start limit may be
+            // hit. So only the units the API server needs are watched first; once it answers, units
+            // that gave up are reset and started again, and every unit is watched.
+            const order = startOrder(plan);
+            const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
+            let probe = unitProbe(systemd, apiUnits);
+            let restarted = false;
+            const restartGaveUp = async () => {
+              restarted = true;
+              probe = unitProbe(systemd, order);
+              const rest = await unitStates(
+                systemd,
+                order.filter((u) => !apiUnits.includes(u)),
+              );
+              const gaveUp = rest.filter((s) => s.activeState === "failed" || s.activeState === "inactive").map((s) => s.unit);
+              if (gaveUp.length === 0) return;
+              await systemd.resetFailed(gaveUp);
+              await systemd.start([plan.units.target]);
+            };
+            const r = await waitForReady({
+              client,
+              nodeName: plan.node.name,
+              timeoutMs: input.timeoutMs,
+              signal,
+              probe: () => probe(),
+              expectVersion: plan.versions.components.kubernetes,
+              onPhase: (phase) => {
+                h.update(
+                  phase === "api" ? "API server /readyz" : phase === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount",
+                );
+                if (phase === "node") probe = restartGaveUp;
+              },
+            });
+            if (!restarted) await restartGaveUp();
+            // A component that exited while the API server bootstrapped may still be restarting: the
+            // node is installed only when every unit runs.
+            h.update("every unit active");
+            await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal);
+            // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
+            const changed = await reconcileNode(client, plan, r.node);
+            if (changed) h.update(`node ${plan.node.name}: ${changed}`);
+            return r;
+          });
 
     if (receipt.state !== "installed" || receipt.tool !== VERSION)
       await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });
@@ -233,7 +266,9 @@ async function setIntact(set: ReceiptSet): Promise<boolean> {
 }
 
 /** The node's files, with the PKI they hold (the existing keys and certificates where they still fit). */
-async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pki }> {
+async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pki | null }> {
+  // A worker holds no key of the cluster: its kubelet gets its certificates from the control plane.
+  if (plan.role === "worker") return { files: renderNode(plan, null), pki: null };
   const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
   const pki = await generatePki(plan, { existing });
   return { files: renderNode(plan, pki), pki };

@@ -11,15 +11,19 @@ export function startOrder(plan: Plan): string[] {
   const own = plan.runtime.name !== "docker"; // with docker the owner is the user's docker.service
   return [
     ...(own ? [u.owner] : []),
-    u.etcd,
-    u.apiServer,
-    u.controllerManager,
-    u.scheduler,
+    ...controlPlaneUnits(plan),
     ...(u.criDockerd ? [u.criDockerd] : []),
     u.kubelet,
     u.kubeProxy,
     ...(u.ports ? [u.ports] : []),
+    ...(u.csrApprover ? [u.csrApprover] : []),
   ];
+}
+
+/** etcd and the control plane, in start order: none on a worker. */
+export function controlPlaneUnits(plan: Plan): string[] {
+  const u = plan.units;
+  return plan.role === "worker" ? [] : [u.etcd, u.apiServer, u.controllerManager, u.scheduler];
 }
 
 /** Every unit file of ours, target included. */
@@ -40,7 +44,7 @@ export function unitOfBinary(plan: Plan, name: string, dir: string | null): stri
     etcd: u.etcd,
     "cri-dockerd": u.criDockerd,
   };
-  if (name in byName) return byName[name] ?? null;
+  if (name in byName) return startOrder(plan).includes(byName[name] ?? "") ? (byName[name] ?? null) : null;
   // Everything RootlessKit's child runs: the runtime, its shims and OCI runtimes, the network helper.
   const owner = [
     "rootlesskit",

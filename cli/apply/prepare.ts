@@ -23,7 +23,7 @@ import { readReceipt, type Receipt } from "./receipt";
 /** What the front half needs: no command-line flags, only the decisions they stand for. */
 export interface PrepareRequest {
   /** The command on whose behalf this runs, for the refusal as root ("refusing to install as root"). */
-  command: "install" | "upgrade";
+  command: "install" | "upgrade" | "join";
   env: NodeJS.ProcessEnv;
   /** The plan's choices: from the flags (install), or the installed node's own (upgrade). */
   plan: PlanOptions;
@@ -52,6 +52,8 @@ export interface Prepared {
 export interface PrepareHooks {
   /** Called with the facts, the doctor's verdict, the checks that stop it and the installed node's plan; returns the plan options to use. */
   beforePlan?(facts: Facts, diagnosis: Diagnosis, blocking: CheckOutcome[], previous: Plan | null): Promise<PlanOptions>;
+  /** Turns this host's plan into the one to run (a join: the worker's), before it is validated. */
+  shapePlan?(plan: Plan, previous: Plan | null): Plan;
 }
 
 /**
@@ -95,6 +97,7 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   let plan = buildPlan(facts, options, versions);
   const kubelet = await probeKubelet(host, path.join(plan.paths.versionBinDir, "kubelet"));
   if (kubelet) plan = buildPlan(facts, { ...options, kubelet }, versions);
+  if (hooks.shapePlan) plan = hooks.shapePlan(plan, previous);
   validatePlan(plan, facts, { previous });
   return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
 }
@@ -120,7 +123,7 @@ export function ownPorts(previous: Plan | null, apiPortFlag: number | undefined)
 }
 
 /** Shows the checks that stop `command` (install, upgrade) with their fixes, and refuses (exit 3). */
-export function refuseOnBlocking(out: Output, blocking: readonly CheckOutcome[], command: "install" | "upgrade"): void {
+export function refuseOnBlocking(out: Output, blocking: readonly CheckOutcome[], command: "install" | "upgrade" | "join"): void {
   if (!blocking.length) return;
   for (const l of showOutcomes(blocking, out.errStyle, { name: "id" })) out.err(l);
   throw new UserError(

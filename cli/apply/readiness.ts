@@ -10,8 +10,10 @@ import { sleep } from "../wait";
 export interface KubeconfigCreds {
   server: string;
   ca: Buffer;
-  cert: Buffer;
-  key: Buffer;
+  /** A client certificate and key (mutual TLS), or a bearer token (a join's bootstrap token). */
+  cert?: Buffer;
+  key?: Buffer;
+  token?: string;
 }
 
 interface KubeconfigDoc {
@@ -52,14 +54,7 @@ export interface ApiResponse {
   body: string;
 }
 
-/** The API server's own words for a refusal: its Status message, else the body's start. */
-export function apiMessage(body: string): string {
-  try {
-    return (JSON.parse(body) as { message?: string }).message ?? body.slice(0, 200);
-  } catch {
-    return body.slice(0, 200);
-  }
-}
+export { apiMessage } from "../host/parse/api-status";
 
 export interface ApiClient {
   readonly server: string;
@@ -69,6 +64,8 @@ export interface ApiClient {
   /** Server-side apply of one whole object (`kubectl apply --server-side --force-conflicts`). */
   apply(path: string, object: unknown, fieldManager: string, timeoutMs?: number): Promise<ApiResponse>;
   delete(path: string, timeoutMs?: number): Promise<ApiResponse>;
+  /** Replaces an object (PUT of its JSON), as `kubectl replace` does. */
+  put(path: string, object: unknown, timeoutMs?: number): Promise<ApiResponse>;
   /** Creates an object (POST of its JSON), as `kubectl create` does. */
   post(path: string, object: unknown, timeoutMs?: number): Promise<ApiResponse>;
   /**
@@ -87,9 +84,11 @@ export interface WatchEvent {
 
 export function apiClient(creds: KubeconfigCreds): ApiClient {
   const agent = new https.Agent({ ca: creds.ca, cert: creds.cert, key: creds.key, keepAlive: false });
+  // Never on a connection whose server is not verified: the agent checks it against `ca`.
+  const auth: Record<string, string> = creds.token ? { authorization: `Bearer ${creds.token}` } : {};
   const request = (method: string, p: string, timeoutMs: number, body?: { type: string; data: string }) =>
     new Promise<ApiResponse>((resolve, reject) => {
-      const headers: Record<string, string | number> = { accept: "application/json" };
+      const headers: Record<string, string | number> = { accept: "application/json", ...auth };
       if (body) Object.assign(headers, { "content-type": body.type, "content-length": Buffer.byteLength(body.data) });
       const req = https.request(new URL(p, creds.server), { method, agent, timeout: timeoutMs, headers }, (res) => {
         let text = "";
@@ -114,6 +113,7 @@ export function apiClient(creds: KubeconfigCreds): ApiClient {
         data: JSON.stringify(object),
       }),
     delete: (p, timeoutMs = 10_000) => request("DELETE", p, timeoutMs),
+    put: (p, object, timeoutMs = 10_000) => request("PUT", p, timeoutMs, { type: "application/json", data: JSON.stringify(object) }),
     post: (p, object, timeoutMs = 10_000) => request("POST", p, timeoutMs, { type: "application/json", data: JSON.stringify(object) }),
     watch: (p, onEvent, opts = {}) =>
       new Promise<ApiResponse>((resolve, reject) => {
@@ -122,7 +122,7 @@ export function apiClient(creds: KubeconfigCreds): ApiClient {
           method: "GET",
           agent,
           timeout: idleMs,
-          headers: { accept: "application/json" },
+          headers: { accept: "application/json", ...auth },
         });
         const abort = () => req.destroy(opts.signal?.reason instanceof Error ? opts.signal.reason : new Error("the watch was stopped"));
         if (opts.signal?.aborted) return abort();
@@ -195,12 +195,14 @@ export interface NodeView {
   kubeletVersion: string | null;
   labels: Record<string, string>;
   taints: { key: string; value?: string; effect: string }[];
+  /** spec.podCIDR: the pod range the controller-manager gave the node (null until it did). */
+  podCidr: string | null;
 }
 
 export function parseNode(body: string): NodeView {
   const n = JSON.parse(body) as {
     metadata?: { name?: string; labels?: Record<string, string> };
-    spec?: { taints?: NodeView["taints"] };
+    spec?: { taints?: NodeView["taints"]; podCIDR?: string };
     status?: { conditions?: NodeCondition[]; nodeInfo?: { kubeletVersion?: string } };
   };
   const conditions = n.status?.conditions ?? [];
@@ -211,6 +213,7 @@ export function parseNode(body: string): NodeView {
     kubeletVersion: n.status?.nodeInfo?.kubeletVersion ?? null,
     labels: n.metadata?.labels ?? {},
     taints: n.spec?.taints ?? [],
+    podCidr: n.spec?.podCIDR ?? null,
   };
 }
 
@@ -234,6 +237,11 @@ export interface WaitOptions {
    * (the node's nodeInfo) must report, so a stale Ready from the old kubelet does not count.
    */
   expectVersion?: string;
+  /**
+   * A worker: the API server is another host's (its version is not this node's, and expectVersion
+   * is the kubelet's only), and the node's own credential reads no ServiceAccount: Ready ends at the node.
+   */
+  worker?: boolean;
 }
 
 export interface ReadyResult {
@@ -308,7 +316,7 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
       if (phase === "api") {
         const r = await o.client.get("/readyz", 5000);
         last = `HTTP ${r.status} ${r.body.trim().split("\n").pop() ?? ""}`.trim();
-        const mismatch = r.status === 200 && o.expectVersion ? await apiVersionMismatch(o.client, o.expectVersion) : null;
+        const mismatch = r.status === 200 && o.expectVersion && !o.worker ? await apiVersionMismatch(o.client, o.expectVersion) : null;
         if (mismatch) last = mismatch;
         if (r.status === 200 && !mismatch) {
           phase = "node";
@@ -326,6 +334,7 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
         if (r.status === 200) {
           const node = parseNode(r.body);
           const versionOk = !o.expectVersion || node.kubeletVersion?.replace(/^v/, "") === o.expectVersion;
+          if (node.ready && versionOk && o.worker) return { node, apiMs, nodeMs: Date.now() - start };
           if (node.ready && versionOk) {
             ready = { node, nodeMs: Date.now() - start };
             phase = "account";

@@ -76,7 +76,7 @@ export async function createToken(plan: Plan, o: CreateOptions): Promise<Created
       fix: "pass --server https://ADDRESS:PORT, the address other hosts reach this one at",
     });
   const { client, caPem } = await adminClient(plan);
-  for (const obj of joinObjects(server, caPem)) {
+  for (const obj of joinObjects(plan, server, caPem)) {
     const r = await patiently(() => client.apply(objectPath(obj), obj, FIELD_MANAGER, 30_000), { signal: o.signal });
     if (r.status !== 200 && r.status !== 201) throw refusedBy(`could not apply ${obj.kind} ${obj.metadata.name}`, r);
   }

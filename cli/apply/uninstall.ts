@@ -14,8 +14,10 @@ import { acquireInstallLock } from "../fetch/index";
 import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
 import { removeAddons } from "./addons";
+import { leaveCluster } from "./leave";
 import { exists, hashFile, isWithin, writeFileAtomic } from "./files";
 import { allUnits } from "./node";
+import { layout } from "../render/layout";
 import { readReceipt, receiptLocation, writeReceipt, type KubeconfigMerge, type Receipt } from "./receipt";
 import { currentIdentity, removeEmptyDirs, removeTrees } from "./remove";
 import { systemdUser } from "./systemd";
@@ -31,6 +33,8 @@ export interface UninstallReport {
   removed: string[];
   /** Add-on objects deleted through the API server ("Deployment kube-system/coredns"). */
   addons: string[];
+  /** A worker: what leaving its cluster did (drained, Node deleted). */
+  cluster: string[];
   kept: string[];
   stoppedUnits: string[];
   /** What was left for the user to do by hand, one line each. */
@@ -84,6 +88,7 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
   out.out(
     `Uninstalled: ${report.stoppedUnits.length} units stopped, ${report.removed.length} paths removed${report.addons.length ? `, ${report.addons.length} add-on objects deleted` : ""}.`,
   );
+  for (const c of report.cluster) out.out(`  ${c}`);
   for (const n of report.notes) out.err(`${out.errStyle.yellow("note:")} ${n}`);
   if (report.kept.length) {
     out.out(`Kept (your data): ${report.kept.join(", ")}`);
@@ -144,8 +149,13 @@ export async function removeNode(
   };
 
   // 0. The add-ons' objects, through the API server while it runs: the data (etcd) may stay.
-  const addonsGone = plan && !purge && receipt.state !== "uninstalled" ? await removeAddons(plan) : { removed: [], notes: [] };
+  //    A worker leaves its cluster instead: drained, its Node deleted, while its kubelet still runs.
+  const worker = plan?.role === "worker";
+  const addonsGone = plan && !worker && !purge && receipt.state !== "uninstalled" ? await removeAddons(plan) : { removed: [], notes: [] };
   notes.push(...addonsGone.notes);
+  const left =
+    plan && worker && receipt.state !== "uninstalled" ? await leaveCluster(plan, { signal: ctx.signal }) : { done: [], notes: [] };
+  notes.push(...left.notes);
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
   //    No published port outlives this: every one (the API server's and the port publisher's) is a
@@ -178,6 +188,16 @@ export async function removeNode(
 
   // 4. The config folder: with --purge whole; otherwise its listed files went above, and what is left
   //    of it goes only when empty (the PKI and any file the user put there stay).
+  //    A worker's kubelet wrote its own kubeconfig (and the join the token's, if it never finished):
+  //    no rendered files, so not in the receipt; they go with the node.
+  if (plan && worker) {
+    const l = layout(plan);
+    for (const f of [l.kubeconfigs.kubelet, l.kubeconfigs.kubeletBootstrap])
+      if (mayRemovePath(f, own) && (await exists(f))) {
+        await fsp.rm(f, { force: true });
+        removed.push(f);
+      }
+  }
   const keepPki = !purge && (await exists(r.pki));
   if (purge) await gone([r.config]);
   else await removeEmptyTree(r.config, [r.pki]);
@@ -213,7 +233,7 @@ export async function removeNode(
   }
   for (const d of receipt.createdDirs.filter((d) => mayRemoveEmptyDir(d, own))) await removeEmptyDirs(d, path.dirname(d)).catch(() => {});
   await removeEmptyDirs(own.state, own.home).catch(() => {});
-  return { removed, addons: addonsGone.removed, kept, stoppedUnits: loaded, notes };
+  return { removed, addons: addonsGone.removed, cluster: left.done, kept, stoppedUnits: loaded, notes };
 }
 
 /** Links `systemctl enable` made (default.target.wants/…) for our units, when they are still there. */

@@ -20,6 +20,8 @@ import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
+import { workerClient } from "./worker-ready";
+import { type ClusterParameters, workerPlan, workerSkewProblem } from "../plan/worker";
 import { diffFiles } from "./sync";
 
 export interface UpgradeOptions {
@@ -88,6 +90,9 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     });
   }
 
+  // A worker never runs a kubelet newer than its control plane's API server: asked now, not remembered.
+  const cluster = from.role === "worker" ? await workerCluster(from, toK8s) : null;
+
   // The new plan: the same choices (mode, runtime, ports, paths, node) on the new versions.
   const options = optionsFromPlan(from, ctx.env);
   const prepared = await prepareNode(
@@ -97,6 +102,20 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
         refuseOnBlocking(out, blocking, "upgrade");
         return options;
       },
+      // A worker stays the worker it is: the same control plane, address and pod range.
+      ...(cluster && from.join
+        ? {
+            shapePlan: (p: Plan) =>
+              workerPlan(p, {
+                server: from.join!.server,
+                caPem: from.join!.caPem,
+                caHash: from.join!.caHash,
+                cluster,
+                nodeIP: from.join!.nodeIP,
+                podCidr: from.join!.podCidr,
+              }),
+          }
+        : {}),
     },
     components,
   );
@@ -125,7 +144,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
       return rollBack(ctx, from, plan, e, timeoutMs);
     }
     // The new version set may bring new add-on images: re-applied (no change when there is none).
-    await addonsStep(plan, progress, ctx.signal);
+    if (plan.role !== "worker") await addonsStep(plan, progress, ctx.signal);
     const done = await readReceipt(plan.paths.receipt);
     if (done) await pruneSets(done, plan);
     out.out(
@@ -187,4 +206,38 @@ async function pruneSets(receipt: Receipt, plan: Plan): Promise<void> {
   for (const id of drop) await fsp.rm(path.join(plan.paths.versionsDir, id), { recursive: true, force: true });
   const sets = Object.fromEntries(Object.entries(receipt.sets).filter(([id]) => keep.has(id)));
   await writeReceipt(plan.paths.receipt, { ...receipt, sets });
+}
+
+/**
+ * The control plane a worker belongs to, as it is now: its version from its /version (anyone may
+ * read it), the rest from the worker's plan. Refused (exit 3) when the new set's Kubernetes would be
+ * newer than that API server, or when the API server cannot be asked.
+ */
+async function workerCluster(from: Plan, toK8s: string): Promise<ClusterParameters> {
+  const server = from.join?.server ?? "the control plane";
+  const client = await workerClient(from);
+  const r = client ? await client.get("/version", 10_000).catch((e: unknown) => ({ status: 0, body: messageOf(e) })) : null;
+  const version = r?.status === 200 ? String((JSON.parse(r.body) as { gitVersion?: string }).gitVersion ?? "").replace(/^v/, "") : "";
+  if (!version)
+    throw new UserError(
+      `refusing to upgrade: the control plane at ${server} cannot be asked its version (${r ? r.body.slice(0, 120) || `HTTP ${r.status}` : "the kubelet has no certificate"})`,
+      {
+        exitCode: ExitCode.Refused,
+        fix: "check that this host reaches it (rootless-k8s status), then upgrade again",
+      },
+    );
+  const skew = workerSkewProblem(toK8s, version);
+  if (skew)
+    throw new UserError(`refusing to upgrade: ${skew}`, {
+      exitCode: ExitCode.Refused,
+      fix: `upgrade the control plane at ${server} first (rootless-k8s upgrade there), then this worker`,
+    });
+  const dns = from.addons?.dns;
+  return {
+    pods: from.cidrs.pods,
+    services: from.cidrs.services,
+    firstServiceIP: from.cidrs.firstServiceIP,
+    dns: dns?.enabled ? { serviceIP: dns.serviceIP, domain: dns.domain } : null,
+    kubernetes: version,
+  };
 }

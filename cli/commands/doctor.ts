@@ -13,7 +13,7 @@ import { renderReport } from "../doctor/report";
 import { runChecks, type CheckOutcome } from "../doctor/check";
 import { joinChecks } from "../doctor/checks/join";
 import { isServerUrl, parseCaHash, parseToken } from "../host/parse/bootstrap-token";
-import { joinFacts } from "../inspect/join-facts";
+import { joinFacts } from "../host/join-facts";
 import { nodeNameFrom } from "../plan/node";
 import { TOKEN_ENV } from "../render/join";
 import { nodeChecks } from "../doctor/checks/node";

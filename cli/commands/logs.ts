@@ -26,6 +26,9 @@ export const COMPONENTS: Record<string, keyof UnitNames> = {
   "kube-proxy": "kubeProxy",
   proxy: "kubeProxy",
   "cri-dockerd": "criDockerd",
+  ports: "ports",
+  "csr-approver": "csrApprover",
+  approver: "csrApprover",
 };
 
 export const spec: CommandSpec = {

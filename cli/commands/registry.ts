@@ -27,11 +27,17 @@ export const commands: CommandEntry[] = [
   },
   { name: "upgrade", summary: "Upgrade the node to another version set, rolling back on failure", load: () => import("./upgrade") },
   { name: "uninstall", summary: "Stop and remove the node (--purge also removes its data)", load: () => import("./uninstall") },
+  { name: "join", summary: "Join another host's cluster as a worker node", load: () => import("./join") },
   { name: "token", summary: "Create, list or delete bootstrap tokens for another host's join", load: () => import("./token") },
   {
     name: "ports",
     summary: "Publish Services' and pods' ports on the host (run by rootless-k8s-ports.service)",
     load: () => import("./ports"),
+  },
+  {
+    name: "approver",
+    summary: "Approve joined nodes' kubelet serving certificates (run by rootless-k8s-csr-approver.service)",
+    load: () => import("./approver"),
   },
   {
     name: "components",

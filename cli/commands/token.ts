@@ -5,7 +5,7 @@ import { createToken, deleteToken, listTokens } from "../apply/token";
 import { installedPlan } from "../apply/images";
 import { ExitCode, UsageError, UserError } from "../errors";
 import { TOKEN_ID_PATTERN, isServerUrl } from "../host/parse/bootstrap-token";
-import { joinCheckLine, TOKEN_ENV } from "../render/join";
+import { joinCheckLine, joinLine, TOKEN_ENV } from "../render/join";
 import { parseDuration } from "./install";
 import type { Context } from "../context";
 
@@ -22,9 +22,10 @@ A bootstrap token lets another host prove it may join this node's cluster, as ku
 Secret in kube-system that expires (--ttl, default ${DEFAULT_TTL}; the controller-manager deletes it
 then). \`create\` also publishes cluster-info in kube-public (the CA and the server, readable by
 anyone: nothing secret) and waits until the controller-manager has signed it with the new token,
-then prints the line to run on the other host: its preflight,
+then prints two lines to run on the other host: its preflight (it changes nothing), and the join,
 
   ${TOKEN_ENV}=ID.SECRET rootless-k8s doctor --join https://ADDRESS:PORT --ca-hash sha256:HASH
+  ${TOKEN_ENV}=ID.SECRET rootless-k8s join https://ADDRESS:PORT --ca-hash sha256:HASH
 
 The token goes in the environment, never on a command line, where \`ps\` shows it to every user.
 The CA hash (sha256 of the CA's public key) lets the other host check it talks to this API server.
@@ -84,8 +85,11 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
         JSON.stringify({ token: `${t.token.id}.${t.token.secret}`, server: t.server, caHash: t.caHash, expiration: t.expiration }, null, 2),
       );
     } else {
-      ctx.out.err(`token ${t.token.id} expires ${t.expiration}; on the other host, as its user, run:`);
+      ctx.out.err(
+        `token ${t.token.id} expires ${t.expiration}; on the other host, as its user: the first line checks it can join (changes nothing), the second joins:`,
+      );
       ctx.out.out(joinCheckLine(t.server, t.token, t.caHash));
+      ctx.out.out(joinLine(t.server, t.token, t.caHash));
     }
     return ExitCode.Ok;
   }

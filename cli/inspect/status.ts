@@ -1,6 +1,7 @@
 // The state of the installed node, read without changing anything: the receipt (what was
 // installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
 // (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
+import { workerClient } from "../apply/worker-ready";
 import type { Plan } from "../plan/plan";
 import { startOrder } from "../apply/node";
 import { criClient } from "../apply/cri";
@@ -53,7 +54,9 @@ export async function nodeStatus(
   let nodeView: NodeView | null = null;
   let addons: AddonReadiness[] = [];
   try {
-    const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+    // A worker sees its control plane with the node's own credential (it holds no admin one).
+    const client = plan.role === "worker" ? await workerClient(plan) : apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+    if (!client) throw new Error("the kubelet has no certificate yet (TLS bootstrap did not finish)");
     api.url = client.server;
     const r = await client.get("/readyz", 3000);
     api.ready = r.status === 200;
@@ -62,7 +65,7 @@ export async function nodeStatus(
       const n = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, 3000);
       if (n.status === 200) nodeView = parseNode(n.body);
       else problems.push(`the node ${plan.node.name} is not registered (HTTP ${n.status})`);
-      addons = await addonReadiness(client, plan);
+      if (plan.role !== "worker") addons = await addonReadiness(client, plan);
     }
   } catch (e) {
     api.detail = (e as NodeJS.ErrnoException).code ?? (e as Error).message;

@@ -28,7 +28,9 @@ export { planPaths } from "./paths";
 
 export const UNIT_PREFIX = "rootless-k8s";
 
-export function unitNames(plan: Pick<Plan, "runtime" | "publish">): UnitNames {
+export const APPROVER_UNIT = `${UNIT_PREFIX}-csr-approver.service`;
+
+export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role">): UnitNames {
   const docker = plan.runtime.name === "docker";
   return {
     target: `${UNIT_PREFIX}.target`,
@@ -41,6 +43,7 @@ export function unitNames(plan: Pick<Plan, "runtime" | "publish">): UnitNames {
     kubeProxy: `${UNIT_PREFIX}-kube-proxy.service`,
     criDockerd: docker ? `${UNIT_PREFIX}-cri-dockerd.service` : null,
     ports: plan.publish?.enabled ? PORTS_UNIT : null,
+    csrApprover: plan.role === "worker" ? null : APPROVER_UNIT,
   };
 }
 

@@ -250,8 +250,38 @@ export interface UserPlan {
   gid: number;
 }
 
+/**
+ * A worker: a node that joined another host's control plane (`rootless-k8s join`). It runs the
+ * runtime, the kubelet and kube-proxy, and no etcd and no control plane.
+ */
+export interface JoinPlan extends Reasoned {
+  /** The control plane's API server, as this host reaches it (the URL of the join line). */
+  server: string;
+  /** The control plane's CA (PEM), fetched from cluster-info and verified against `caHash`. */
+  caPem: string;
+  /** kubeadm's pin of that CA: sha256:<hex of its SubjectPublicKeyInfo's digest>. */
+  caHash: string;
+  /**
+   * The host address this node advertises (the kubelet's --node-ip): the control plane reaches the
+   * kubelet there, through the port RootlessKit publishes. Added to the namespace's loopback, where
+   * the kubelet looks for it.
+   */
+  nodeIP: string;
+  /** The Kubernetes version of the control plane when this node joined (a worker never runs newer). */
+  controlPlaneVersion: string;
+  /**
+   * The pod network the controller-manager gave this node (its spec.podCIDR): the CNI bridge's
+   * range. Null until the kubelet registered the node; `join` then writes it.
+   */
+  podCidr: string | null;
+}
+
 export interface Plan {
   schemaVersion: typeof PLAN_SCHEMA_VERSION;
+  /** "server": etcd, the control plane and a node (install). "worker": a node only (join). Absent: server. */
+  role?: "server" | "worker";
+  /** The worker's control plane; absent for a server. */
+  join?: JoinPlan;
   user: UserPlan;
   arch: string;
   mode: ModePlan;
@@ -298,6 +328,11 @@ export interface UnitNames {
   criDockerd: string | null;
   /** The port publisher, when plan.publish is on; absent from plans written before it existed. */
   ports?: string | null;
+  /**
+   * The kubelet serving-certificate approver (`rootless-k8s approver run`, on the host): a server
+   * approves its workers' kubelet-serving CSRs. Null on a worker; absent from older plans.
+   */
+  csrApprover?: string | null;
 }
 
 /** What the user asked for on the command line; everything is optional. */

@@ -7,6 +7,7 @@ import YAML from "yaml";
 import { type KubeObject, type RbacSubject, rbacBinding } from "./kube-objects";
 import type { Plan } from "../plan/plan";
 import { portsObjects } from "./ports";
+import { APPROVER_USER, approverRbacObjects } from "./approver-rbac";
 
 export type { KubeObject } from "./kube-objects";
 
@@ -416,6 +417,14 @@ export function addons(plan: Plan): Addon[] {
   // The port publisher's RBAC: on and off with plan.publish (no flag of its own; its process is the ports unit).
   if (plan.publish)
     list.push({ id: "ports", enabled: plan.publish.enabled, objects: portsObjects({ [ADDON_LABEL]: "ports" }), ready: null });
+  // The CSR approver's RBAC: on with its unit (a server's; absent from plans older than the approver).
+  if (plan.units.csrApprover !== undefined)
+    list.push({
+      id: "csr-approver",
+      enabled: Boolean(plan.units.csrApprover),
+      objects: approverRbacObjects(APPROVER_USER, { [ADDON_LABEL]: "csr-approver" }),
+      ready: null,
+    });
   return list;
 }
 

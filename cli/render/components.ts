@@ -98,6 +98,10 @@ export function controllerManagerArgs(plan: Plan): string[] {
     // The two controllers of bootstrap tokens, off by default: bootstrapsigner signs cluster-info
     // with each token, tokencleaner deletes a token once it expires (kubeadm turns both on).
     "--controllers=*,bootstrapsigner,tokencleaner",
+    // Each node gets a /24 of the pod network (spec.podCIDR): a worker's pods take their addresses from it.
+    "--allocate-node-cidrs=true",
+    `--cluster-cidr=${plan.cidrs.pods}`,
+    "--node-cidr-mask-size=24",
     "--leader-elect=false",
   ];
 }
@@ -120,12 +124,16 @@ export function kubeletArgs(plan: Plan): string[] {
   const labels = Object.entries(plan.node.labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(",");
+  // A worker's kubelet gets its client certificate through TLS bootstrap (the join token's
+  // kubeconfig), writes its own kubeconfig, and advertises the host's address.
+  const join = plan.join;
   return [
     bin(plan, "kubelet"),
     `--config=${l.kubeletConfig}`,
     `--kubeconfig=${l.kubeconfigs.kubelet}`,
+    ...(join ? [`--bootstrap-kubeconfig=${l.kubeconfigs.kubeletBootstrap}`, `--cert-dir=${l.kubeletCertDir}`] : []),
     `--hostname-override=${plan.node.name}`,
-    `--node-ip=${plan.network.namespaceIP}`,
+    `--node-ip=${join ? join.nodeIP : plan.network.namespaceIP}`,
     `--node-labels=${labels}`,
     // Inside dockerd's namespaces /var/lib is the host's: keep the kubelet's state in our data.
     ...(plan.runtime.name === "docker" ? [`--root-dir=${l.data.kubelet}`] : []),

@@ -6,10 +6,11 @@ import * as path from "node:path";
 import type { Plan } from "../plan/plan";
 import { addonYaml, addons } from "./addons";
 import { kubeProxyConfiguration, kubeletConfiguration, renderYaml } from "./kube-configs";
-import { adminKubeconfig, componentKubeconfig, portsKubeconfig, renderKubeconfig } from "./kubeconfig";
+import { adminKubeconfig, componentKubeconfig, hostClientKubeconfig, renderKubeconfig, workerKubeProxyKubeconfig } from "./kubeconfig";
 import { layout } from "./layout";
 import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
 import { PORTS_USER, renderPortsConfig } from "./ports";
+import { APPROVER_USER } from "./approver-rbac";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
 import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
 import { renderUnits } from "./units";
@@ -17,7 +18,7 @@ import { renderUnits } from "./units";
 export { folders, layout } from "./layout";
 export { addons, ADDON_LABEL, type Addon, type KubeObject } from "./addons";
 export { generatePki, readPki, pkiPaths, certSpecs, type Pki, type KeyPairPem } from "./pki";
-export { mergeKubeconfig, type MergeResult } from "./kubeconfig";
+export { mergeKubeconfig, bootstrapKubeconfig, renderKubeconfig, type MergeResult } from "./kubeconfig";
 export { portsConfig, type PortsConfig } from "./ports";
 
 export type RenderedKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "addon";
@@ -39,7 +40,11 @@ const SECRET = 0o600;
 const PUBLIC = 0o644;
 const EXECUTABLE = 0o755;
 
-export function renderNode(plan: Plan, pki: Pki): RenderedFile[] {
+/** Every file of a node: `pki` is the server's PKI; a worker has none of its own (null). */
+export function renderNode(plan: Plan, pki: Pki | null): RenderedFile[] {
+  if (plan.role === "worker")
+    return [...renderUnitFiles(plan), ...renderScripts(plan), renderEnv(plan), ...renderConfigs(plan), ...renderWorkerTrust(plan)];
+  if (!pki) throw new Error("a server's files need its PKI");
   return [
     ...renderUnitFiles(plan),
     ...renderScripts(plan),
@@ -109,9 +114,11 @@ function renderConfigs(plan: Plan): RenderedFile[] {
   const files: RenderedFile[] = [
     { path: l.kubeletConfig, content: renderYaml(kubeletConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubelet },
     { path: l.kubeProxyConfig, content: renderYaml(kubeProxyConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubeProxy },
-    // The runtime re-reads its CNI folder by itself: no restart.
-    { path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" },
   ];
+  // The runtime re-reads its CNI folder by itself: no restart. A worker gets it once the
+  // controller-manager gave the node its pod range (until then the kubelet reports the network not ready).
+  if (plan.role !== "worker" || plan.join?.podCidr)
+    files.push({ path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" });
   if (u.ports) files.push({ path: l.portsConfig, content: renderPortsConfig(plan), mode: PUBLIC, kind: "config", unit: u.ports });
   if (plan.runtime.name === "containerd") {
     files.push({ path: l.containerdConfig, content: renderToml(containerdConfig(plan)), mode: PUBLIC, kind: "config", unit: u.owner });
@@ -144,6 +151,7 @@ function pkiReader(plan: Plan, name: CaName | CertName): string {
     admin: u.target,
     frontProxyClient: u.apiServer,
     ports: u.ports ?? u.target,
+    csrApprover: u.csrApprover ?? u.target,
   };
   return readers[name];
 }
@@ -169,10 +177,32 @@ function renderPki(plan: Plan, pki: Pki): RenderedFile[] {
   return files;
 }
 
+/**
+ * A worker holds no key of the cluster: only the control plane's CA (verified against the join's
+ * pin), which the kubelet trusts for the API server's requests, and kube-proxy's kubeconfig, which
+ * uses the certificate the kubelet got through TLS bootstrap.
+ */
+function renderWorkerTrust(plan: Plan): RenderedFile[] {
+  const join = plan.join;
+  if (!join) throw new Error("a worker's plan names its control plane");
+  const l = layout(plan);
+  const ca = pkiPaths(plan).cas.ca.cert;
+  return [
+    { path: ca, content: join.caPem, mode: PUBLIC, kind: "pki", unit: plan.units.target },
+    {
+      path: l.kubeconfigs.kubeProxy,
+      content: renderKubeconfig(workerKubeProxyKubeconfig(plan, ca, l.kubeletCertDir)),
+      mode: SECRET,
+      kind: "kubeconfig",
+      unit: plan.units.kubeProxy,
+    },
+  ];
+}
+
 function renderKubeconfigs(plan: Plan, pki: Pki): RenderedFile[] {
   const l = layout(plan).kubeconfigs;
   const u = plan.units;
-  const component = (file: string, client: Exclude<CertName, "ports">, user: string, unit: string): RenderedFile => ({
+  const component = (file: string, client: Exclude<CertName, "ports" | "csrApprover">, user: string, unit: string): RenderedFile => ({
     path: file,
     content: renderKubeconfig(componentKubeconfig(plan, pki, pki[client], user)),
     mode: SECRET,
@@ -189,10 +219,18 @@ function renderKubeconfigs(plan: Plan, pki: Pki): RenderedFile[] {
   if (u.ports)
     files.push({
       path: l.ports,
-      content: renderKubeconfig(portsKubeconfig(plan, pki, PORTS_USER)),
+      content: renderKubeconfig(hostClientKubeconfig(plan, pki, "ports", PORTS_USER)),
       mode: SECRET,
       kind: "kubeconfig",
       unit: u.ports,
+    });
+  if (u.csrApprover)
+    files.push({
+      path: l.csrApprover,
+      content: renderKubeconfig(hostClientKubeconfig(plan, pki, "csrApprover", APPROVER_USER)),
+      mode: SECRET,
+      kind: "kubeconfig",
+      unit: u.csrApprover,
     });
   return files;
 }

@@ -7,6 +7,7 @@
 import YAML from "yaml";
 import { CLUSTER_INFO, type BootstrapToken, NODE_TOKEN_GROUP, TOKEN_SECRET_PREFIX, TOKEN_SECRET_TYPE } from "../host/parse/bootstrap-token";
 import type { Plan } from "../plan/plan";
+import { CLUSTER_PARAMETERS, type ClusterParameters } from "../plan/worker";
 import { CLUSTER_NAME } from "./components";
 import { type KubeObject, rbacBinding } from "./kube-objects";
 
@@ -41,8 +42,23 @@ export function clusterInfoKubeconfig(server: string, caPem: string): string {
   return YAML.stringify(doc, { lineWidth: 0 });
 }
 
+/** What every worker of this control plane must share with it (the ConfigMap `join` reads). */
+export function clusterParameters(plan: Plan): ClusterParameters {
+  const dns = plan.addons?.dns;
+  return {
+    pods: plan.cidrs.pods,
+    services: plan.cidrs.services,
+    firstServiceIP: plan.cidrs.firstServiceIP,
+    dns: dns?.enabled ? { serviceIP: dns.serviceIP, domain: dns.domain } : null,
+    kubernetes: plan.versions.components.kubernetes ?? "",
+  };
+}
+
+/** The RBAC that lets nodes delete Nodes (NodeRestriction keeps each to its own). */
+export const NODE_SELF_DELETE = "rootless-k8s:node-self-delete";
+
 /** The objects a control plane needs before any host can join it, in the order they are applied. */
-export function joinObjects(server: string, caPem: string): KubeObject[] {
+export function joinObjects(plan: Plan, server: string, caPem: string): KubeObject[] {
   const bindGroup = (name: string, clusterRole: string, who: string): KubeObject =>
     rbacBinding(name, labels, { kind: "ClusterRole", name: clusterRole }, group(who));
   return [
@@ -86,6 +102,40 @@ export function joinObjects(server: string, caPem: string): KubeObject[] {
       rules: [{ apiGroups: [""], resources: ["nodes"], verbs: ["get"] }],
     },
     bindGroup("rootless-k8s:get-nodes", "rootless-k8s:get-nodes", NODE_TOKEN_GROUP),
+    // The cluster's networks, DNS and version, which a joiner's plan takes (and a worker's upgrade checks).
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: CLUSTER_PARAMETERS.name, namespace: CLUSTER_PARAMETERS.namespace, labels },
+      data: { [CLUSTER_PARAMETERS.key]: `${JSON.stringify(clusterParameters(plan), null, 2)}\n` },
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "rootless-k8s:cluster-parameters", namespace: CLUSTER_PARAMETERS.namespace, labels },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], resourceNames: [CLUSTER_PARAMETERS.name], verbs: ["get"] }],
+    },
+    {
+      ...rbacBinding(
+        "rootless-k8s:cluster-parameters",
+        labels,
+        { kind: "Role", name: "rootless-k8s:cluster-parameters" },
+        group(NODE_TOKEN_GROUP),
+        CLUSTER_PARAMETERS.namespace,
+      ),
+      subjects: [group(NODE_TOKEN_GROUP), group("system:nodes")],
+    },
+    // A worker's kube-proxy runs with its kubelet's certificate (system:node:NAME): kube-proxy's role for nodes.
+    bindGroup("rootless-k8s:node-proxier", "system:node-proxier", "system:nodes"),
+    // Uninstalling a worker deletes its Node: nodes may delete Nodes; the API server's NodeRestriction
+    // admission keeps each to its own ("node X is not allowed to modify node Y", tested end to end).
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: NODE_SELF_DELETE, labels },
+      rules: [{ apiGroups: [""], resources: ["nodes"], verbs: ["delete"] }],
+    },
+    bindGroup(NODE_SELF_DELETE, NODE_SELF_DELETE, "system:nodes"),
   ];
 }
 
@@ -111,6 +161,11 @@ export function tokenSecret(token: BootstrapToken, opts: { now: Date; ttlSeconds
 
 /** The environment variable a join reads the token from: never on the command line, where `ps` shows it to every user. */
 export const TOKEN_ENV = "ROOTLESS_K8S_TOKEN";
+
+/** The line the other host runs to join: the token in the environment, the server and the CA pin as arguments. */
+export function joinLine(server: string, token: BootstrapToken, caHash: string): string {
+  return `${TOKEN_ENV}=${token.id}.${token.secret} rootless-k8s join ${server} --ca-hash ${caHash}`;
+}
 
 /** The line the other host runs (its preflight): the token in the environment, the server and the CA pin as arguments. */
 export function joinCheckLine(server: string, token: BootstrapToken, caHash: string): string {

@@ -11,6 +11,7 @@ const HEADER = "# Written by rootless-k8s from the node plan; rewritten on every
 export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
   const pki = pkiPaths(plan);
   const k = plan.kubelet;
+  const worker = plan.role === "worker";
   const config: Record<string, unknown> = {
     apiVersion: "kubelet.config.k8s.io/v1beta1",
     kind: "KubeletConfiguration",
@@ -21,8 +22,9 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
       x509: { clientCAFile: pki.cas.ca.cert },
     },
     authorization: { mode: "Webhook" },
-    tlsCertFile: pki.certs.kubeletServing.cert,
-    tlsPrivateKeyFile: pki.certs.kubeletServing.key,
+    // A server's kubelet serves with the certificate we made; a worker's asks the control plane
+    // for one (serverTLSBootstrap: a kubelet-serving CSR, approved on the control plane's host).
+    ...(worker ? {} : { tlsCertFile: pki.certs.kubeletServing.cert, tlsPrivateKeyFile: pki.certs.kubeletServing.key }),
     port: plan.ports.kubelet,
     healthzBindAddress: "127.0.0.1",
     healthzPort: plan.ports.kubeletHealthz,
@@ -41,8 +43,8 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
     clusterDomain: plan.addons?.dns.domain ?? "cluster.local",
     // Pods resolve through CoreDNS at the tenth service address (without it: the node's resolv.conf).
     ...(plan.addons?.dns.enabled ? { clusterDNS: [plan.addons.dns.serviceIP] } : {}),
-    rotateCertificates: false,
-    serverTLSBootstrap: false,
+    rotateCertificates: worker,
+    serverTLSBootstrap: worker,
   };
   // Inside dockerd's namespaces /var/log is the host's (ours bind-mounts the node's own).
   if (plan.runtime.name === "docker") config.podLogsDir = `${layout(plan).data.log}/pods`;

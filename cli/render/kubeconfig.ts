@@ -48,10 +48,47 @@ export function adminKubeconfig(plan: Plan, pki: Pki): Record<string, unknown> {
   return kubeconfig(hostApiServerUrl(plan), pki.ca.cert, pki.admin, adminNames());
 }
 
-/** The port publisher runs on the host (it talks to RootlessKit's API there): the admin's way in, its own certificate. */
-export function portsKubeconfig(plan: Plan, pki: Pki, user: string): Record<string, unknown> {
-  if (!pki.ports) throw new Error("the PKI has no certificate for the port publisher");
-  return kubeconfig(hostApiServerUrl(plan), pki.ca.cert, pki.ports, { cluster: CLUSTER_NAME, user, context: `${user}@${CLUSTER_NAME}` });
+/**
+ * A program of ours on the host (the port publisher, which talks to RootlessKit's API there; the
+ * CSR approver): the admin's way in, with its own certificate.
+ */
+export function hostClientKubeconfig(plan: Plan, pki: Pki, which: "ports" | "csrApprover", user: string): Record<string, unknown> {
+  const pair = pki[which];
+  if (!pair) throw new Error(`the PKI has no ${which} certificate`);
+  return kubeconfig(hostApiServerUrl(plan), pki.ca.cert, pair, { cluster: CLUSTER_NAME, user, context: `${user}@${CLUSTER_NAME}` });
+}
+
+/**
+ * A worker's kube-proxy: the control plane's URL and CA, and the kubelet's own client certificate
+ * (system:node:NAME, which the kubelet rotates; the control plane grants nodes kube-proxy's role).
+ */
+export function workerKubeProxyKubeconfig(plan: Plan, caFile: string, kubeletCertDir: string): Record<string, unknown> {
+  const join = plan.join;
+  if (!join) throw new Error("only a worker's kube-proxy uses the kubelet's certificate");
+  const pem = `${kubeletCertDir}/kubelet-client-current.pem`;
+  const user = `system:node:${plan.node.name}`;
+  return {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: CLUSTER_NAME, cluster: { server: join.server, "certificate-authority": caFile } }],
+    users: [{ name: user, user: { "client-certificate": pem, "client-key": pem } }],
+    contexts: [{ name: `kube-proxy@${CLUSTER_NAME}`, context: { cluster: CLUSTER_NAME, user } }],
+    "current-context": `kube-proxy@${CLUSTER_NAME}`,
+    preferences: {},
+  };
+}
+
+/** A worker's kubelet before it has a certificate: the join token (a secret: 0600, removed after the join). */
+export function bootstrapKubeconfig(server: string, caFile: string, token: string): Record<string, unknown> {
+  return {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: CLUSTER_NAME, cluster: { server, "certificate-authority": caFile } }],
+    users: [{ name: "kubelet-bootstrap", user: { token } }],
+    contexts: [{ name: `kubelet-bootstrap@${CLUSTER_NAME}`, context: { cluster: CLUSTER_NAME, user: "kubelet-bootstrap" } }],
+    "current-context": `kubelet-bootstrap@${CLUSTER_NAME}`,
+    preferences: {},
+  };
 }
 
 export function renderKubeconfig(doc: Record<string, unknown>): string {

@@ -28,7 +28,12 @@ export function layout(plan: Plan) {
       scheduler: config("scheduler.kubeconfig"),
       kubeProxy: config("kube-proxy.kubeconfig"),
       ports: config("ports.kubeconfig"),
+      csrApprover: config("csr-approver.kubeconfig"),
+      /** A worker's kubelet, until TLS bootstrap gave it a certificate: the join token (0600; removed once the node is Ready). */
+      kubeletBootstrap: config("kubelet-bootstrap.kubeconfig"),
     },
+    /** A worker's kubelet keeps the certificates it got through TLS bootstrap here (and rotates them). */
+    kubeletCertDir: path.join(pkiDir, "kubelet"),
     scripts: {
       /** RootlessKit's child: prepares the mount namespace, then runs the runtime. */
       child: path.join(libexecDir, "rootless-k8s-child"),
@@ -66,7 +71,7 @@ export function folders(plan: Plan): { path: string; mode: number }[] {
   const l = layout(plan);
   const p = plan.paths;
   // etcd refuses to share its data: 0700 like the secrets.
-  const secret = [p.configDir, p.pkiDir, l.data.etcd];
+  const secret = [p.configDir, p.pkiDir, ...(plan.role === "worker" ? [] : [l.data.etcd])];
   // Volumes (the storage add-on): only the user (root in the node's user namespace) goes through.
   if (plan.addons?.storage?.enabled) secret.push(plan.addons.storage.path);
   const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, p.runtimeDir, l.cniConfDir, l.addonsDir];

@@ -11,6 +11,7 @@ import { webcrypto } from "node:crypto";
 import * as path from "node:path";
 import type { Plan, PkiAlgorithm } from "../plan/plan";
 import { PORTS_USER } from "./ports";
+import { APPROVER_USER } from "./approver-rbac";
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -37,10 +38,11 @@ export type CertName =
   | "kubeProxy"
   | "admin"
   | "frontProxyClient"
-  | "ports";
+  | "ports"
+  | "csrApprover";
 
-/** Certificates only some plans have (the port publisher's: plan.publish on). */
-type OptionalCert = "ports";
+/** Certificates only some plans have (the port publisher's: plan.publish on; the approver's: a server). */
+type OptionalCert = "ports" | "csrApprover";
 
 export interface Pki extends Record<CaName | Exclude<CertName, OptionalCert>, KeyPairPem>, Partial<Record<OptionalCert, KeyPairPem>> {
   algorithm: PkiAlgorithm;
@@ -184,6 +186,20 @@ export function certSpecs(plan: Plan): CertSpec[] {
             file: "ports",
             issuer: "ca" as const,
             commonName: PORTS_USER,
+            usages: ["client" as const],
+            dns: [],
+            ips: [],
+          },
+        ]
+      : []),
+    // The kubelet serving-certificate approver: its own user, bound to a ClusterRole of its own (cli/render/approver-rbac.ts).
+    ...(plan.units.csrApprover
+      ? [
+          {
+            name: "csrApprover" as const,
+            file: "csr-approver",
+            issuer: "ca" as const,
+            commonName: APPROVER_USER,
             usages: ["client" as const],
             dns: [],
             ips: [],

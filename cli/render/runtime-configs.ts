@@ -138,7 +138,8 @@ export function cniConflist(plan: Plan): Record<string, unknown> {
         hairpinMode: true,
         ipam: {
           type: "host-local",
-          ranges: [[{ subnet: plan.cidrs.pods }]],
+          // A worker's pods: the node's own /24 (spec.podCIDR); a server's: the whole pod network.
+          ranges: [[{ subnet: plan.join?.podCidr ?? plan.cidrs.pods }]],
           routes: [{ dst: "0.0.0.0/0" }],
           dataDir: path.join(layout(plan).data.cni, "networks"),
         },

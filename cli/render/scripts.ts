@@ -86,6 +86,22 @@ function serviceRangeGuard(plan: Plan): string[] {
   ];
 }
 
+/**
+ * A worker advertises its host's address (the kubelet's --node-ip), and the kubelet only takes an
+ * address one of its interfaces has: give it to the namespace's loopback. Traffic to that address
+ * from inside the node then stays in the node, which is what the address stands for.
+ */
+function nodeAddress(plan: Plan): string[] {
+  const ip = plan.join?.nodeIP;
+  if (!ip) return [];
+  return [
+    "# This worker's host address, which the kubelet advertises, on the namespace's loopback.",
+    `ip -4 addr replace ${shQuote(`${ip}/32`)} dev lo ||`,
+    `  { echo "rootless-k8s-child: could not add ${ip} to the namespace's loopback (ip addr replace ${ip}/32 dev lo): the kubelet will not find its --node-ip" >&2; exit 1; }`,
+    "",
+  ];
+}
+
 export function renderChildScript(plan: Plan): string {
   const l = layout(plan);
   const links = HOST_STATE_LINKS.map((p) => `  ${p}`).join(" \\\n");
@@ -112,6 +128,7 @@ export function renderChildScript(plan: Plan): string {
     "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
     "",
     ...serviceRangeGuard(plan),
+    ...nodeAddress(plan),
     `exec ${runtimeCommand(plan).map(shQuote).join(" ")}`,
     "",
   ].join("\n");

@@ -53,6 +53,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
   const v = plan.versions.components;
   const k8s = v.kubernetes ?? "";
   const docs = (c: string) => `https://kubernetes.io/docs/reference/command-line-tools-reference/${c}/`;
+  const worker = plan.role === "worker";
   const list: ComponentUnit[] = [
     {
       unit: u.etcd,
@@ -97,7 +98,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       documentation: docs("kubelet"),
       args: kubeletArgs(plan),
       extraArgs: "KUBELET_EXTRA_ARGS",
-      after: [u.apiServer, ...(u.criDockerd ? [u.criDockerd] : [])],
+      after: [...(worker ? [] : [u.apiServer]), ...(u.criDockerd ? [u.criDockerd] : [])],
     },
     {
       unit: u.kubeProxy,
@@ -105,9 +106,15 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       documentation: docs("kube-proxy"),
       args: kubeProxyArgs(plan),
       extraArgs: "KUBE_PROXY_EXTRA_ARGS",
-      after: [u.apiServer, u.kubelet],
+      after: [...(worker ? [] : [u.apiServer]), u.kubelet],
     },
   ];
+  // A worker runs no etcd and no control plane: only the node's own components.
+  if (worker)
+    list.splice(
+      0,
+      list.findIndex((c) => c.unit === u.kubelet),
+    );
   if (u.ports && plan.publish) {
     list.push({
       unit: u.ports,
@@ -115,6 +122,24 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       documentation: "https://github.com/rootless-containers/rootlesskit/blob/master/docs/port.md",
       // On the host: RootlessKit's API socket and the API server's published port are there.
       args: [...plan.publish.command, "ports", "run", "--config", layout(plan).portsConfig],
+      extraArgs: null,
+      onHost: true,
+      after: [u.apiServer],
+    });
+  }
+  if (u.csrApprover) {
+    list.push({
+      unit: u.csrApprover,
+      description: "approves the kubelet serving certificates of the nodes that joined (CSRs of signer kubernetes.io/kubelet-serving)",
+      documentation: "https://kubernetes.io/docs/reference/access-authn-authz/kubelet-tls-bootstrapping/#certificate-rotation",
+      // On the host, through the published API port, with its own certificate.
+      args: [
+        ...(plan.publish?.command ?? [path.join(plan.paths.home, ".local", "bin", "rootless-k8s")]),
+        "approver",
+        "run",
+        "--kubeconfig",
+        layout(plan).kubeconfigs.csrApprover,
+      ],
       extraArgs: null,
       onHost: true,
       after: [u.apiServer],

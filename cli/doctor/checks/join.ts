@@ -1,31 +1,10 @@
 // `doctor --join`: can this host join the control plane on the join line? Pure functions of what
-// cli/inspect/join-facts.ts reads: the server reached, cluster-info published, the CA matching
+// cli/host/join-facts.ts reads: the server reached, cluster-info published, the CA matching
 // the pin, the token signed and accepted, the server's certificate naming the address, the node
 // name free. Each failure says what to do on which host.
-import { type BootstrapToken, caHashOrNull, clusterOfKubeconfig, jwsProblem } from "../../host/parse/bootstrap-token";
+import { caHashOrNull, clusterOfKubeconfig, jwsProblem } from "../../host/parse/bootstrap-token";
+import type { JoinFacts } from "../../host/join-facts";
 import { fail, ok, skip, warn, type Check } from "../check";
-
-export interface JoinFacts {
-  /** As given on the join line. */
-  server: string;
-  caHash: string;
-  token: BootstrapToken;
-  /** The name this host's node would have. */
-  nodeName: string;
-  /** A TLS handshake without trusting the server: the certificates it presents (PEM, leaf first), or why it failed. */
-  reach: { chain: string[]; error: null } | { chain: null; error: string };
-  /** kube-public/cluster-info read as anonymous over that connection; null when the server was not reached. */
-  clusterInfo: { status: number; message: string; kubeconfig: string | null; signature: string | null } | null;
-  /** Asked only once the pin and the signature hold, over TLS checked against cluster-info's CA: null when not asked. */
-  trusted: {
-    /** The TLS check itself (the CA signed the server's certificate, which names the host); null when it held. */
-    tlsError: string | null;
-    /** POST selfsubjectreviews with the token: who the API server takes it for. */
-    auth: { status: number; user: string | null; groups: string[]; message: string } | null;
-    /** GET the node by this host's name with the token: 404 free, 200 taken, 403 not allowed to look. */
-    node: { status: number; message: string } | null;
-  } | null;
-}
 
 const ON_CONTROL_PLANE = "on the control plane: rootless-k8s token create  (prints a new join line)";
 
@@ -128,6 +107,25 @@ export const joinChecks: Check<JoinFacts>[] = [
       return warn(`could not see whether ${j.nodeName} is taken (HTTP ${n.status}: ${n.message})`, {
         user: ["on the control plane: rootless-k8s token create  (it grants joiners the right to look)"],
       });
+    },
+  },
+  {
+    id: "join-cluster",
+    group: "join",
+    label: "cluster parameters",
+    run: (j) => {
+      const c = j.trusted?.cluster;
+      if (!c) return skip("not checked: the token was not accepted");
+      if (c.parameters)
+        return ok(
+          `Kubernetes ${c.parameters.kubernetes}; pods ${c.parameters.pods}, services ${c.parameters.services}${c.parameters.dns ? `, DNS ${c.parameters.dns.serviceIP}` : ", no cluster DNS"}`,
+        );
+      return fail(
+        c.status === 200
+          ? "the control plane's cluster parameters cannot be read (not what rootless-k8s writes)"
+          : `the control plane publishes no cluster parameters (HTTP ${c.status}${c.message ? `: ${c.message}` : ""}): it predates joins of whole nodes`,
+        { user: ["on the control plane: rootless-k8s install  (the same version, to update it), then rootless-k8s token create"] },
+      );
     },
   },
 ];

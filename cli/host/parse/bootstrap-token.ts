@@ -2,7 +2,7 @@
 // (k8s.io/cluster-bootstrap: token/api, token/jws; kubeadm's pubkeypin): the token's form, the
 // detached JWS the controller-manager's bootstrapsigner puts beside the cluster-info kubeconfig
 // (HS256, keyed with the token's secret, `kid` = its id), and the CA pin (sha256 of the CA
-// certificate's SubjectPublicKeyInfo). Pure: the joiner's facts (cli/inspect/join-facts.ts), its
+// certificate's SubjectPublicKeyInfo). Pure: the joiner's facts (cli/host/join-facts.ts), its
 // checks (cli/doctor/checks/join.ts) and `token create` share these.
 import { createHash, createHmac, timingSafeEqual, X509Certificate } from "node:crypto";
 import YAML from "yaml";

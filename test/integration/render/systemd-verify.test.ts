@@ -29,8 +29,8 @@ function materialize(plan: Plan, pki: Pki): string[] {
   mkdirSync(plan.paths.versionBinDir, { recursive: true });
   for (const bin of ["rootlesskit", "rootlessctl"]) copyFileSync("/bin/true", join(plan.paths.versionBinDir, bin));
   symlinkSync(plan.versions.id, plan.paths.currentLink);
-  // The port publisher runs rootless-k8s itself (~/.local/bin/rootless-k8s in these plans).
-  if (plan.publish?.enabled) {
+  // The port publisher and the CSR approver run rootless-k8s itself (~/.local/bin/rootless-k8s in these plans).
+  if (plan.publish && (plan.publish.enabled || plan.units.csrApprover)) {
     mkdirSync(dirname(plan.publish.command[0]!), { recursive: true });
     copyFileSync("/bin/true", plan.publish.command[0]!);
   }

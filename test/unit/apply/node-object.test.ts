@@ -15,6 +15,7 @@ const view = (labels: Record<string, string>, taints: NodeView["taints"]): NodeV
   kubeletVersion: "v1.36.0",
   labels,
   taints,
+  podCidr: null,
 });
 
 describe("nodePatch", () => {

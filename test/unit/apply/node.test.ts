@@ -9,18 +9,29 @@ const plan = buildPlan(baseFacts(), {}, upstreamVersions());
 const u = plan.units;
 
 describe("startOrder", () => {
-  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher", () => {
-    expect(startOrder(plan)).toEqual([u.owner, u.etcd, u.apiServer, u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports]);
+  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher, the CSR approver", () => {
+    expect(startOrder(plan)).toEqual([
+      u.owner,
+      u.etcd,
+      u.apiServer,
+      u.controllerManager,
+      u.scheduler,
+      u.kubelet,
+      u.kubeProxy,
+      u.ports,
+      u.csrApprover,
+    ]);
     expect(u.ports).toBe("rootless-k8s-ports.service");
+    expect(u.csrApprover).toBe("rootless-k8s-csr-approver.service");
   });
 });
 
 describe("allUnits", () => {
-  it("is every unit uninstall stops and removes: the target, the owner last in start order, the port publisher first to stop", () => {
+  it("is every unit uninstall stops and removes: the target, the owner last in start order, the CSR approver first to stop", () => {
     const all = allUnits(plan);
     expect(all).toEqual([u.target, ...startOrder(plan)]);
     expect(all).toContain("rootless-k8s-ports.service");
-    expect([...startOrder(plan)].reverse()[0]).toBe(u.ports);
+    expect([...startOrder(plan)].reverse()[0]).toBe(u.csrApprover);
     expect([...startOrder(plan)].reverse().at(-1)).toBe(u.owner);
   });
 });

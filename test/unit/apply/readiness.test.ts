@@ -65,7 +65,7 @@ describe("readKubeconfig", () => {
     const c = await readKubeconfig(tls.kubeconfig(url));
     expect(c.server).toBe(url);
     expect(c.ca.equals(tls.ca)).toBe(true);
-    expect(c.cert.equals(tls.clientCert)).toBe(true);
+    expect(c.cert?.equals(tls.clientCert)).toBe(true);
   });
 });
 

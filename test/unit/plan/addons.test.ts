@@ -52,12 +52,14 @@ describe("the dns add-on in the plan", () => {
       "storage.yaml",
       "metrics.yaml",
       "ports.yaml",
+      "csr-approver.yaml",
     ]);
     expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([
       ["dns", false],
       ["storage", true],
       ["metrics", true],
       ["ports", true],
+      ["csr-approver", true],
     ]);
   });
 
@@ -215,7 +217,12 @@ describe("the metrics add-on", () => {
     const off = buildPlan(baseFacts(), { metrics: false }, versions);
     expect(off.addons!.metrics!.enabled).toBe(false);
     expect(metricsOf(off).enabled).toBe(false);
-    const old = { ...off, addons: { ...off.addons!, metrics: undefined }, publish: undefined } as Plan;
+    const old = {
+      ...off,
+      addons: { ...off.addons!, metrics: undefined },
+      publish: undefined,
+      units: { ...off.units, csrApprover: undefined },
+    } as Plan;
     expect(addons(old).map((a) => a.id)).toEqual(["dns", "storage"]);
   });
 });

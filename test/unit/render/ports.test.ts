@@ -46,7 +46,7 @@ describe("the ports unit", () => {
     ])
       expect(text).toContain(`${line}\n`);
     const target = files.find((f) => f.unit === plan.units.target && f.kind === "unit")!.content.toString();
-    expect(target).toMatch(/^Wants=.* rootless-k8s-ports\.service$/m);
+    expect(target).toMatch(/^Wants=.* rootless-k8s-ports\.service( |$)/m);
   });
 
   it("reads a config naming its kubeconfig, RootlessKit's socket, the decisions and the state file (a change restarts it)", async () => {
@@ -116,6 +116,7 @@ describe("no port publisher", () => {
     const old = { ...plan, units: { ...plan.units } } as Plan;
     delete old.publish;
     delete old.units.ports;
+    delete old.units.csrApprover;
     const files = renderNode(old, await generatePki(old));
     expect(ports(files)).toEqual([]);
     expect(files.filter((f) => f.kind === "unit").map((f) => f.unit)).toEqual([

@@ -6,10 +6,36 @@
 import * as https from "node:https";
 import { isIP } from "node:net";
 import * as tls from "node:tls";
-import { apiMessage } from "../apply/readiness";
+import { apiMessage } from "./parse/api-status";
 import { messageOf } from "../errors";
-import type { JoinFacts } from "../doctor/checks/join";
-import { CLUSTER_INFO, type BootstrapToken, trustedCa } from "../host/parse/bootstrap-token";
+import { CLUSTER_INFO, type BootstrapToken, trustedCa } from "./parse/bootstrap-token";
+import { CLUSTER_PARAMETERS, type ClusterParameters, parseClusterParameters } from "./parse/cluster-parameters";
+
+export interface JoinFacts {
+  /** As given on the join line. */
+  server: string;
+  caHash: string;
+  token: BootstrapToken;
+  /** The name this host's node would have. */
+  nodeName: string;
+  /** cluster-info's CA once it matched the pin and the token's signature held (PEM); null otherwise. */
+  caPem: string | null;
+  /** A TLS handshake without trusting the server: the certificates it presents (PEM, leaf first), or why it failed. */
+  reach: { chain: string[]; error: null } | { chain: null; error: string };
+  /** kube-public/cluster-info read as anonymous over that connection; null when the server was not reached. */
+  clusterInfo: { status: number; message: string; kubeconfig: string | null; signature: string | null } | null;
+  /** Asked only once the pin and the signature hold, over TLS checked against cluster-info's CA: null when not asked. */
+  trusted: {
+    /** The TLS check itself (the CA signed the server's certificate, which names the host); null when it held. */
+    tlsError: string | null;
+    /** POST selfsubjectreviews with the token: who the API server takes it for. */
+    auth: { status: number; user: string | null; groups: string[]; message: string } | null;
+    /** GET the node by this host's name with the token: 404 free, 200 taken, 403 not allowed to look. */
+    node: { status: number; message: string } | null;
+    /** GET the control plane's cluster parameters with the token: its networks, DNS and version. */
+    cluster: { status: number; message: string; parameters: ClusterParameters | null } | null;
+  } | null;
+}
 
 interface Answer {
   status: number;
@@ -58,7 +84,7 @@ function presentedChain(url: URL, timeoutMs = 10_000): Promise<string[]> {
 
 export async function joinFacts(input: { server: string; caHash: string; token: BootstrapToken; nodeName: string }): Promise<JoinFacts> {
   const url = new URL(input.server);
-  const facts: JoinFacts = { ...input, reach: { chain: null, error: "not tried" }, clusterInfo: null, trusted: null };
+  const facts: JoinFacts = { ...input, reach: { chain: null, error: "not tried" }, clusterInfo: null, trusted: null, caPem: null };
   try {
     facts.reach = { chain: await presentedChain(url), error: null };
   } catch (e) {
@@ -82,7 +108,8 @@ export async function joinFacts(input: { server: string; caHash: string; token: 
   if (caPem === null) return facts;
 
   // Trusted from here on: the CA is the pinned one, and the server knows the token's secret.
-  const trusted: NonNullable<JoinFacts["trusted"]> = { tlsError: null, auth: null, node: null };
+  facts.caPem = caPem;
+  const trusted: NonNullable<JoinFacts["trusted"]> = { tlsError: null, auth: null, node: null, cluster: null };
   facts.trusted = trusted;
   const opts = (method: string, extra: Record<string, string> = {}): https.RequestOptions => ({
     method,
@@ -115,6 +142,18 @@ export async function joinFacts(input: { server: string; caHash: string; token: 
     trusted.node = { status: r.status, message: r.status === 200 ? "" : apiMessage(r.body) };
   } catch (e) {
     trusted.node = { status: 0, message: messageOf(e) };
+  }
+  const params = `/api/v1/namespaces/${CLUSTER_PARAMETERS.namespace}/configmaps/${CLUSTER_PARAMETERS.name}`;
+  try {
+    const r = await request(new URL(params, url), opts("GET"));
+    const text = r.status === 200 ? (JSON.parse(r.body) as { data?: Record<string, string> }).data?.[CLUSTER_PARAMETERS.key] : undefined;
+    trusted.cluster = {
+      status: r.status,
+      message: r.status === 200 ? "" : apiMessage(r.body),
+      parameters: text ? parseClusterParameters(text) : null,
+    };
+  } catch (e) {
+    trusted.cluster = { status: 0, message: messageOf(e), parameters: null };
   }
   return facts;
 }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runChecks } from "../../../cli/doctor/check";
 import { joinChecks } from "../../../cli/doctor/checks/join";
 import { caHashOf, detachedSignature } from "../../../cli/host/parse/bootstrap-token";
-import { joinFacts } from "../../../cli/inspect/join-facts";
+import { joinFacts } from "../../../cli/host/join-facts";
 import { clusterInfoKubeconfig } from "../../../cli/render/join";
 import { makeLeaf, makeTestCa } from "../../helpers/tls";
 import { readFileSync } from "node:fs";
@@ -24,10 +24,26 @@ interface Control {
   accepts: string | null;
   nodes: string[];
   clusterInfo: boolean;
+  /** The rootless-k8s-cluster ConfigMap's JSON; null: no such ConfigMap (a control plane of an older release). */
+  parameters: string | null;
 }
 
+const PARAMETERS = JSON.stringify({
+  pods: "10.244.0.0/16",
+  services: "10.96.0.0/16",
+  firstServiceIP: "10.96.0.1",
+  dns: { serviceIP: "10.96.0.10", domain: "cluster.local" },
+  kubernetes: "1.36.3",
+});
+
 function controlPlane(cert: string, key: string) {
-  const control: Control = { signWith: TOKEN, accepts: `${TOKEN.id}.${TOKEN.secret}`, nodes: ["first"], clusterInfo: true };
+  const control: Control = {
+    signWith: TOKEN,
+    accepts: `${TOKEN.id}.${TOKEN.secret}`,
+    nodes: ["first"],
+    clusterInfo: true,
+    parameters: PARAMETERS,
+  };
   const seen: { path: string; authorization: string | undefined }[] = [];
   const server = https.createServer({ cert, key }, (req, res) => {
     seen.push({ path: req.url ?? "", authorization: req.headers.authorization });
@@ -50,6 +66,10 @@ function controlPlane(cert: string, key: string) {
       return send(201, {
         status: { userInfo: { username: `system:bootstrap:${TOKEN.id}`, groups: ["system:bootstrappers", "system:authenticated"] } },
       });
+    if (req.url === "/api/v1/namespaces/kube-system/configmaps/rootless-k8s-cluster")
+      return control.parameters === null
+        ? send(404, { kind: "Status", message: 'configmaps "rootless-k8s-cluster" not found' })
+        : send(200, { kind: "ConfigMap", data: { "cluster.json": control.parameters } });
     const node = /^\/api\/v1\/nodes\/(.+)$/.exec(req.url ?? "")?.[1];
     if (node)
       return control.nodes.includes(node)
@@ -95,10 +115,27 @@ describe("doctor --join against a loopback control plane", () => {
       "join-token": "ok",
       "join-server-certificate": "ok",
       "join-node-name": "ok",
+      "join-cluster": "ok",
     });
     expect(byId["join-token"]!.summary).toMatch(/system:bootstrap:abcdef \(system:bootstrappers/);
+    expect(byId["join-cluster"]!.summary).toBe("Kubernetes 1.36.3; pods 10.244.0.0/16, services 10.96.0.0/16, DNS 10.96.0.10");
     expect(good.seen[0]).toEqual({ path: "/api/v1/namespaces/kube-public/configmaps/cluster-info", authorization: undefined });
-    expect(good.seen.slice(1).map((s) => s.authorization)).toEqual(["Bearer abcdef.0123456789abcdef", "Bearer abcdef.0123456789abcdef"]);
+    expect(good.seen.slice(1).map((s) => s.authorization)).toEqual(Array(3).fill("Bearer abcdef.0123456789abcdef"));
+  });
+
+  it("a control plane that publishes no cluster parameters (an older release): the join check fails, naming the update", async () => {
+    good.control.parameters = null;
+    try {
+      const { status, byId, facts } = await check();
+      expect(status["join-cluster"]).toBe("fail");
+      expect(byId["join-cluster"]!.summary).toMatch(/HTTP 404/);
+      expect(byId["join-cluster"]!.fix!.user[0]).toMatch(/rootless-k8s install/);
+      expect(facts.caPem).toBe(ca.caCert);
+      good.control.parameters = '{"pods":"not a cidr"}';
+      expect((await check()).status["join-cluster"]).toBe("fail");
+    } finally {
+      good.control.parameters = PARAMETERS;
+    }
   });
 
   it("a wrong CA hash fails the pin, and the token is never sent", async () => {
@@ -171,6 +208,6 @@ describe("doctor --join against a loopback control plane", () => {
     expect(status["join-reach"]).toBe("fail");
     expect(byId["join-reach"]!.summary).toMatch(/ECONNREFUSED/);
     expect(byId["join-reach"]!.fix!.user[0]).toContain(`TCP port ${port}`);
-    expect(Object.values(status).filter((s) => s === "skip")).toHaveLength(5);
+    expect(Object.values(status).filter((s) => s === "skip")).toHaveLength(6);
   });
 });

@@ -1,0 +1,87 @@
+// A worker leaving its cluster (`rootless-k8s uninstall` of a joined node), with the node's own
+// credential, as `kubectl drain` and `kubectl delete node` would: cordon the Node, evict its pods
+// (not mirror pods, not DaemonSet pods: those belong to the node), wait for them to go, delete the
+// Node. The control plane allows nodes to delete Nodes (cli/render/join.ts), and its NodeRestriction
+// admission keeps each to its own. Never stops an uninstall: what could not be done is returned as notes.
+import { messageOf } from "../errors";
+import { apiMessage } from "../host/parse/api-status";
+import type { Plan } from "../plan/plan";
+import { sleep } from "../wait";
+import type { ApiClient } from "./readiness";
+import { workerClient } from "./worker-ready";
+
+interface PodItem {
+  metadata: { name: string; namespace: string; annotations?: Record<string, string>; ownerReferences?: { kind: string }[] };
+  status?: { phase?: string };
+}
+
+export interface LeaveOutcome {
+  /** One line each: what was done in the cluster. */
+  done: string[];
+  /** What could not be done, with the command that does it on the control plane. */
+  notes: string[];
+}
+
+/** The pods a drain evicts: not the node's own (mirror pods, DaemonSet pods), not finished ones. */
+export function podsToEvict(items: readonly PodItem[]): PodItem[] {
+  return items.filter(
+    (p) =>
+      !p.metadata.annotations?.["kubernetes.io/config.mirror"] &&
+      !p.metadata.ownerReferences?.some((o) => o.kind === "DaemonSet") &&
+      p.status?.phase !== "Succeeded" &&
+      p.status?.phase !== "Failed",
+  );
+}
+
+async function podsOn(client: ApiClient, node: string): Promise<PodItem[]> {
+  const r = await client.get(`/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`, 10_000);
+  if (r.status !== 200) throw new Error(`listing the node's pods: HTTP ${r.status}: ${apiMessage(r.body)}`);
+  return (JSON.parse(r.body) as { items?: PodItem[] }).items ?? [];
+}
+
+export async function leaveCluster(plan: Plan, opts: { signal?: AbortSignal; drainTimeoutMs?: number } = {}): Promise<LeaveOutcome> {
+  const name = plan.node.name;
+  const server = plan.join?.server ?? "the control plane";
+  const byHand = `on the control plane: kubectl drain ${name} --ignore-daemonsets --delete-emptydir-data && kubectl delete node ${name}`;
+  const client = await workerClient(plan);
+  if (!client)
+    return {
+      done: [],
+      notes: [`node ${name} never got its certificate from ${server}: nothing to remove there (if it is listed: ${byHand})`],
+    };
+  const done: string[] = [];
+  const path = `/api/v1/nodes/${encodeURIComponent(name)}`;
+  try {
+    const cordon = await client.mergePatch(path, { spec: { unschedulable: true } }, 10_000);
+    if (cordon.status === 404) return { done, notes: [] };
+    if (cordon.status !== 200) throw new Error(`cordoning: HTTP ${cordon.status}: ${apiMessage(cordon.body)}`);
+    const evict = podsToEvict(await podsOn(client, name));
+    for (const p of evict) {
+      const { namespace, name: pod } = p.metadata;
+      const r = await client.post(`/api/v1/namespaces/${namespace}/pods/${pod}/eviction`, {
+        apiVersion: "policy/v1",
+        kind: "Eviction",
+        metadata: { name: pod, namespace },
+      });
+      if (r.status !== 201 && r.status !== 200 && r.status !== 404)
+        throw new Error(`evicting ${namespace}/${pod}: HTTP ${r.status}: ${apiMessage(r.body)}`);
+    }
+    const deadline = Date.now() + (opts.drainTimeoutMs ?? 90_000);
+    let left = evict.length;
+    while (left > 0) {
+      left = podsToEvict(await podsOn(client, name)).length;
+      if (left === 0) break;
+      if (Date.now() >= deadline)
+        throw new Error(`${left} pod(s) still on the node after ${Math.round((opts.drainTimeoutMs ?? 90_000) / 1000)} s`);
+      await sleep(1000, opts.signal);
+    }
+    done.push(`node ${name} drained (${evict.length} pod${evict.length === 1 ? "" : "s"} evicted)`);
+    const del = await client.delete(path);
+    if (del.status !== 200 && del.status !== 202 && del.status !== 404)
+      throw new Error(`deleting the Node: HTTP ${del.status}: ${apiMessage(del.body)}`);
+    done.push(`Node ${name} deleted from ${server}`);
+    return { done, notes: [] };
+  } catch (e) {
+    return { done, notes: [`could not leave ${server} cleanly (${messageOf(e)}): ${byHand}`] };
+  }
+}

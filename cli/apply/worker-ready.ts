@@ -1,0 +1,91 @@
+// A worker's readiness (`rootless-k8s join`), seen with the node's own credential: the kubelet's
+// TLS bootstrap (its kubeconfig appears once the control plane signed its client certificate),
+// then the Node registered with the pod range the controller-manager gave it, then Ready. A worker
+// has no admin credential: everything here is what system:node:NAME may read.
+import { promises as fsp } from "node:fs";
+import { InterruptedError, UserError, ExitCode, messageOf } from "../errors";
+import type { Plan } from "../plan/plan";
+import { layout } from "../render/layout";
+import { sleep } from "../wait";
+import { type ApiClient, type NodeView, type ReadyResult, apiClient, parseNode, readKubeconfig, waitForReady } from "./readiness";
+
+export interface WorkerWait {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Throws to stop waiting (a unit failed). */
+  probe: () => Promise<void>;
+  onPhase?: (what: string) => void;
+}
+
+/** The node's own client, once TLS bootstrap wrote the kubelet's kubeconfig. */
+async function nodeClient(plan: Plan, w: WorkerWait, deadline: number): Promise<ApiClient> {
+  const file = layout(plan).kubeconfigs.kubelet;
+  w.onPhase?.("the kubelet's certificate (TLS bootstrap)");
+  for (;;) {
+    if (w.signal?.aborted) throw new InterruptedError();
+    await w.probe();
+    const creds = await readKubeconfig(file).catch(() => null);
+    if (creds) return apiClient(creds);
+    if (Date.now() >= deadline)
+      throw new UserError(`the kubelet got no client certificate from ${plan.join?.server} within ${Math.round(w.timeoutMs / 1000)} s`, {
+        exitCode: ExitCode.Failure,
+        fix: "see `rootless-k8s logs kubelet` (a token that expired meanwhile: create a new one on the control plane and join again)",
+      });
+    await sleep(500, w.signal);
+  }
+}
+
+/** Until the node is registered and has its pod range: the join then renders the CNI network for it. */
+export async function waitForPodCidr(plan: Plan, w: WorkerWait): Promise<NodeView> {
+  const deadline = Date.now() + w.timeoutMs;
+  const client = await nodeClient(plan, w, deadline);
+  w.onPhase?.(`node ${plan.node.name} registered with its pod range`);
+  let last = "not registered yet";
+  for (;;) {
+    if (w.signal?.aborted) throw new InterruptedError();
+    await w.probe();
+    try {
+      const r = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, 5000);
+      if (r.status === 200) {
+        const node = parseNode(r.body);
+        if (node.podCidr) return node;
+        last = "registered, no spec.podCIDR yet";
+      } else last = r.status === 404 ? "not registered yet" : `HTTP ${r.status}`;
+    } catch (e) {
+      last = messageOf(e);
+    }
+    if (Date.now() >= deadline)
+      throw new UserError(`node ${plan.node.name} got no pod range within ${Math.round(w.timeoutMs / 1000)} s (last: ${last})`, {
+        exitCode: ExitCode.Failure,
+        fix: "the control plane's controller-manager allocates it (--allocate-node-cidrs): upgrade the control plane to this rootless-k8s release (rootless-k8s install there), then join again",
+      });
+    await sleep(1000, w.signal);
+  }
+}
+
+/** Until the node is Ready with this set's kubelet. */
+export async function waitForWorkerReady(plan: Plan, w: WorkerWait): Promise<ReadyResult> {
+  const deadline = Date.now() + w.timeoutMs;
+  const client = await nodeClient(plan, w, deadline);
+  w.onPhase?.(`node ${plan.node.name} Ready`);
+  return waitForReady({
+    client,
+    nodeName: plan.node.name,
+    timeoutMs: Math.max(1000, deadline - Date.now()),
+    signal: w.signal,
+    probe: w.probe,
+    expectVersion: plan.versions.components.kubernetes,
+    worker: true,
+  });
+}
+
+/** The node's own client for a worker already joined (status, uninstall, upgrade); null before TLS bootstrap. */
+export async function workerClient(plan: Plan): Promise<ApiClient | null> {
+  const creds = await readKubeconfig(layout(plan).kubeconfigs.kubelet).catch(() => null);
+  return creds ? apiClient(creds) : null;
+}
+
+/** Removes the join token's kubeconfig: once the kubelet has its certificate, the token is no longer needed on disk. */
+export async function dropBootstrapKubeconfig(plan: Plan): Promise<void> {
+  await fsp.rm(layout(plan).kubeconfigs.kubeletBootstrap, { force: true });
+}

@@ -1,0 +1,116 @@
+// The plan of a worker: a node that joins another host's control plane (`rootless-k8s join`).
+// Pure: this host's own plan (mode, runtime, network, paths: built from its facts as for install)
+// and what the control plane publishes (its networks, DNS and version) in, the worker's plan out.
+// A worker runs the runtime, the kubelet and kube-proxy; no etcd, no control plane, no add-ons.
+import { ExitCode, UserError } from "../errors";
+import type { JoinPlan, Plan } from "./plan";
+import { atLeast } from "./rules";
+import { CLUSTER_PARAMETERS, type ClusterParameters, IPV4 } from "../host/parse/cluster-parameters";
+
+export { CLUSTER_PARAMETERS, parseClusterParameters, type ClusterParameters } from "../host/parse/cluster-parameters";
+
+/** What a join knows besides this host's plan: the verified control plane, and the node's address. */
+export interface WorkerInputs {
+  server: string;
+  caPem: string;
+  caHash: string;
+  cluster: ClusterParameters;
+  /** --node-ip; default: the host's first address that is not loopback. */
+  nodeIP?: string;
+  /** The node's pod network, once the controller-manager gave it one (a re-join or an upgrade keeps it). */
+  podCidr?: string | null;
+}
+
+/** Why a worker may not run `version` against a control plane of `controlPlane`: null when it may. */
+export function workerSkewProblem(version: string, controlPlane: string): string | null {
+  if (atLeast(controlPlane, version)) return null;
+  return `this worker's Kubernetes ${version} is newer than its control plane's ${controlPlane}: a kubelet may never be newer than the API server (Kubernetes' version skew policy)`;
+}
+
+/**
+ * The worker's plan: `base` is this host's own plan for the same flags (as install would build
+ * it); the control plane decides the networks and DNS, the kubelet's port is published on the
+ * host (the control plane reaches the kubelet at the node's host address), and only the runtime,
+ * the kubelet and kube-proxy run.
+ */
+export function workerPlan(base: Plan, w: WorkerInputs): Plan {
+  const k8s = base.versions.components.kubernetes ?? "0";
+  const skew = workerSkewProblem(k8s, w.cluster.kubernetes);
+  if (skew)
+    throw new UserError(`refusing to join: ${skew}`, {
+      exitCode: ExitCode.Refused,
+      fix: `upgrade the control plane first (rootless-k8s upgrade on that host), or join with a rootless-k8s release of Kubernetes ${w.cluster.kubernetes}`,
+    });
+  const nodeIP = w.nodeIP ?? base.pki.hostAddresses[0];
+  if (!nodeIP)
+    throw new UserError("this host has no address besides loopback: the control plane could not reach its kubelet", {
+      exitCode: ExitCode.Refused,
+      fix: "connect the host to the network the control plane is on, or name the address with --node-ip ADDR",
+    });
+  if (!IPV4.test(nodeIP))
+    throw new UserError(`--node-ip ${nodeIP} is not an IPv4 address`, { exitCode: ExitCode.Usage, fix: "pass --node-ip A.B.C.D" });
+  const kubeletPort = base.ports.kubelet;
+  const published = base.network.forwardsAllPorts
+    ? base.network.published.filter((p) => p.namespacePort !== base.ports.apiServer)
+    : [{ hostIP: "0.0.0.0", hostPort: kubeletPort, namespacePort: kubeletPort, protocol: "tcp" as const }];
+  const join: JoinPlan = {
+    server: w.server,
+    caPem: w.caPem,
+    caHash: w.caHash,
+    nodeIP,
+    controlPlaneVersion: w.cluster.kubernetes,
+    podCidr: w.podCidr ?? null,
+    reasons: [
+      `joins the control plane at ${w.server} (its CA pinned by ${w.caHash.slice(0, 19)}…), Kubernetes ${w.cluster.kubernetes}`,
+      `advertises ${nodeIP} (the kubelet's --node-ip): the control plane reaches the kubelet there, on host port ${kubeletPort}`,
+      w.podCidr
+        ? `pods get addresses of ${w.podCidr}, the range the controller-manager gave this node`
+        : "pods get addresses of the range the controller-manager gives this node once it registers",
+    ],
+  };
+  const dns = base.addons?.dns;
+  const off = (what: string) => [`a worker runs no ${what} of its own: the control plane's serves the cluster`];
+  return {
+    ...base,
+    role: "worker",
+    join,
+    network: {
+      ...base.network,
+      published,
+      reasons: [
+        ...base.network.reasons.filter((r) => !r.includes("publishes the API server")),
+        `RootlessKit's ${base.network.portDriver} port driver publishes the kubelet on host port ${kubeletPort}`,
+      ],
+    },
+    cidrs: {
+      pods: w.cluster.pods,
+      services: w.cluster.services,
+      firstServiceIP: w.cluster.firstServiceIP,
+      reasons: [`the control plane's networks (ConfigMap ${CLUSTER_PARAMETERS.namespace}/${CLUSTER_PARAMETERS.name})`],
+    },
+    ...(dns
+      ? {
+          addons: {
+            dns: {
+              ...dns,
+              enabled: w.cluster.dns !== null,
+              serviceIP: w.cluster.dns?.serviceIP ?? dns.serviceIP,
+              domain: w.cluster.dns?.domain ?? dns.domain,
+              reasons: w.cluster.dns
+                ? [`pods resolve through the control plane's CoreDNS at ${w.cluster.dns.serviceIP}`]
+                : ["the control plane has no cluster DNS: pods use the node's resolv.conf"],
+            },
+            ...(base.addons?.storage ? { storage: { ...base.addons.storage, enabled: false, reasons: off("storage provisioner") } } : {}),
+            ...(base.addons?.metrics ? { metrics: { ...base.addons.metrics, enabled: false, reasons: off("metrics-server") } } : {}),
+          },
+        }
+      : {}),
+    ...(base.publish ? { publish: { ...base.publish, enabled: false, reasons: off("port publisher") } } : {}),
+    units: { ...base.units, ports: null, csrApprover: null },
+  };
+}
+
+/** A plan's role; plans written before workers existed are servers. */
+export function roleOf(plan: Pick<Plan, "role">): "server" | "worker" {
+  return plan.role ?? "server";
+}

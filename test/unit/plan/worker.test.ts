@@ -1,0 +1,108 @@
+// The worker's plan (`rootless-k8s join`): this host's own plan (a Debian 12 host like the
+// development machine, built by cli/plan) shaped by what a control plane publishes.
+import { describe, expect, it } from "vitest";
+import { UserError } from "../../../cli/errors";
+import { buildPlan } from "../../../cli/plan/index";
+import { type ClusterParameters, parseClusterParameters, workerPlan, workerSkewProblem } from "../../../cli/plan/worker";
+import { baseFacts, upstreamVersions, withFacts } from "./facts-builder";
+
+const versions = upstreamVersions();
+const k8s = versions.components.kubernetes!;
+const base = buildPlan(baseFacts(), {}, versions);
+const cluster: ClusterParameters = {
+  pods: "10.88.0.0/16",
+  services: "10.43.0.0/16",
+  firstServiceIP: "10.43.0.1",
+  dns: { serviceIP: "10.43.0.10", domain: "cluster.local" },
+  kubernetes: k8s,
+};
+const join = {
+  server: "https://192.0.2.2:6443",
+  caPem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+  caHash: `sha256:${"a".repeat(64)}`,
+};
+
+describe("workerPlan", () => {
+  const w = workerPlan(base, { ...join, cluster });
+
+  it("is a worker of that control plane, advertising the host's first address", () => {
+    expect(w.role).toBe("worker");
+    expect(w.join).toMatchObject({ ...join, nodeIP: "192.168.1.20", controlPlaneVersion: k8s, podCidr: null });
+    expect(w.join!.reasons.join("\n")).toContain("https://192.0.2.2:6443");
+  });
+
+  it("takes the control plane's networks and DNS, not its own choice", () => {
+    expect(w.cidrs).toMatchObject({ pods: "10.88.0.0/16", services: "10.43.0.0/16", firstServiceIP: "10.43.0.1" });
+    expect(w.addons!.dns).toMatchObject({ enabled: true, serviceIP: "10.43.0.10", domain: "cluster.local" });
+    const noDns = workerPlan(base, { ...join, cluster: { ...cluster, dns: null } });
+    expect(noDns.addons!.dns.enabled).toBe(false);
+  });
+
+  it("publishes the kubelet's port on the host, not the API server's; runs no add-on, no port publisher, no approver", () => {
+    expect(w.network.published).toEqual([{ hostIP: "0.0.0.0", hostPort: 10250, namespacePort: 10250, protocol: "tcp" }]);
+    expect(w.addons!.storage!.enabled).toBe(false);
+    expect(w.addons!.metrics!.enabled).toBe(false);
+    expect(w.publish!.enabled).toBe(false);
+    expect(w.units.ports).toBeNull();
+    expect(w.units.csrApprover).toBeNull();
+  });
+
+  it("keeps the pod range a node already has, and --node-ip", () => {
+    const again = workerPlan(base, { ...join, cluster, podCidr: "10.88.1.0/24", nodeIP: "198.51.100.2" });
+    expect(again.join).toMatchObject({ podCidr: "10.88.1.0/24", nodeIP: "198.51.100.2" });
+  });
+
+  it("refuses a worker newer than its control plane (exit 3), naming the upgrade to do first", () => {
+    const older = { ...cluster, kubernetes: "1.35.2" };
+    const e = (() => {
+      try {
+        workerPlan(base, { ...join, cluster: older });
+      } catch (x) {
+        return x;
+      }
+    })() as UserError;
+    expect(e).toBeInstanceOf(UserError);
+    expect(e.exitCode).toBe(3);
+    expect(e.message).toContain(`${k8s} is newer than its control plane's 1.35.2`);
+    expect(e.fix).toMatch(/upgrade the control plane first/);
+  });
+
+  it("refuses a host with no address but loopback, and a --node-ip that is no address", () => {
+    const lonely = buildPlan(
+      withFacts(baseFacts(), (f) => {
+        f.network.addresses = ["127.0.0.1"];
+      }),
+      {},
+      versions,
+    );
+    expect(() => workerPlan(lonely, { ...join, cluster })).toThrow(/no address besides loopback/);
+    expect(() => workerPlan(base, { ...join, cluster, nodeIP: "eth0" })).toThrow(/not an IPv4 address/);
+  });
+});
+
+describe("workerSkewProblem", () => {
+  it("allows the same version and older kubelets, refuses a newer one", () => {
+    expect(workerSkewProblem("1.36.3", "1.36.3")).toBeNull();
+    expect(workerSkewProblem("1.35.0", "1.36.3")).toBeNull();
+    expect(workerSkewProblem("1.36.4", "1.36.3")).toMatch(/newer/);
+    expect(workerSkewProblem("1.37.2", "1.36.3")).toMatch(/never be newer than the API server/);
+  });
+});
+
+describe("parseClusterParameters", () => {
+  it("reads what a control plane writes", () => {
+    expect(parseClusterParameters(JSON.stringify(cluster))).toEqual(cluster);
+    expect(parseClusterParameters(JSON.stringify({ ...cluster, dns: null }))!.dns).toBeNull();
+  });
+  it("refuses anything else", () => {
+    for (const bad of [
+      "",
+      "null",
+      "{",
+      JSON.stringify({ ...cluster, pods: "10.88.0.0" }),
+      JSON.stringify({ ...cluster, kubernetes: "v1.36" }),
+      JSON.stringify({ ...cluster, dns: { serviceIP: "x", domain: "cluster.local" } }),
+    ])
+      expect(parseClusterParameters(bad)).toBeNull();
+  });
+});
