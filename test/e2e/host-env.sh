@@ -9,6 +9,14 @@
 #   sudo test/e2e/host-env.sh exec CMD run CMD as the test user inside the manager's mount namespace
 #   sudo test/e2e/host-env.sh pid      print the user manager's pid (for nsenter)
 #
+# E2E_USER (default k8sdev) picks the user, E2E_NETNS a network namespace (`ip netns add NAME`, a
+# file /run/netns/NAME) to start the manager in: everything it starts (the node's units) inherits
+# it, and `exec` runs in it too. The join scenario's second host is
+#   E2E_USER=k8sdev2 E2E_NETNS=rk8s-e2e-b test/e2e/host-env.sh up|down|pid|exec CMD
+# Each user's manager has its own state folder (pid file, launcher, log: $E2E_CACHE/host for
+# k8sdev, $E2E_CACHE/host-USER for another), /run/user/UID and cgroups user-UID.slice; `down`
+# stops only that user's manager and removes only its cgroups.
+#
 # What this machine cannot give, and the product must cope with: no system manager, no logind and
 # so no linger, no journald (unit output goes to files: the plan's logging.to = "file").
 # Host changes: packages, user k8sdev and its /etc/subuid+subgid lines, /dev/net/tun and /dev/fuse
@@ -18,7 +26,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091 # lib/common.sh: checked on its own
 . "$HERE/lib/common.sh"
-STATE=$E2E_CACHE/host
+E2E_NETNS=${E2E_NETNS:-}
+unset E2E_NS_PID # set below from this user's own pid file (an inherited one may be another user's manager)
+if [ "$E2E_USER" = k8sdev ]; then STATE=$E2E_CACHE/host; else STATE=$E2E_CACHE/host-$E2E_USER; fi
 MGR_PIDFILE=$STATE/user-manager.pid
 HOST_PKGS=(systemd dbus dbus-user-session uidmap iptables libslirp0 python3 iproute2 procps util-linux)
 
@@ -37,17 +47,38 @@ prepare_devices() {
   fi
 }
 
+# cg_hiers: the cgroup hierarchies systemd --user tracks its processes in, a line each: the v2 root,
+# or (hybrid) the v2 `unified` one and the v1 name=systemd one.
+cg_hiers() {
+  local hier
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo /sys/fs/cgroup
+  else for hier in unified systemd; do [ -d "/sys/fs/cgroup/$hier" ] && echo "/sys/fs/cgroup/$hier"; done; fi
+  return 0
+}
+
+# in_netns PID: PID is in the network namespace E2E_NETNS (or, without E2E_NETNS, any).
+in_netns() {
+  [ -z "$E2E_NETNS" ] || [ "$(stat -L -c %d:%i "/run/netns/$E2E_NETNS" 2>/dev/null)" = "$(stat -L -c %d:%i "/proc/$1/ns/net" 2>/dev/null)" ]
+}
+
 start_manager() {
-  local u g h
+  local u g h p
   u=$(user_uid); g=$(id -g "$E2E_USER"); h=$(user_home)
-  manager_pid >/dev/null && return 0
+  if p=$(manager_pid); then
+    in_netns "$p" && return 0
+    log "the user manager of $E2E_USER (pid $p) is not in network namespace $E2E_NETNS: restarting it"
+    down >/dev/null
+  fi
+  if [ -n "$E2E_NETNS" ] && [ ! -f "/run/netns/$E2E_NETNS" ]; then
+    echo "no network namespace $E2E_NETNS (/run/netns/$E2E_NETNS): ip netns add it first" >&2
+    return 1
+  fi
   install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "/run/user/$u"
   rm -rf "/run/user/$u/systemd" # a stopped manager's sockets would look like a running one's
   # systemd --user needs a cgroup it owns in every hierarchy it tracks processes in: the v2
   # `unified` one and the v1 name=systemd one (hybrid), like user@UID.service under a real PID 1.
-  local cgdirs=() hier d
-  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cgdirs=(/sys/fs/cgroup)
-  else for hier in unified systemd; do [ -d "/sys/fs/cgroup/$hier" ] && cgdirs+=("/sys/fs/cgroup/$hier"); done; fi
+  local cgdirs hier d
+  mapfile -t cgdirs < <(cg_hiers)
   local launcher=$STATE/user-manager-launch.sh
   {
     echo '#!/bin/sh'
@@ -58,9 +89,11 @@ start_manager() {
     done
     # systemd runs as a user instance only when sd_booted() (/run/systemd/system exists). Fake it
     # in a private mount namespace only, so apt and invoke-rc.d on the host see no systemd.
+    # With E2E_NETNS, all of it in that network namespace (nsenter, not `ip netns exec`: that one
+    # remounts /sys, hiding the cgroup mounts under it).
     cat <<LAUNCH
 mkdir -p /run/rk8s-e2e-sd
-exec unshare --mount --propagation slave sh -c '
+exec ${E2E_NETNS:+nsenter --net=/run/netns/$E2E_NETNS }unshare --mount --propagation slave sh -c '
   mount -t tmpfs -o mode=755 rk8s-e2e-sd /run/rk8s-e2e-sd
   cp -a /run/systemd/. /run/rk8s-e2e-sd/ 2>/dev/null || true
   mkdir -p /run/rk8s-e2e-sd/system
@@ -98,12 +131,15 @@ up() {
   local st
   st=$(as_user systemctl --user is-system-running 2>&1 || true)
   if [[ $st =~ ^(running|degraded)$ ]]; then
-    pass env "host route: systemd --user for $E2E_USER (pid $E2E_NS_PID) is $st; cgroup $([ -f /sys/fs/cgroup/cgroup.controllers ] && echo v2 || echo v1/hybrid), no system systemd, no journald; ready in $(elapsed "$t0")s"
+    pass env "host route: systemd --user for $E2E_USER (pid $E2E_NS_PID${E2E_NETNS:+, network namespace $E2E_NETNS}) is $st; cgroup $([ -f /sys/fs/cgroup/cgroup.controllers ] && echo v2 || echo v1/hybrid), no system systemd, no journald; ready in $(elapsed "$t0")s"
   else
     fail env "host route: systemd --user is '$st'"
     return 1
   fi
 }
+
+# user_cg_pids DIR...: the pids in the cgroups below DIR..., a line each
+user_cg_pids() { find "$@" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un; }
 
 down() {
   local p u
@@ -115,10 +151,24 @@ down() {
     kill -0 "$p" 2>/dev/null && kill -KILL "$p"
   fi
   rm -f "$MGR_PIDFILE"
-  local hier
-  for hier in /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do
-    if [ -d "$hier/user.slice" ]; then find "$hier/user.slice" -depth -type d -exec rmdir {} \; 2>/dev/null || true; fi
-  done
+  # Only this user's cgroups (another test user's manager may be running). A unit's processes that
+  # outlive the manager get a few seconds, then SIGKILL: a cgroup with processes cannot go.
+  local hier dirs=() pids
+  for hier in $(cg_hiers); do [ -d "$hier/user.slice/user-$u.slice" ] && dirs+=("$hier/user.slice/user-$u.slice"); done
+  if [ ${#dirs[@]} != 0 ]; then
+    for _ in $(seq 1 25); do user_cg_pids "${dirs[@]}" | grep -q . || break; sleep 0.2; done
+    pids=$(user_cg_pids "${dirs[@]}")
+    if [ -n "$pids" ]; then
+      log "down: killing what is left in the cgroups of $E2E_USER: $(echo "$pids" | tr '\n' ' ')"
+      # shellcheck disable=SC2086 # one pid a word
+      kill -KILL $pids 2>/dev/null || true
+      for _ in $(seq 1 25); do user_cg_pids "${dirs[@]}" | grep -q . || break; sleep 0.2; done
+    fi
+    for hier in "${dirs[@]}"; do
+      find "$hier" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      rmdir "${hier%/*}" 2>/dev/null || true # user.slice, when no other user's is left in it
+    done
+  fi
   echo "down: user manager of $E2E_USER stopped (uid $u)"
 }
 
@@ -126,6 +176,10 @@ case "${1:-up}" in
   up) up ;;
   down) down ;;
   pid) manager_pid ;;
-  exec) shift; E2E_NS_PID=$(manager_pid) as_user "$@" ;;
+  exec)
+    shift
+    # (with E2E_NETNS never outside that namespace: no manager, no command)
+    p=$(manager_pid) || [ -z "$E2E_NETNS" ] || { echo "the user manager of $E2E_USER is not running" >&2; exit 1; }
+    E2E_NS_PID=${p:-} as_user "$@" ;;
   *) echo "usage: $0 [up|down|pid|exec CMD...]" >&2; exit 2 ;;
 esac

@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -88,7 +88,7 @@ start_mirror() {
   info mirror "serving $E2E_OPT/mirror on 127.0.0.1:$MIRROR_PORT (pid $MIRROR_PID)"
 }
 stop_mirror() { [ -n "${MIRROR_PID:-}" ] && kill "$MIRROR_PID" 2>/dev/null; wait "${MIRROR_PID:-}" 2>/dev/null; }
-trap 'stop_mirror; second_host_down' EXIT
+trap 'stop_mirror; stop_b_mirror; second_host_down' EXIT
 
 # run_bg LOG ARGS...: rootless-k8s ARGS as the test user in the background; PIDFILE gets its pid.
 PIDFILE=$SCRATCH/rootless-k8s.pid
@@ -904,35 +904,73 @@ anonymous_get() { # anonymous_get URL: the body, over TLS that trusts nothing (a
 # A second host for the joiner: its own user and its own network namespace, linked to this host by
 # a veth pair (198.51.100.1 here, .2 there; its default route goes through this host), as two
 # machines on one link. The joiner reaches the node at this host's own address, as on a LAN.
+# The user (k8sdev2, with its own subordinate ids) gets its own systemd --user manager running in
+# that namespace, so a whole node can run there: every unit it starts inherits the namespace. On
+# the host route test/e2e/host-env.sh starts it (E2E_USER, E2E_NETNS); in the VM guest, where
+# systemd is PID 1 (and host-env.sh is not copied in), it is the system's own user@UID.service,
+# put in the namespace by a drop-in (NetworkNamespacePath=).
 B_USER=${E2E_USER}2
 B_NS=rk8s-e2e-b
+b_env() { E2E_USER=$B_USER E2E_NETNS=$B_NS bash "$HERE/host-env.sh" "$@"; }
+# b_pid: the second host's user manager's pid, asked each time (check runs commands in a subshell,
+# where a variable set by second_host_up would be lost).
+b_pid() {
+  local p
+  if [ "$ROUTE" = host ]; then p=$(b_env pid 2>/dev/null)
+  else p=$(systemctl show -p MainPID --value "user@$(id -u "$B_USER" 2>/dev/null).service" 2>/dev/null); fi
+  [ -n "$p" ] && [ "$p" != 0 ] && echo "$p"
+}
+b_dropin() { echo "/run/systemd/system/user@$(id -u "$B_USER").service.d"; }
+b_running() { case "$(on_b systemctl --user is-system-running 2>/dev/null)" in running | degraded) return 0 ;; esac; return 1; }
+b_manager_up() {
+  if [ "$ROUTE" = host ]; then
+    b_env up || return # the user and its subordinate ids (ensure_test_user) first
+    b_pid >/dev/null || { echo "no user manager for $B_USER" >&2; return 1; }
+    return
+  fi
+  E2E_USER=$B_USER ensure_test_user || return
+  mkdir -p "$(b_dropin)" &&
+    printf '[Service]\nNetworkNamespacePath=/run/netns/%s\n' "$B_NS" >"$(b_dropin)/50-rk8s-e2e-netns.conf" &&
+    systemctl daemon-reload && systemctl start "user@$(id -u "$B_USER").service" || return
+  b_pid >/dev/null || { echo "user@$(id -u "$B_USER").service has no main pid" >&2; return 1; }
+  wait_for 60 b_running || { echo "the user manager of $B_USER is not running: $(on_b systemctl --user is-system-running 2>&1)" >&2; return 1; }
+}
+b_manager_down() {
+  id "$B_USER" >/dev/null 2>&1 || return 0
+  if [ "$ROUTE" = host ]; then b_env down >/dev/null 2>&1; return 0; fi
+  systemctl stop "user@$(id -u "$B_USER").service" 2>/dev/null
+  [ -d "$(b_dropin)" ] && rm -rf "$(b_dropin)" && systemctl daemon-reload
+  return 0
+}
 second_host_up() {
-  id "$B_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$B_USER" || return
   second_host_down
   ip netns add "$B_NS" &&
     ip link add rk8s-e2e-a type veth peer name rk8s-e2e-b netns "$B_NS" &&
     ip addr add 198.51.100.1/24 dev rk8s-e2e-a && ip link set rk8s-e2e-a up &&
     ip -n "$B_NS" addr add 198.51.100.2/24 dev rk8s-e2e-b && ip -n "$B_NS" link set rk8s-e2e-b up &&
-    ip -n "$B_NS" link set lo up && ip -n "$B_NS" route add default via 198.51.100.1
+    ip -n "$B_NS" link set lo up && ip -n "$B_NS" route add default via 198.51.100.1 &&
+    b_manager_up
 }
-second_host_down() {
+second_host_down() { # B's manager first (its units hold the namespace), then the link and the namespace
+  b_manager_down
   ip netns del "$B_NS" 2>/dev/null
   ip link del rk8s-e2e-a 2>/dev/null
   return 0
 }
-on_b() { # on_b CMD...: CMD as the second host's user, in its network namespace
-  local u g h
-  u=$(id -u "$B_USER"); g=$(id -g "$B_USER"); h=$(getent passwd "$B_USER" | cut -d: -f6)
-  ip netns exec "$B_NS" setpriv --reuid="$u" --regid="$g" --init-groups env -i HOME="$h" USER="$B_USER" LOGNAME="$B_USER" \
-    PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 ROOTLESS_K8S_NO_UPDATE_CHECK=1 NO_COLOR=1 "$@"
+on_b() { # on_b CMD...: CMD as the second host's user, through its manager's mount and network namespaces (as as_user)
+  local pid
+  pid=$(b_pid) || { echo "the second host is not up (no user manager of $B_USER)" >&2; return 1; }
+  E2E_USER=$B_USER E2E_NS_PID=$pid as_user "$@"
 }
 csr_issued() { [ -n "$(kc get csr "$1" -o 'jsonpath={.status.certificate}' 2>/dev/null)" ]; }
 scenario_join() {
   local out line token url hash id rc csr ca
   out=$(rk8s token create --description "e2e join" 2>"$STATE/token-create.err")
   rc=$?
-  check join "token create: exit $rc, one line to copy ($(head -1 "$STATE/token-create.err"))" test "$rc" = 0 || { sed 's/^/    | /' "$STATE/token-create.err"; return; }
-  line=$(tail -1 <<<"$out")
+  check join "token create: exit $rc, two lines to copy ($(head -1 "$STATE/token-create.err"))" test "$rc" = 0 || { sed 's/^/    | /' "$STATE/token-create.err"; return; }
+  check join "the second line is the join itself: ROOTLESS_K8S_TOKEN=<token> rootless-k8s join https://<address>:<port> --ca-hash sha256:<hex>" \
+    grep -Eq '^ROOTLESS_K8S_TOKEN=[a-z0-9]{6}\.[a-z0-9]{16} rootless-k8s join https://[0-9.]+:[0-9]+ --ca-hash sha256:[0-9a-f]{64}$' <<<"$(tail -1 <<<"$out")"
+  line=$(tail -2 <<<"$out" | head -1)
   read -r token _ _ _ url _ hash <<<"$line"
   token=${token#ROOTLESS_K8S_TOKEN=}
   id=${token%%.*}
@@ -994,6 +1032,133 @@ YAML
   sleep 6
   check join "an expired token (--ttl 5s, 6 s later): exit 1, the token check fails" join_fails as_user join-token "." "$token" "$url" "$hash" --node-name e2e-joiner
   check join "token list no longer shows the deleted token $id" lacks "^$id " rk8s token list
+}
+
+# --- a second host's node joins as a worker (issue 14) ----------------------------------------------
+# The second host (its own user and user manager in its own network namespace, linked by veth) runs
+# the join line token create prints: the preflight, then its own doctor and plan, the runtime, the
+# kubelet (TLS bootstrap with the token) and kube-proxy. Checked from the first node's admin: the
+# worker is Ready with its host's address, has its own pod range, its kubelet's serving certificate
+# was approved by the control plane's approver; a pod scheduled there runs, its logs and exec go
+# through the worker's published kubelet port. A wrong token writes nothing; the worker's upgrade
+# refuses to pass the control plane's version; cutting the link makes the Node NotReady and it
+# comes back; uninstall drains the worker and deletes its Node, and the first node stays healthy.
+B_HOME=
+b_state_clean() { # nothing of an earlier run's worker on the second host: units, receipt, data
+  [ -n "$B_HOME" ] || return 0
+  on_b systemctl --user stop rootless-k8s.target >/dev/null 2>&1
+  rm -rf "$B_HOME/.local/share/rootless-k8s" "$B_HOME/.config/rootless-k8s" "$B_HOME/.cache/rootless-k8s" "$B_HOME/.local/state/rootless-k8s"
+  rm -f "$B_HOME"/.config/systemd/user/rootless-k8s* "$B_HOME"/.config/systemd/user/default.target.wants/rootless-k8s*
+  on_b systemctl --user daemon-reload >/dev/null 2>&1
+  return 0
+}
+start_b_mirror() {
+  rm -f "$STATE/b-mirror.port"
+  setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --host 198.51.100.1 --port-file "$STATE/b-mirror.port" \
+    --log "$STATE/b-mirror.log" >"$STATE/b-mirror.out" 2>&1 </dev/null &
+  echo $! >"$STATE/b-mirror.pid" # a file: check runs this in a subshell, where a variable would be lost
+  for _ in $(seq 1 100); do [ -s "$STATE/b-mirror.port" ] && break; sleep 0.1; done
+  [ -s "$STATE/b-mirror.port" ]
+}
+# The second host's mirror inherits the lock run.sh holds (flock): it must never outlive the scenario.
+stop_b_mirror() { [ -s "$STATE/b-mirror.pid" ] && kill "$(cat "$STATE/b-mirror.pid")" 2>/dev/null; rm -f "$STATE/b-mirror.pid"; return 0; }
+b_join() { # b_join TOKEN URL HASH LOG [FLAGS...]: the join line, run on the second host as its user
+  local token=$1 url=$2 hash=$3 log=$4
+  shift 4
+  on_b env ROOTLESS_K8S_TOKEN="$token" "$E2E_OPT/bin/rootless-k8s" join "$url" --ca-hash "$hash" --yes --node-name e2e-worker \
+    --manifest "$MANIFESTS/k8s-$V_INSTALL.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" --timeout "$TIMEOUT" "$@" >"$log" 2>&1
+}
+b_node_kubectl() { on_b "$B_HOME/.local/share/rootless-k8s/versions/current/bin/kubectl" --kubeconfig "$B_HOME/.config/rootless-k8s/kubelet.kubeconfig" "$@" 2>&1; }
+node_ready_is() { [ "$(kc get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = "$2" ]; }
+serving_csr_approved() { kc get csr -o 'jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[0].reason} {.status.certificate}{"\n"}{end}' | grep -q "^kubernetes.io/kubelet-serving system:node:$1 RootlessK8sApproved ."; }
+scenario_worker() {
+  local out token url hash rc log=$STATE/worker-join.log agn pod ip t0 first
+  agn=$(image_name agnhost) || { fail worker "no agnhost image in $IMAGES/images.json"; return; }
+  first=$(kc get nodes -o 'jsonpath={.items[0].metadata.name}')
+  out=$(rk8s token create --description "e2e worker" 2>/dev/null | tail -1)
+  read -r token _ _ url _ hash <<<"$out"
+  token=${token#ROOTLESS_K8S_TOKEN=}
+  check worker "token create printed the join line ($url)" test -n "$hash" || return
+  check worker "a second host (user $B_USER, its own user manager in network namespace $B_NS at 198.51.100.2)" second_host_up || return
+  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
+  b_state_clean
+  check worker "a mirror for the second host on this host's end of the link (198.51.100.1)" start_b_mirror || return
+  b_join "${token%%.*}.ffffffffffffffff" "$url" "$hash" "$STATE/worker-badtoken.log"
+  rc=$?
+  check worker "a wrong token: join exit $rc (3), the token check named ($(grep -m1 '^error:' "$STATE/worker-badtoken.log"))" \
+    test "$rc" = 3 -a -n "$(grep -l 'join-token' "$STATE/worker-badtoken.log")"
+  check worker "... and nothing was written on the second host (no receipt, no unit, no config)" \
+    test ! -e "$B_HOME/.local/share/rootless-k8s/receipt.json" -a ! -e "$B_HOME/.config/systemd/user/rootless-k8s.target" -a ! -e "$B_HOME/.config/rootless-k8s"
+  b_join "$token" "$url" "sha256:$(printf '0%.0s' $(seq 64))" "$STATE/worker-badhash.log"
+  rc=$?
+  check worker "a wrong CA hash: join exit $rc (3), nothing written" test "$rc" = 3 -a ! -e "$B_HOME/.config/rootless-k8s"
+  t0=$(ts)
+  b_join "$token" "$url" "$hash" "$log"
+  rc=$?
+  check worker "the join line on the second host: exit $rc, $(grep -m1 'joined' "$log" | sed 's/^[^A-Za-z]*//') ($(elapsed "$t0") s)" test "$rc" = 0 || { tail -40 "$log" | sed 's/^/    | /'; on_b "$E2E_OPT/bin/rootless-k8s" logs kubelet -n 30 2>&1 | sed 's/^/    | /'; second_host_down; return; }
+  check worker "both Nodes are Ready with the real kubelet ($(kc get nodes -o 'jsonpath={range .items[*]}{.metadata.name}={.status.nodeInfo.kubeletVersion} {end}'))" \
+    node_ready_is e2e-worker True
+  node_ready_is "$first" True || fail worker "the first node $first is not Ready"
+  ip=$(kc get node e2e-worker -o 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')
+  check worker "the worker advertises its host's address, not its namespace's: InternalIP $ip" test "$ip" = 198.51.100.2
+  check worker "its pod range comes from the controller-manager: $(kc get node e2e-worker -o 'jsonpath={.spec.podCIDR}') (the first node: $(kc get node "$first" -o 'jsonpath={.spec.podCIDR}'))" \
+    test -n "$(kc get node e2e-worker -o 'jsonpath={.spec.podCIDR}')" -a "$(kc get node e2e-worker -o 'jsonpath={.spec.podCIDR}')" != "$(kc get node "$first" -o 'jsonpath={.spec.podCIDR}')"
+  check worker "its kubelet client certificate came through TLS bootstrap (a CSR by system:bootstrap:${token%%.*}, AutoApproved)" \
+    has "system:bootstrap:${token%%.*} AutoApproved" kc get csr -o 'jsonpath={range .items[*]}{.spec.username} {.status.conditions[0].reason}{"\n"}{end}'
+  check worker "its kubelet serving certificate was approved by the control plane's approver (RootlessK8sApproved) and signed" wait_for 60 serving_csr_approved e2e-worker
+  check worker "the join token's kubeconfig is gone from the worker once Ready" test ! -e "$B_HOME/.config/rootless-k8s/kubelet-bootstrap.kubeconfig"
+  check worker "no key of the cluster on the worker: only the CA's certificate and the kubelet's own pair" \
+    test -z "$(find "$B_HOME/.config/rootless-k8s/pki" -name '*.key' 2>/dev/null)"
+  check worker "rootless-k8s status on the worker: exit 0" on_b "$E2E_OPT/bin/rootless-k8s" status
+  check worker "the worker's own credential may delete no other Node (NodeRestriction): $(b_node_kubectl delete node "$first" --dry-run=server | tail -1 | cut -c1-140)" \
+    has "not allowed to modify node \"$first\"" b_node_kubectl delete node "$first" --dry-run=server
+  check worker "rootless-k8s image load on the worker (pause, agnhost)" on_b "$E2E_OPT/bin/rootless-k8s" image load "$IMAGES/pause.tar" "$IMAGES/agnhost.tar"
+  kc create namespace e2e >/dev/null 2>&1
+  check worker "a pod scheduled on the worker (nodeSelector kubernetes.io/hostname: e2e-worker)" apply <<YAML || return
+apiVersion: v1
+kind: Pod
+metadata: {name: on-worker, namespace: e2e}
+spec:
+  nodeSelector: {kubernetes.io/hostname: e2e-worker}
+  containers:
+  - name: web
+    image: $agn
+    imagePullPolicy: Never
+    args: ["netexec", "--http-port=8080"]
+YAML
+  check worker "it runs there" wait_for "$TIMEOUT" phase_is on-worker Running
+  pod=$(kc -n e2e get pod on-worker -o 'jsonpath={.status.podIP}')
+  check worker "its IP $pod is of the worker's pod range" test "${pod%.*}" = "$(kc get node e2e-worker -o 'jsonpath={.spec.podCIDR}' | cut -d. -f1-3)"
+  check worker "kubectl logs through the worker's kubelet (its published port, its approved serving certificate)" has "Started HTTP server" kc -n e2e logs on-worker
+  check worker "kubectl exec through the worker's kubelet (the pod's hostname)" has "^on-worker$" kc -n e2e exec on-worker -- hostname
+  out=$(on_b "$E2E_OPT/bin/rootless-k8s" upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" 2>&1)
+  rc=$?
+  check worker "the worker's upgrade to $V_UPGRADE refuses to pass the control plane's $V_INSTALL: exit $rc, $(grep -m1 refusing <<<"$out")" \
+    test "$rc" = 3 -a -n "$(grep 'newer than its control plane' <<<"$out")"
+  check worker "... and the worker still runs $V_INSTALL, Ready" node_ready_is e2e-worker True
+  ip link set rk8s-e2e-a down
+  t0=$(ts)
+  sleep 30
+  check worker "the link cut for 30 s: the worker's Node is still Ready (within Kubernetes' grace period, 50 s)" node_ready_is e2e-worker True
+  check worker "the link still cut: the worker's Node goes NotReady (status Unknown)" wait_for 120 node_ready_is e2e-worker Unknown
+  info worker "NotReady (Unknown) $(elapsed "$t0") s after the cut"
+  ip link set rk8s-e2e-a up
+  t0=$(ts)
+  check worker "the link back: Ready again" wait_for 120 node_ready_is e2e-worker True
+  info worker "Ready $(elapsed "$t0") s after the link came back"
+  check worker "the first node stayed Ready meanwhile" node_ready_is "$first" True
+  out=$(on_b "$E2E_OPT/bin/rootless-k8s" uninstall --yes 2>&1)
+  rc=$?
+  check worker "uninstall on the worker: exit $rc, drained and its Node deleted ($(grep -m1 'deleted from' <<<"$out" | sed 's/^ *//'))" \
+    test "$rc" = 0 -a -n "$(grep 'Node e2e-worker deleted' <<<"$out")"
+  printf '%s\n' "$out" | sed 's/^/    | /'
+  check worker "the cluster has no Node e2e-worker any more" lacks e2e-worker kc get nodes -o name
+  check worker "the pod that ran there was evicted" wait_for 60 lacks on-worker kc -n e2e get pods -o name
+  check worker "the first node is still Ready" node_ready_is "$first" True
+  check worker "no rootless-k8s unit is left on the second host" lacks rootless-k8s on_b systemctl --user list-units --all --no-legend 'rootless-k8s*'
+  stop_b_mirror
+  b_state_clean
+  second_host_down
 }
 
 # --- the runtime × network matrix (issue 15) -------------------------------------------------------

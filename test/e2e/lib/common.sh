@@ -73,19 +73,26 @@ cached_deb() {
 user_uid() { id -u "$E2E_USER"; }
 user_home() { getent passwd "$E2E_USER" | cut -d: -f6; }
 
-# as_user CMD...: runs CMD as the test user with a login-like environment. E2E_NS_PID, when set,
-# is a process whose mount namespace to enter first (the host route's user manager).
+# as_user CMD...: runs CMD as the test user ($E2E_USER) with a login-like environment. E2E_NS_PID,
+# when set, is a process whose mount namespace to enter first (the host route's user manager), and
+# its network namespace too when that is not ours (a manager started with E2E_NETNS, the second
+# host's). Another user's manager: `E2E_USER=U2 E2E_NS_PID=PID2 as_user CMD...`.
 as_user() {
-  local u g h
+  local u g h ns=()
   u=$(user_uid); g=$(id -g "$E2E_USER"); h=$(user_home)
-  ${E2E_NS_PID:+nsenter -t "$E2E_NS_PID" -m} setpriv --reuid="$u" --regid="$g" --init-groups \
+  if [ -n "${E2E_NS_PID:-}" ]; then
+    ns=(nsenter -t "$E2E_NS_PID" -m)
+    [ "$(readlink "/proc/$E2E_NS_PID/ns/net")" = "$(readlink /proc/self/ns/net)" ] || ns+=(-n)
+  fi
+  "${ns[@]}" setpriv --reuid="$u" --regid="$g" --init-groups \
     env -i HOME="$h" USER="$E2E_USER" LOGNAME="$E2E_USER" SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
     PATH="$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     XDG_RUNTIME_DIR="/run/user/$u" DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$u/bus" \
     ROOTLESS_K8S_NO_UPDATE_CHECK=1 NO_COLOR=1 "$@"
 }
 
-# ensure_test_user: the test user with its own subordinate id ranges (as useradd allocates them).
+# ensure_test_user: the test user ($E2E_USER) with its own subordinate id ranges (as useradd
+# allocates them: after the highest range in use, so two test users' ranges never overlap).
 ensure_test_user() {
   touch /etc/subuid /etc/subgid
   id "$E2E_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$E2E_USER"

@@ -1,18 +1,25 @@
-// Serves the e2e mirror (DIR/files, at upstream paths) on 127.0.0.1, as a plain static server with
+// Serves the e2e mirror (DIR/files, at upstream paths) on 127.0.0.1 (or --host: the join scenario's
+// second host reaches it on this host's end of their link), as a plain static server with
 // byte ranges (fetch resumes with Range/If-Range) and a request log. Test controls, on the same
 // port under /__e2e/: a bandwidth cap (to interrupt a download in flight) and byte counters.
 //
-//   node serve-mirror.mjs --dir DIR [--port 0] [--port-file FILE] [--log FILE]
+//   node serve-mirror.mjs --dir DIR [--host 127.0.0.1] [--port 0] [--port-file FILE] [--log FILE]
 import { createReadStream, promises as fsp, appendFileSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
 import { join, normalize } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { dir: { type: "string" }, port: { type: "string", default: "0" }, "port-file": { type: "string" }, log: { type: "string" } },
+  options: {
+    dir: { type: "string" },
+    host: { type: "string", default: "127.0.0.1" },
+    port: { type: "string", default: "0" },
+    "port-file": { type: "string" },
+    log: { type: "string" },
+  },
 });
 if (!values.dir) {
-  console.error("usage: serve-mirror.mjs --dir DIR [--port N] [--port-file FILE] [--log FILE]");
+  console.error("usage: serve-mirror.mjs --dir DIR [--host ADDR] [--port N] [--port-file FILE] [--log FILE]");
   process.exit(2);
 }
 const root = join(values.dir, "files");
@@ -85,9 +92,9 @@ const server = http.createServer(async (req, res) => {
   if (!rate) stats.bytes += st.size;
   throttled(createReadStream(file), res);
 });
-server.listen(Number(values.port), "127.0.0.1", () => {
+server.listen(Number(values.port), values.host, () => {
   const { port } = server.address();
   if (values["port-file"]) writeFileSync(values["port-file"], `${port}\n`);
-  console.log(`mirror on http://127.0.0.1:${port}/ serving ${root}`);
+  console.log(`mirror on http://${values.host}:${port}/ serving ${root}`);
 });
 for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => server.close(() => process.exit(0)));
