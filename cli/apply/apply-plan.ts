@@ -12,7 +12,7 @@ import type { Progress } from "../ui/progress";
 import { ensureDir, hashFile, switchSymlink } from "./files";
 import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
-import { mergeFiles, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
+import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
 import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
@@ -20,7 +20,8 @@ import { systemdUser, type SystemdUser } from "./systemd";
 import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "./watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
-import { waitForPodCidr, waitForWorkerReady } from "./worker-ready";
+import { waitForWorkerReady } from "./worker-ready";
+import { withNodeRange } from "../plan/network";
 import { mergeAdminContext } from "./kubeconfig-merge";
 
 export interface ApplyInput {
@@ -35,13 +36,15 @@ export interface ApplyInput {
   timeoutMs: number;
   source: ComponentSource;
   /**
-   * A worker whose node has no pod range yet (`join`'s first pass): wait until the node is
-   * registered with one, not until it is Ready (it cannot be: its CNI network needs that range).
+   * "registered" (the first of applyPlan's two passes): wait until the node is registered with its
+   * pod range, not until it is Ready (it cannot be: its CNI network needs that range).
    */
   until?: "ready" | "registered";
 }
 
 export interface ApplyResult {
+  /** The plan the node runs now: the input's, with the node's pod range once it has one. */
+  plan: Plan;
   ready: ReadyResult;
   written: number;
   restarted: string[];
@@ -50,8 +53,30 @@ export interface ApplyResult {
   mergedContext: string | null;
 }
 
-/** fetch → write → daemon-reload → enable/start → ready, recording each change in the receipt first. */
+/**
+ * fetch → write → daemon-reload → enable/start → ready, recording each change in the receipt first.
+ * A node that has no pod range yet (a first install, a join) takes two passes: the first starts it
+ * and waits until the node is registered with the range the controller-manager gives it; the
+ * second writes its CNI network for that range and waits until it is Ready. `plan` of the result is
+ * the plan the node runs (the input's, with its range).
+ */
 export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyResult> {
+  if (input.plan.cidrs.node !== null) return applyOnce(ctx, input);
+  const first = await applyOnce(ctx, { ...input, until: "registered" });
+  const range = first.ready.node.podCidr;
+  if (!range) throw new Error("the node registered without a pod range");
+  const plan: Plan = { ...input.plan, cidrs: withNodeRange(input.plan.cidrs, range) };
+  const second = await applyOnce(ctx, { ...input, plan, previous: await readReceipt(plan.paths.receipt) });
+  return {
+    ...second,
+    written: first.written + second.written,
+    restarted: [...first.restarted, ...second.restarted],
+    unchanged: false,
+    mergedContext: first.mergedContext ?? second.mergedContext,
+  };
+}
+
+async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> {
   const { plan, previous, progress } = input;
   const signal = ctx.signal;
   const systemd = input.systemd ?? systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
@@ -177,10 +202,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
               ),
               onPhase: (p: string) => h.update(p),
             };
-            const r =
-              input.until === "registered"
-                ? { node: await waitForPodCidr(plan, w), apiMs: 0, nodeMs: 0 }
-                : await waitForWorkerReady(plan, w);
+            const r = await waitForWorkerReady(plan, w, input.until ?? "ready");
             const gaveUp = (await unitStates(systemd, order)).filter((x) => x.activeState === "failed" || x.activeState === "inactive");
             if (gaveUp.length) {
               await systemd.resetFailed(gaveUp.map((x) => x.unit));
@@ -221,6 +243,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
               signal,
               probe: () => probe(),
               expectVersion: plan.versions.components.kubernetes,
+              until: input.until ?? "ready",
               onPhase: (phase) => {
                 h.update(
                   phase === "api" ? "API server /readyz" : phase === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount",
@@ -242,6 +265,7 @@ export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyR
     if (receipt.state !== "installed" || receipt.tool !== VERSION)
       await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });
     return {
+      plan,
       ready,
       written: written.changes.write.length,
       restarted,

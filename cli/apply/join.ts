@@ -1,10 +1,10 @@
 // `rootless-k8s join URL --ca-hash H` (token in ROOTLESS_K8S_TOKEN): this host's node joins another
 // host's control plane as a worker. The join's preflight first (the same checks as `doctor --join`:
 // nothing is written when one fails), then this host's own doctor and plan as for install, shaped
-// into the worker's plan (cli/plan/worker.ts), then the apply engine twice: the first pass starts
-// the runtime and the kubelet, whose TLS bootstrap (the token) gets it a certificate and whose node
-// gets a pod range from the controller-manager; the second writes the CNI network for that range,
-// and the node becomes Ready. The token's kubeconfig is removed then.
+// into the worker's plan (cli/plan/worker.ts), then the apply engine, in two passes: the first
+// starts the runtime and the kubelet, whose TLS bootstrap (the token) gets it a certificate and
+// whose node gets a pod range from the controller-manager; the second writes the CNI network for
+// that range, and the node becomes Ready. The token's kubeconfig is removed then.
 import { hostname } from "node:os";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Context } from "../context";
@@ -16,7 +16,7 @@ import type { BootstrapToken } from "../host/parse/bootstrap-token";
 import { joinFacts } from "../host/join-facts";
 import { describePlan } from "../plan/describe";
 import { nodeNameFrom } from "../plan/node";
-import type { Plan, PlanOptions } from "../plan/plan";
+import type { PlanOptions } from "../plan/plan";
 import { workerPlan } from "../plan/worker";
 import { bootstrapKubeconfig, renderKubeconfig } from "../render/index";
 import { layout } from "../render/layout";
@@ -25,7 +25,6 @@ import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
 import { applyPlan } from "./apply-plan";
 import { ensureDir, exists, writeFileAtomic } from "./files";
-import { readReceipt } from "./receipt";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { dropBootstrapKubeconfig } from "./worker-ready";
 
@@ -85,7 +84,7 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
           cluster,
           ...(o.nodeIP ? { nodeIP: o.nodeIP } : {}),
           // A re-run of the same join keeps the range the node has.
-          podCidr: previous?.join?.server === o.server && previous.node.name === nodeName ? previous.join.podCidr : null,
+          podCidr: previous?.join?.server === o.server && previous.node.name === nodeName ? (previous.cidrs.node ?? null) : null,
         }),
     },
   );
@@ -127,39 +126,20 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
       const doc = bootstrapKubeconfig(o.server, pkiPaths(plan).cas.ca.cert, `${o.token.id}.${o.token.secret}`);
       await writeFileAtomic(l.kubeconfigs.kubeletBootstrap, renderKubeconfig(doc), { mode: 0o600 });
     }
-    const apply = (p: Plan, until: "ready" | "registered") =>
-      applyPlan(ctx, {
-        plan: p,
-        previous: prepared.receipt,
-        components,
-        progress,
-        merge: false,
-        timeoutMs: o.timeoutSeconds * 1000,
-        source: o.source,
-        until,
-      });
-    let final = plan;
-    if (!plan.join?.podCidr) {
-      const first = await apply(plan, "registered");
-      const podCidr = first.ready.node.podCidr;
-      const join = plan.join;
-      if (!podCidr || !join) throw new Error("the node registered without a pod range");
-      final = {
-        ...plan,
-        join: {
-          ...join,
-          podCidr,
-          reasons: [...join.reasons.slice(0, 2), `pods get addresses of ${podCidr}, the range the controller-manager gave this node`],
-        },
-      };
-      // The receipt the first pass wrote is the previous one now.
-      prepared.receipt = await readReceipt(plan.paths.receipt);
-    }
-    await apply(final, "ready");
+    // Two passes when the node has no pod range yet (applyPlan): registered, then Ready.
+    const { plan: final } = await applyPlan(ctx, {
+      plan,
+      previous: prepared.receipt,
+      components,
+      progress,
+      merge: false,
+      timeoutMs: o.timeoutSeconds * 1000,
+      source: o.source,
+    });
     await dropBootstrapKubeconfig(final);
     const s = out.style;
     out.out(
-      `${s.green("✔")} Node ${final.node.name} joined ${o.server} and is Ready (mode ${final.mode.name}, Kubernetes ${final.versions.components.kubernetes}, pods ${final.join?.podCidr}).`,
+      `${s.green("✔")} Node ${final.node.name} joined ${o.server} and is Ready (mode ${final.mode.name}, Kubernetes ${final.versions.components.kubernetes}, pods ${final.cidrs.node}).`,
     );
     out.out(`  status:     rootless-k8s status`);
     out.out(`  on the control plane: kubectl get node ${final.node.name} -o wide`);

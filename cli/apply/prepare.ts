@@ -16,6 +16,7 @@ import { blockingFailures } from "../doctor/blocking";
 import { showOutcomes } from "../doctor/present";
 import type { Output } from "../ui/output";
 import { buildPlan, planPaths, validatePlan } from "../plan/index";
+import { withNodeRange } from "../plan/network";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { loadComponents, type ComponentSource, type Components } from "./components";
 import { readReceipt, type Receipt } from "./receipt";
@@ -97,6 +98,9 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   let plan = buildPlan(facts, options, versions);
   const kubelet = await probeKubelet(host, path.join(plan.paths.versionBinDir, "kubelet"));
   if (kubelet) plan = buildPlan(facts, { ...options, kubelet }, versions);
+  // The node keeps the pod range the controller-manager gave it, while its name and pod network stay.
+  if (previous?.cidrs.node && previous.cidrs.pods === plan.cidrs.pods && previous.node.name === plan.node.name)
+    plan = { ...plan, cidrs: withNodeRange(plan.cidrs, previous.cidrs.node) };
   if (hooks.shapePlan) plan = hooks.shapePlan(plan, previous);
   validatePlan(plan, facts, { previous });
   return { host, facts, diagnosis, blocking, components, plan, receipt, previous };

@@ -242,6 +242,11 @@ export interface WaitOptions {
    * is the kubelet's only), and the node's own credential reads no ServiceAccount: Ready ends at the node.
    */
   worker?: boolean;
+  /**
+   * "registered": done once the node is registered with its pod range (spec.podCIDR), Ready or not:
+   * its CNI network is written only then (the apply engine's first pass). Default "ready".
+   */
+  until?: "ready" | "registered";
 }
 
 export interface ReadyResult {
@@ -331,7 +336,11 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
         last = r.status === 404 ? "no ServiceAccount default/default yet" : `HTTP ${r.status}`;
       } else {
         const r = await o.client.get(`/api/v1/nodes/${encodeURIComponent(o.nodeName)}`, 5000);
-        if (r.status === 200) {
+        if (r.status === 200 && o.until === "registered") {
+          const node = parseNode(r.body);
+          if (node.podCidr) return { node, apiMs, nodeMs: Date.now() - start };
+          last = "registered, no spec.podCIDR yet (the controller-manager gives it)";
+        } else if (r.status === 200) {
           const node = parseNode(r.body);
           const versionOk = !o.expectVersion || node.kubeletVersion?.replace(/^v/, "") === o.expectVersion;
           if (node.ready && versionOk && o.worker) return { node, apiMs, nodeMs: Date.now() - start };

@@ -112,7 +112,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
                 caHash: from.join!.caHash,
                 cluster,
                 nodeIP: from.join!.nodeIP,
-                podCidr: from.join!.podCidr,
+                podCidr: from.cidrs.node ?? null,
               }),
           }
         : {}),

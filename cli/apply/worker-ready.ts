@@ -1,13 +1,14 @@
 // A worker's readiness (`rootless-k8s join`), seen with the node's own credential: the kubelet's
 // TLS bootstrap (its kubeconfig appears once the control plane signed its client certificate),
 // then the Node registered with the pod range the controller-manager gave it, then Ready. A worker
-// has no admin credential: everything here is what system:node:NAME may read.
+// has no admin credential: everything here is what system:node:NAME may read. The pod range's
+// NotReadyError names the controller-manager's allocation when it never comes (readiness.ts).
 import { promises as fsp } from "node:fs";
-import { InterruptedError, UserError, ExitCode, messageOf } from "../errors";
+import { InterruptedError, UserError, ExitCode } from "../errors";
 import type { Plan } from "../plan/plan";
 import { layout } from "../render/layout";
 import { sleep } from "../wait";
-import { type ApiClient, type NodeView, type ReadyResult, apiClient, parseNode, readKubeconfig, waitForReady } from "./readiness";
+import { type ApiClient, type ReadyResult, apiClient, readKubeconfig, waitForReady } from "./readiness";
 
 export interface WorkerWait {
   timeoutMs: number;
@@ -35,39 +36,11 @@ async function nodeClient(plan: Plan, w: WorkerWait, deadline: number): Promise<
   }
 }
 
-/** Until the node is registered and has its pod range: the join then renders the CNI network for it. */
-export async function waitForPodCidr(plan: Plan, w: WorkerWait): Promise<NodeView> {
+/** Until the node is Ready with this set's kubelet ("registered": until it has its pod range, Ready or not). */
+export async function waitForWorkerReady(plan: Plan, w: WorkerWait, until: "ready" | "registered" = "ready"): Promise<ReadyResult> {
   const deadline = Date.now() + w.timeoutMs;
   const client = await nodeClient(plan, w, deadline);
-  w.onPhase?.(`node ${plan.node.name} registered with its pod range`);
-  let last = "not registered yet";
-  for (;;) {
-    if (w.signal?.aborted) throw new InterruptedError();
-    await w.probe();
-    try {
-      const r = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, 5000);
-      if (r.status === 200) {
-        const node = parseNode(r.body);
-        if (node.podCidr) return node;
-        last = "registered, no spec.podCIDR yet";
-      } else last = r.status === 404 ? "not registered yet" : `HTTP ${r.status}`;
-    } catch (e) {
-      last = messageOf(e);
-    }
-    if (Date.now() >= deadline)
-      throw new UserError(`node ${plan.node.name} got no pod range within ${Math.round(w.timeoutMs / 1000)} s (last: ${last})`, {
-        exitCode: ExitCode.Failure,
-        fix: "the control plane's controller-manager allocates it (--allocate-node-cidrs): upgrade the control plane to this rootless-k8s release (rootless-k8s install there), then join again",
-      });
-    await sleep(1000, w.signal);
-  }
-}
-
-/** Until the node is Ready with this set's kubelet. */
-export async function waitForWorkerReady(plan: Plan, w: WorkerWait): Promise<ReadyResult> {
-  const deadline = Date.now() + w.timeoutMs;
-  const client = await nodeClient(plan, w, deadline);
-  w.onPhase?.(`node ${plan.node.name} Ready`);
+  w.onPhase?.(until === "registered" ? `node ${plan.node.name} registered with its pod range` : `node ${plan.node.name} Ready`);
   return waitForReady({
     client,
     nodeName: plan.node.name,
@@ -76,6 +49,7 @@ export async function waitForWorkerReady(plan: Plan, w: WorkerWait): Promise<Rea
     probe: w.probe,
     expectVersion: plan.versions.components.kubernetes,
     worker: true,
+    until,
   });
 }
 

@@ -53,7 +53,7 @@ export function chooseCidrs(facts: Facts): { cidrs: Cidrs; namespaceCidr: string
       ? `pod ${pods}, service ${services} and namespace ${namespaceCidr} avoid the host's routes (${routes.join(", ")})`
       : "the host has no routes besides the default one",
   ];
-  return { cidrs: { pods, services, firstServiceIP: nthAddress(services, 1), reasons }, namespaceCidr };
+  return { cidrs: withNodeRange({ pods, services, firstServiceIP: nthAddress(services, 1), reasons }, null), namespaceCidr };
 }
 
 interface DriverCandidate {
@@ -189,6 +189,24 @@ export function dockerNetwork(options: PlanOptions, ports: Ports): NetworkPlan {
     reasons: [
       "dockerd's RootlessKit (dockerd-rootless.sh) owns the network namespace the node joins",
       `the API server port ${ports.apiServer} is published through that RootlessKit's API (rootlessctl add-ports)`,
+    ],
+  };
+}
+
+/**
+ * The node's own part of the pod network (`cidrs.node`), with the reason: the /24 the
+ * controller-manager gave it, or null until it registers (the CNI network is written then).
+ */
+export function withNodeRange(cidrs: Cidrs, node: string | null): Cidrs {
+  const reasons = cidrs.reasons.filter((r) => !r.startsWith("this node's pods"));
+  return {
+    ...cidrs,
+    node,
+    reasons: [
+      ...reasons,
+      node
+        ? `this node's pods get addresses of ${node}, the range the controller-manager gave it (its spec.podCIDR)`
+        : "this node's pods get addresses of the /24 the controller-manager gives it (its spec.podCIDR) once it registers: the CNI network is written then",
     ],
   };
 }

@@ -138,6 +138,13 @@ export interface NetworkPlan extends Reasoned {
 
 export interface Cidrs extends Reasoned {
   pods: string;
+  /**
+   * This node's own part of the pod network: the /24 the controller-manager gave it (spec.podCIDR),
+   * the CNI bridge's range, so that no two nodes' pods share an address. Null until the node
+   * registered: the apply engine then writes the CNI network in a second pass. Absent from plans
+   * written before nodes had ranges (their bridge takes the whole pod network).
+   */
+  node?: string | null;
   services: string;
   /** First address of the service range: the `kubernetes` service, a SAN of the API server. */
   firstServiceIP: string;
@@ -269,11 +276,6 @@ export interface JoinPlan extends Reasoned {
   nodeIP: string;
   /** The Kubernetes version of the control plane when this node joined (a worker never runs newer). */
   controlPlaneVersion: string;
-  /**
-   * The pod network the controller-manager gave this node (its spec.podCIDR): the CNI bridge's
-   * range. Null until the kubelet registered the node; `join` then writes it.
-   */
-  podCidr: string | null;
 }
 
 export interface Plan {

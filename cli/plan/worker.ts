@@ -3,6 +3,7 @@
 // and what the control plane publishes (its networks, DNS and version) in, the worker's plan out.
 // A worker runs the runtime, the kubelet and kube-proxy; no etcd, no control plane, no add-ons.
 import { ExitCode, UserError } from "../errors";
+import { withNodeRange } from "./network";
 import type { JoinPlan, Plan } from "./plan";
 import { atLeast } from "./rules";
 import { CLUSTER_PARAMETERS, type ClusterParameters, IPV4 } from "../host/parse/cluster-parameters";
@@ -59,13 +60,9 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
     caHash: w.caHash,
     nodeIP,
     controlPlaneVersion: w.cluster.kubernetes,
-    podCidr: w.podCidr ?? null,
     reasons: [
       `joins the control plane at ${w.server} (its CA pinned by ${w.caHash.slice(0, 19)}…), Kubernetes ${w.cluster.kubernetes}`,
       `advertises ${nodeIP} (the kubelet's --node-ip): the control plane reaches the kubelet there, on host port ${kubeletPort}`,
-      w.podCidr
-        ? `pods get addresses of ${w.podCidr}, the range the controller-manager gave this node`
-        : "pods get addresses of the range the controller-manager gives this node once it registers",
     ],
   };
   const dns = base.addons?.dns;
@@ -82,12 +79,15 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
         `RootlessKit's ${base.network.portDriver} port driver publishes the kubelet on host port ${kubeletPort}`,
       ],
     },
-    cidrs: {
-      pods: w.cluster.pods,
-      services: w.cluster.services,
-      firstServiceIP: w.cluster.firstServiceIP,
-      reasons: [`the control plane's networks (ConfigMap ${CLUSTER_PARAMETERS.namespace}/${CLUSTER_PARAMETERS.name})`],
-    },
+    cidrs: withNodeRange(
+      {
+        pods: w.cluster.pods,
+        services: w.cluster.services,
+        firstServiceIP: w.cluster.firstServiceIP,
+        reasons: [`the control plane's networks (ConfigMap ${CLUSTER_PARAMETERS.namespace}/${CLUSTER_PARAMETERS.name})`],
+      },
+      w.podCidr ?? null,
+    ),
     ...(dns
       ? {
           addons: {

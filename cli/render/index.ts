@@ -115,9 +115,9 @@ function renderConfigs(plan: Plan): RenderedFile[] {
     { path: l.kubeletConfig, content: renderYaml(kubeletConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubelet },
     { path: l.kubeProxyConfig, content: renderYaml(kubeProxyConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubeProxy },
   ];
-  // The runtime re-reads its CNI folder by itself: no restart. A worker gets it once the
-  // controller-manager gave the node its pod range (until then the kubelet reports the network not ready).
-  if (plan.role !== "worker" || plan.join?.podCidr)
+  // The runtime re-reads its CNI folder by itself: no restart. Written once the controller-manager
+  // gave the node its pod range (until then the kubelet reports the network not ready).
+  if (plan.cidrs.node !== null)
     files.push({ path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" });
   if (u.ports) files.push({ path: l.portsConfig, content: renderPortsConfig(plan), mode: PUBLIC, kind: "config", unit: u.ports });
   if (plan.runtime.name === "containerd") {

@@ -138,8 +138,8 @@ export function cniConflist(plan: Plan): Record<string, unknown> {
         hairpinMode: true,
         ipam: {
           type: "host-local",
-          // A worker's pods: the node's own /24 (spec.podCIDR); a server's: the whole pod network.
-          ranges: [[{ subnet: plan.join?.podCidr ?? plan.cidrs.pods }]],
+          // The node's own /24 (spec.podCIDR); a plan older than node ranges: the whole pod network.
+          ranges: [[{ subnet: plan.cidrs.node ?? plan.cidrs.pods }]],
           routes: [{ dst: "0.0.0.0/0" }],
           dataDir: path.join(layout(plan).data.cni, "networks"),
         },

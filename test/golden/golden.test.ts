@@ -8,6 +8,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
 import type { Pki } from "../../cli/render/pki";
 import { generatePki, renderNode, type RenderedFile } from "../../cli/render/index";
+import { withNodeRange } from "../../cli/plan/network";
+
+/** The first /24 of a pod network (10.244.0.0/16 → 10.244.0.0/24): what the first node is given. */
+const firstRange = (pods: string) => `${pods.split("/")[0]}/24`;
 import { isCI } from "../../cli/ui/output";
 import { COMBOS, comboFacts, planCombo } from "./combos";
 
@@ -50,8 +54,11 @@ describe("golden: every mode × runtime × network combination from real fixture
       } else {
         expect(combo.expect).toBe("plan");
         pki ??= await generatePki(result.plan);
-        // The PKI's SANs depend on the plan: regenerate what does not fit, reusing the rest.
-        const files = renderNode(result.plan, await generatePki(result.plan, { existing: pki }));
+        // The PKI's SANs depend on the plan: regenerate what does not fit, reusing the rest. The files
+        // are the node's once registered: the controller-manager gave it the pod network's first /24
+        // (its CNI network is written then; a dry run shows the plan's files without it).
+        const registered = { ...result.plan, cidrs: withNodeRange(result.plan.cidrs, firstRange(result.plan.cidrs.pods)) };
+        const files = renderNode(registered, await generatePki(registered, { existing: pki }));
         text = `${JSON.stringify(result.plan, null, 2)}\n\n${goldenText(files)}`;
       }
       const file = join(GOLDEN_DIR, `${combo.name}.golden`);

@@ -12,6 +12,8 @@ import { readReceipt, type Receipt } from "../../../cli/apply/receipt";
 import type { SystemdUser, UnitState } from "../../../cli/apply/systemd";
 import type { Context } from "../../../cli/context";
 import { buildPlan } from "../../../cli/plan/index";
+import { withNodeRange } from "../../../cli/plan/network";
+import { layout } from "../../../cli/render/layout";
 import type { Plan, PlanOptions } from "../../../cli/plan/plan";
 import { createProgress } from "../../../cli/ui/progress";
 import { makeStyle, type Output } from "../../../cli/ui/output";
@@ -99,7 +101,8 @@ class FakeManager implements SystemdUser {
     const k8s = this.plan.versions.components.kubernetes;
     const node = {
       metadata: { name: this.plan.node.name, labels: {} as Record<string, string> },
-      spec: {},
+      // The controller-manager's allocation (--allocate-node-cidrs).
+      spec: { podCIDR: NODE_RANGE },
       status: { conditions: [{ type: "Ready", status: "True" }], nodeInfo: { kubeletVersion: `v${k8s}` } },
     };
     const readyAt = Date.now() + this.notReadyMs;
@@ -145,13 +148,23 @@ afterEach(async () => {
   for (const m of managers.splice(0)) await m.close();
 });
 
-async function setUp(options: Partial<PlanOptions> = {}) {
+const NODE_RANGE = "10.244.0.0/24";
+
+/**
+ * A home, an installed version set, and plans for it. The plans know the node's pod range, as a
+ * re-install's do (cli/apply/prepare.ts keeps it): one pass. `fresh`: a first install's plans,
+ * whose node has no range yet: two passes.
+ */
+async function setUp(options: Partial<PlanOptions> = {}, { fresh = false } = {}) {
   const home = tempDir("rk8s-apply-");
   const facts = baseFacts();
   facts.user.home = home;
   facts.user.runtimeDir = { ...facts.user.runtimeDir, path: join(home, "run") };
   const apiPort = await freePort("127.0.0.1");
-  const plan = (o: Partial<PlanOptions> = {}) => buildPlan(facts, { apiPort, env: {}, ...options, ...o }, upstreamVersions());
+  const plan = (o: Partial<PlanOptions> = {}) => {
+    const p = buildPlan(facts, { apiPort, env: {}, ...options, ...o }, upstreamVersions());
+    return fresh ? p : { ...p, cidrs: withNodeRange(p.cidrs, NODE_RANGE) };
+  };
   const first = plan();
   // The version set is installed already and intact, so fetch has nothing to download.
   mkdirSync(first.paths.versionBinDir, { recursive: true });
@@ -267,6 +280,31 @@ describe("applyPlan", () => {
     expect(statSync(join(first.paths.pkiDir, "ca.key")).mode & 0o777).toBe(0o600);
     expect(statSync(first.paths.pkiDir).mode & 0o777).toBe(0o700);
     expect(readFileSync(join(home, ".kube", "config"), "utf8")).toContain("name: rootless-k8s");
+  });
+
+  it("a node without its pod range yet takes two passes: registered with the range, then its CNI network, then Ready", async () => {
+    const { first, previous } = await setUp({}, { fresh: true });
+    expect(first.cidrs.node).toBeNull();
+    const { run, systemd } = await apply(first, previous);
+    const r = await run;
+    expect(r.plan.cidrs.node).toBe(NODE_RANGE);
+    expect(r.plan.cidrs.reasons.at(-1)).toContain(`${NODE_RANGE}, the range the controller-manager gave it`);
+    const cni = JSON.parse(readFileSync(layout(r.plan).cniConflist, "utf8")) as { plugins: { ipam?: { ranges: unknown } }[] };
+    expect(cni.plugins[0]!.ipam!.ranges).toEqual([[{ subnet: NODE_RANGE }]]);
+    // The first pass reloads and starts; the second only writes the CNI network (no unit reads it: no restart).
+    expect(systemd.calls).toEqual([
+      "ensure-reachable",
+      "daemon-reload",
+      `enable ${first.units.target}`,
+      `start ${first.units.target}`,
+      "ensure-reachable",
+      `enable ${first.units.target}`,
+      `start ${first.units.target}`,
+    ]);
+    expect(r.restarted).toEqual([]);
+    const receipt = (await readReceipt(first.paths.receipt))!;
+    expect((receipt.plan as Plan).cidrs.node).toBe(NODE_RANGE);
+    expect(receipt.files.some((f) => f.path === layout(r.plan).cniConflist)).toBe(true);
   });
 
   it("a second run of the same plan writes nothing, reloads nothing and restarts nothing", async () => {
