@@ -147,9 +147,11 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
         id: "port-in-use",
         message: `host port ${p.hostPort} is already in use`,
         fix:
-          p.namespacePort === plan.ports.apiServer
-            ? `pick a free port with --api-port N, or stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}')`
-            : `stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}'), or use --network slirp4netns, which publishes only the API port`,
+          plan.role === "worker"
+            ? `stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}'): the control plane reaches this worker's kubelet there`
+            : p.namespacePort === plan.ports.apiServer
+              ? `pick a free port with --api-port N, or stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}')`
+              : `stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}'), or use --network slirp4netns, which publishes only the API port`,
       });
     }
     if (p.hostPort < unprivilegedStart) {

@@ -2,7 +2,7 @@
 // development machine, built by cli/plan) shaped by what a control plane publishes.
 import { describe, expect, it } from "vitest";
 import { UserError } from "../../../cli/errors";
-import { buildPlan } from "../../../cli/plan/index";
+import { buildPlan, planProblems } from "../../../cli/plan/index";
 import { type ClusterParameters, parseClusterParameters, workerPlan, workerSkewProblem } from "../../../cli/plan/worker";
 import { baseFacts, upstreamVersions, withFacts } from "./facts-builder";
 
@@ -79,6 +79,23 @@ describe("workerPlan", () => {
     );
     expect(() => workerPlan(lonely, { ...join, cluster })).toThrow(/no address besides loopback/);
     expect(() => workerPlan(base, { ...join, cluster, nodeIP: "eth0" })).toThrow(/not an IPv4 address/);
+  });
+});
+
+describe("a worker's plan on a host", () => {
+  it("is refused when the kubelet's port is taken there, naming it as what the control plane reaches", () => {
+    const facts = withFacts(baseFacts(), (f) => {
+      f.network.listeningTcpPorts = [10250];
+    });
+    const w = workerPlan(buildPlan(facts, {}, versions), { ...join, cluster });
+    const [p] = planProblems(w, facts);
+    expect(p).toMatchObject({ id: "port-in-use", message: "host port 10250 is already in use" });
+    expect(p!.fix).toContain("the control plane reaches this worker's kubelet there");
+    // The API server's port is no worker's: taken, it stops nothing.
+    const api = withFacts(baseFacts(), (f) => {
+      f.network.listeningTcpPorts = [6443];
+    });
+    expect(planProblems(workerPlan(buildPlan(api, {}, versions), { ...join, cluster }), api)).toEqual([]);
   });
 });
 
