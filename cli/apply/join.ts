@@ -89,11 +89,6 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
     },
   );
   const { plan, previous, components } = prepared;
-  if (previous && previous.role !== "worker")
-    throw new UserError("this host runs a control plane of its own (rootless-k8s install): a host is one node", {
-      exitCode: ExitCode.Refused,
-      fix: "join from another host, or remove this node first: rootless-k8s uninstall",
-    });
   // The name is taken, and not by this host's own earlier join of the same cluster (a re-run resumes it).
   if (nameTaken && !(previous?.join?.server === o.server && previous.node.name === nodeName)) {
     for (const l of showOutcomes(

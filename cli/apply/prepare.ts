@@ -17,6 +17,7 @@ import { showOutcomes } from "../doctor/present";
 import type { Output } from "../ui/output";
 import { buildPlan, planPaths, validatePlan } from "../plan/index";
 import { withNodeRange } from "../plan/network";
+import { roleConflict } from "../plan/worker";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { loadComponents, type ComponentSource, type Components } from "./components";
 import { readReceipt, type Receipt } from "./receipt";
@@ -80,6 +81,8 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
   const receipt = await readReceipt(planPaths(facts, req.plan, versions).receipt);
   const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
+  const conflict = roleConflict(req.command, previous);
+  if (conflict) throw conflict;
   const blocking = blockingFailures(diagnosis.outcomes, req.ignoreChecks, ownPorts(previous, req.plan.apiPort), facts.network.busyPorts);
   let options: PlanOptions = { ...req.plan };
   if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, blocking, previous);

@@ -114,3 +114,25 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
 export function roleOf(plan: Pick<Plan, "role">): "server" | "worker" {
   return plan.role ?? "server";
 }
+
+/**
+ * One host runs one node: `install` over a worker, or `join` over a server, would turn one into the
+ * other and lose its state. Null when the command fits the node already there (or there is none).
+ */
+export function roleConflict(command: "install" | "upgrade" | "join", previous: Pick<Plan, "role" | "join"> | null): UserError | null {
+  if (!previous) return null;
+  if (command === "install" && roleOf(previous) === "worker")
+    return new UserError(
+      `this host's node is a worker of ${previous.join?.server ?? "another control plane"}: install would turn it into a control plane`,
+      {
+        exitCode: ExitCode.Refused,
+        fix: "remove it first (rootless-k8s uninstall: it leaves the cluster), or upgrade it (rootless-k8s upgrade)",
+      },
+    );
+  if (command === "join" && roleOf(previous) === "server")
+    return new UserError("this host runs a control plane of its own (rootless-k8s install): a host is one node", {
+      exitCode: ExitCode.Refused,
+      fix: "join from another host, or remove this node first: rootless-k8s uninstall",
+    });
+  return null;
+}

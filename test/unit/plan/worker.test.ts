@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { UserError } from "../../../cli/errors";
 import { buildPlan, planProblems } from "../../../cli/plan/index";
-import { type ClusterParameters, parseClusterParameters, workerPlan, workerSkewProblem } from "../../../cli/plan/worker";
+import { type ClusterParameters, parseClusterParameters, roleConflict, workerPlan, workerSkewProblem } from "../../../cli/plan/worker";
 import { baseFacts, upstreamVersions, withFacts } from "./facts-builder";
 
 const versions = upstreamVersions();
@@ -123,5 +123,20 @@ describe("parseClusterParameters", () => {
       JSON.stringify({ ...cluster, dns: { serviceIP: "x", domain: "cluster.local" } }),
     ])
       expect(parseClusterParameters(bad)).toBeNull();
+  });
+});
+
+describe("roleConflict", () => {
+  const worker = workerPlan(base, { ...join, cluster });
+  it("refuses install over a worker and join over a server, naming uninstall", () => {
+    expect(roleConflict("install", worker)?.message).toContain("is a worker of https://192.0.2.2:6443");
+    expect(roleConflict("install", worker)?.exitCode).toBe(3);
+    expect(roleConflict("join", base)?.fix).toContain("rootless-k8s uninstall");
+  });
+  it("lets each command go on with its own kind of node, or none", () => {
+    expect(roleConflict("install", base)).toBeNull();
+    expect(roleConflict("join", worker)).toBeNull();
+    expect(roleConflict("upgrade", worker)).toBeNull();
+    expect(roleConflict("install", null)).toBeNull();
   });
 });
