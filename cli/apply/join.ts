@@ -17,7 +17,7 @@ import { joinFacts } from "../host/join-facts";
 import { describePlan } from "../plan/describe";
 import { nodeNameFrom } from "../plan/node";
 import type { PlanOptions } from "../plan/plan";
-import { workerPlan } from "../plan/worker";
+import { workerAvoids, workerPlan } from "../plan/worker";
 import { bootstrapKubeconfig, renderKubeconfig } from "../render/index";
 import { layout } from "../render/layout";
 import { pkiPaths } from "../render/pki";
@@ -66,15 +66,17 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
     );
   }
   const caPem = facts.caPem;
+  // The namespace's own network must not hold the control plane's address (it would be on-link there).
+  const planOptions: PlanOptions = { ...o.plan, nodeName, avoidCidrs: workerAvoids(o.server, cluster) };
 
   // 2. This host: doctor and plan as for install, shaped into the worker's plan.
   out.err(`${out.errStyle.cyan("==>")} Checking this host`);
   const prepared = await prepareNode(
-    { ...o, command: "join", plan: { ...o.plan, nodeName } },
+    { ...o, command: "join", plan: planOptions },
     {
       async beforePlan(_facts, _diagnosis, blocking): Promise<PlanOptions> {
         refuseOnBlocking(out, blocking, "join");
-        return { ...o.plan, nodeName };
+        return planOptions;
       },
       shapePlan: (plan, previous) =>
         workerPlan(plan, {

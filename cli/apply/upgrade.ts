@@ -21,7 +21,7 @@ import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
 import { workerClient } from "./worker-ready";
-import { type ClusterParameters, workerPlan, workerSkewProblem } from "../plan/worker";
+import { type ClusterParameters, workerAvoids, workerPlan, workerSkewProblem } from "../plan/worker";
 import { diffFiles } from "./sync";
 
 export interface UpgradeOptions {
@@ -53,6 +53,8 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     // A node installed before ports were published gets the default address.
     publishAddress: p.publish?.bindAddress,
     pkiAlgorithm: p.pki.algorithm,
+    // A worker's namespace keeps clear of its control plane, as when it joined.
+    ...(p.join ? { avoidCidrs: workerAvoids(p.join.server, p.cidrs) } : {}),
     env,
   };
 }

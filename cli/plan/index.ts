@@ -52,7 +52,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   const mode = decideMode(facts, options);
   const paths = planPaths(facts, options, versions);
   const ports: Ports = { ...DEFAULT_PORTS, apiServer: options.apiPort ?? DEFAULT_PORTS.apiServer };
-  const { cidrs, namespaceCidr } = chooseCidrs(facts);
+  const { cidrs, namespaceCidr } = chooseCidrs(facts, options.avoidCidrs);
   const runtime = decideRuntime(facts, options, versions, mode.name, paths);
   const network =
     runtime.name === "docker" ? dockerNetwork(options, ports) : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);

@@ -33,8 +33,13 @@ export function hostRouteCidrs(facts: Facts): string[] {
   return facts.network.routes.map((r) => r.cidr).filter((c) => !c.endsWith("/0"));
 }
 
-export function chooseCidrs(facts: Facts): { cidrs: Cidrs; namespaceCidr: string } {
-  const routes = hostRouteCidrs(facts);
+/**
+ * `avoid`: networks besides the host's routes that the node's must not overlap: for a worker, its
+ * control plane's address (reached through the namespace's default route, never on its link) and
+ * the cluster's pod and service networks.
+ */
+export function chooseCidrs(facts: Facts, avoid: readonly string[] = []): { cidrs: Cidrs; namespaceCidr: string } {
+  const routes = [...hostRouteCidrs(facts), ...avoid];
   const pick = (what: string, candidates: string[], taken: string[]): string => {
     const free = firstFree(candidates, taken);
     if (!free) {

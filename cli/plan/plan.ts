@@ -366,6 +366,11 @@ export interface PlanOptions {
   nodeName?: string;
   /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */
   kubelet?: KubeletCapabilities | null;
+  /**
+   * Networks the node's own must not overlap besides the host's routes (a join: the control plane's
+   * address, its pod and service networks).
+   */
+  avoidCidrs?: string[];
   /** XDG_* variables of the user's environment. */
   env?: Readonly<Record<string, string | undefined>>;
 }

@@ -136,3 +136,9 @@ export function roleConflict(command: "install" | "upgrade" | "join", previous: 
     });
   return null;
 }
+
+/** What a worker's own networks (its namespace's) must avoid: its control plane's address, the cluster's networks. */
+export function workerAvoids(server: string, cluster: Pick<ClusterParameters, "pods" | "services">): string[] {
+  const host = new URL(server).hostname;
+  return [...(IPV4.test(host) ? [`${host}/32`] : []), cluster.pods, cluster.services];
+}

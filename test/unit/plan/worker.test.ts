@@ -3,7 +3,14 @@
 import { describe, expect, it } from "vitest";
 import { UserError } from "../../../cli/errors";
 import { buildPlan, planProblems } from "../../../cli/plan/index";
-import { type ClusterParameters, parseClusterParameters, roleConflict, workerPlan, workerSkewProblem } from "../../../cli/plan/worker";
+import {
+  type ClusterParameters,
+  parseClusterParameters,
+  roleConflict,
+  workerAvoids,
+  workerPlan,
+  workerSkewProblem,
+} from "../../../cli/plan/worker";
 import { baseFacts, upstreamVersions, withFacts } from "./facts-builder";
 
 const versions = upstreamVersions();
@@ -96,6 +103,22 @@ describe("a worker's plan on a host", () => {
       f.network.listeningTcpPorts = [6443];
     });
     expect(planProblems(workerPlan(buildPlan(api, {}, versions), { ...join, cluster }), api)).toEqual([]);
+  });
+});
+
+describe("a worker's namespace network", () => {
+  it("keeps clear of its control plane's address: one at 10.0.2.15 (a VM's) is not put on the namespace's own link", () => {
+    // Found on the VM route: the worker took 10.0.2.0/24 (no route of its host holds it), so the
+    // control plane at 10.0.2.15 was on-link inside the namespace: "no route to host".
+    const atVm = { ...join, server: "https://10.0.2.15:6443" };
+    const plain = workerPlan(buildPlan(baseFacts(), {}, versions), { ...atVm, cluster });
+    expect(plain.network.namespaceCidr).toBe("10.0.2.0/24");
+    const avoids = workerAvoids(atVm.server, cluster);
+    expect(avoids).toEqual(["10.0.2.15/32", "10.88.0.0/16", "10.43.0.0/16"]);
+    const w = workerPlan(buildPlan(baseFacts(), { avoidCidrs: avoids }, versions), { ...atVm, cluster });
+    expect(w.network.namespaceCidr).toBe("10.0.3.0/24");
+    expect(w.network.namespaceIP).toBe("10.0.3.100");
+    expect(workerAvoids("https://cp.example.org:6443", cluster)).toEqual(["10.88.0.0/16", "10.43.0.0/16"]);
   });
 });
 
