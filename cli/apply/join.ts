@@ -16,7 +16,7 @@ import type { BootstrapToken } from "../host/parse/bootstrap-token";
 import { joinFacts } from "../host/join-facts";
 import { describePlan } from "../plan/describe";
 import { nodeNameFrom } from "../plan/node";
-import type { PlanOptions } from "../plan/plan";
+import type { Plan, PlanOptions } from "../plan/plan";
 import { workerAvoids, workerPlan } from "../plan/worker";
 import { bootstrapKubeconfig, renderKubeconfig } from "../render/index";
 import { layout } from "../render/layout";
@@ -66,6 +66,8 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
     );
   }
   const caPem = facts.caPem;
+  // This host's own earlier join of the same cluster under the same name: a re-run resumes it.
+  const sameJoin = (previous: Plan | null) => previous?.join?.server === o.server && previous.node.name === nodeName;
   // The namespace's own network must not hold the control plane's address (it would be on-link there).
   const planOptions: PlanOptions = { ...o.plan, nodeName, avoidCidrs: workerAvoids(o.server, cluster) };
 
@@ -86,13 +88,13 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
           cluster,
           ...(o.nodeIP ? { nodeIP: o.nodeIP } : {}),
           // A re-run of the same join keeps the range the node has.
-          podCidr: previous?.join?.server === o.server && previous.node.name === nodeName ? (previous.cidrs.node ?? null) : null,
+          podCidr: sameJoin(previous) ? (previous?.cidrs.node ?? null) : null,
         }),
     },
   );
   const { plan, previous, components } = prepared;
   // The name is taken, and not by this host's own earlier join of the same cluster (a re-run resumes it).
-  if (nameTaken && !(previous?.join?.server === o.server && previous.node.name === nodeName)) {
+  if (nameTaken && !sameJoin(previous)) {
     for (const l of showOutcomes(
       checks.filter((c) => c.id === "join-node-name"),
       out.errStyle,

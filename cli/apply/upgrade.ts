@@ -20,6 +20,7 @@ import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "./skew";
+import { clusterParameters } from "../render/join";
 import { workerClient } from "./worker-ready";
 import { type ClusterParameters, workerAvoids, workerPlan, workerSkewProblem } from "../plan/worker";
 import { diffFiles } from "./sync";
@@ -234,12 +235,6 @@ async function workerCluster(from: Plan, toK8s: string): Promise<ClusterParamete
       exitCode: ExitCode.Refused,
       fix: `upgrade the control plane at ${server} first (rootless-k8s upgrade there), then this worker`,
     });
-  const dns = from.addons?.dns;
-  return {
-    pods: from.cidrs.pods,
-    services: from.cidrs.services,
-    firstServiceIP: from.cidrs.firstServiceIP,
-    dns: dns?.enabled ? { serviceIP: dns.serviceIP, domain: dns.domain } : null,
-    kubernetes: version,
-  };
+  // The worker's plan holds the cluster's networks and DNS as it took them; the version is now's.
+  return { ...clusterParameters(from), kubernetes: version };
 }

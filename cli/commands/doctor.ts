@@ -1,10 +1,10 @@
 // `rootless-k8s doctor`: can this host run a rootless node, in which mode, and what fixes each
 // problem. Thin: facts (cli/host/gather) -> checks (cli/doctor) -> text, JSON or the root script.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { ExitCode, UsageError, messageOf } from "../errors";
-import { readFileSync, statSync } from "node:fs";
+import { joinCredentials } from "./join-args";
+import { ExitCode, UsageError } from "../errors";
+import { statSync } from "node:fs";
 import { hostname } from "node:os";
-import * as path from "node:path";
 import { localHost } from "../host/host";
 import { gatherFacts, UnknownUserError } from "../host/gather";
 import * as doctor from "../doctor/index";
@@ -12,7 +12,7 @@ import { doctorJson } from "../doctor/json";
 import { renderReport } from "../doctor/report";
 import { runChecks, type CheckOutcome } from "../doctor/check";
 import { joinChecks } from "../doctor/checks/join";
-import { isServerUrl, parseCaHash, parseToken } from "../host/parse/bootstrap-token";
+import { isServerUrl } from "../host/parse/bootstrap-token";
 import { joinFacts } from "../host/join-facts";
 import { nodeNameFrom } from "../plan/node";
 import { TOKEN_ENV } from "../render/join";
@@ -138,23 +138,7 @@ async function nodeDoctor(ctx: Context, opts: { json: boolean; prefix?: string }
 async function joinDoctor(ctx: Context, parsed: Parsed): Promise<number> {
   const server = opt.str(parsed, "join")!;
   if (!isServerUrl(server)) throw new UsageError(`--join "${server}" is not an https://HOST:PORT URL`, spec.name);
-  const hashText = opt.str(parsed, "ca-hash");
-  if (hashText === undefined) throw new UsageError("--join needs --ca-hash sha256:HASH (from the join line)", spec.name);
-  const caHash = parseCaHash(hashText);
-  if (!caHash) throw new UsageError(`--ca-hash "${hashText}" is not sha256: and 64 hex digits`, spec.name);
-  const file = opt.str(parsed, "token-file");
-  let tokenText: string | undefined;
-  if (file !== undefined) {
-    try {
-      tokenText = file === "-" ? readFileSync(0, "utf8") : readFileSync(path.resolve(ctx.cwd, file), "utf8");
-    } catch (e) {
-      throw new UsageError(`--token-file ${file}: ${(e as NodeJS.ErrnoException).code ?? messageOf(e)}`, spec.name);
-    }
-  } else tokenText = ctx.env[TOKEN_ENV];
-  if (tokenText === undefined)
-    throw new UsageError(`--join needs the token: set ${TOKEN_ENV}=ID.SECRET (from the join line) or pass --token-file FILE`, spec.name);
-  const token = parseToken(tokenText);
-  if (!token) throw new UsageError(`the token is not ID.SECRET (6 and 16 characters of a-z and 0-9)`, spec.name);
+  const { caHash, token } = joinCredentials(ctx, parsed, spec.name, "--join");
   const nodeName = opt.str(parsed, "node-name") ?? nodeNameFrom(hostname());
   const facts = await joinFacts({ server: server.replace(/\/$/, ""), caHash, token, nodeName });
   const checks = runChecks(joinChecks, facts);

@@ -1,13 +1,12 @@
 // `rootless-k8s join URL --ca-hash sha256:H`: this host's node joins another host's control plane as
 // a worker. Thin: flags → cli/apply/join.ts. The token comes from the environment or a file, never
 // from the command line, where `ps` shows it to every user.
-import { readFileSync } from "node:fs";
-import * as path from "node:path";
 import { opt, type CommandSpec, type Parsed } from "../args";
+import { joinCredentials } from "./join-args";
 import { joinNode } from "../apply/join";
 import type { Context } from "../context";
-import { messageOf, UsageError } from "../errors";
-import { isServerUrl, parseCaHash, parseToken } from "../host/parse/bootstrap-token";
+import { UsageError } from "../errors";
+import { isServerUrl } from "../host/parse/bootstrap-token";
 import { TOKEN_ENV } from "../render/join";
 import { installOptions, spec as installSpec } from "./install";
 
@@ -69,23 +68,7 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   if (!server) throw new UsageError("join needs the control plane's URL (from the join line)", spec.name);
   if (extra.length) throw new UsageError(`join takes one URL (got also "${extra.join(" ")}")`, spec.name);
   if (!isServerUrl(server)) throw new UsageError(`"${server}" is not an https://HOST:PORT URL`, spec.name);
-  const hashText = opt.str(parsed, "ca-hash");
-  if (hashText === undefined) throw new UsageError("join needs --ca-hash sha256:HASH (from the join line)", spec.name);
-  const caHash = parseCaHash(hashText);
-  if (!caHash) throw new UsageError(`--ca-hash "${hashText}" is not sha256: and 64 hex digits`, spec.name);
-  const file = opt.str(parsed, "token-file");
-  let tokenText: string | undefined;
-  if (file !== undefined) {
-    try {
-      tokenText = file === "-" ? readFileSync(0, "utf8") : readFileSync(path.resolve(ctx.cwd, file), "utf8");
-    } catch (e) {
-      throw new UsageError(`--token-file ${file}: ${(e as NodeJS.ErrnoException).code ?? messageOf(e)}`, spec.name);
-    }
-  } else tokenText = ctx.env[TOKEN_ENV];
-  if (tokenText === undefined)
-    throw new UsageError(`join needs the token: set ${TOKEN_ENV}=ID.SECRET (from the join line) or pass --token-file FILE`, spec.name);
-  const token = parseToken(tokenText);
-  if (!token) throw new UsageError("the token is not ID.SECRET (6 and 16 characters of a-z and 0-9)", spec.name);
+  const { caHash, token } = joinCredentials(ctx, parsed, spec.name, "join");
   const nodeIP = opt.str(parsed, "node-ip");
   // The install flags a worker shares, checked by the same rules.
   const shared = installOptions(parsed, ctx);

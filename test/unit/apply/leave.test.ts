@@ -57,6 +57,15 @@ function handle(req: IncomingMessage, res: ServerResponse) {
 const home = tempDir("rk8s-leave-");
 const base = buildPlan(baseFacts(), { nodeName: "w1", prefix: path.join(home, "prefix") }, upstreamVersions());
 
+/** The control plane's parameters both workers here joined with. */
+const CLUSTER = {
+  pods: "10.244.0.0/16",
+  services: "10.96.0.0/16",
+  firstServiceIP: "10.96.0.1",
+  dns: null,
+  kubernetes: base.versions.components.kubernetes!,
+};
+
 beforeAll(async () => {
   tls = makeTlsFixture();
   api = await listen(https.createServer({ cert: tls.serverCert, key: tls.serverKey, ca: tls.ca, requestCert: true }, handle));
@@ -68,13 +77,7 @@ function joined() {
     server: api.url,
     caPem: tls.ca.toString(),
     caHash: `sha256:${"d".repeat(64)}`,
-    cluster: {
-      pods: "10.244.0.0/16",
-      services: "10.96.0.0/16",
-      firstServiceIP: "10.96.0.1",
-      dns: null,
-      kubernetes: base.versions.components.kubernetes!,
-    },
+    cluster: CLUSTER,
     nodeIP: "198.51.100.2",
   });
   const file = layout(plan).kubeconfigs.kubelet;
@@ -120,13 +123,7 @@ describe("leaveCluster", () => {
       server: "https://192.0.2.2:6443",
       caPem: "x",
       caHash: `sha256:${"d".repeat(64)}`,
-      cluster: {
-        pods: "10.244.0.0/16",
-        services: "10.96.0.0/16",
-        firstServiceIP: "10.96.0.1",
-        dns: null,
-        kubernetes: base.versions.components.kubernetes!,
-      },
+      cluster: CLUSTER,
     });
     expect(await leaveCluster(plan)).toEqual({ done: [], notes: [expect.stringMatching(/never got its certificate/)] });
   });
