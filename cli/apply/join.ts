@@ -26,6 +26,7 @@ import { createPrompter } from "../ui/prompt";
 import { applyPlan } from "./apply-plan";
 import { ensureDir, exists, writeFileAtomic } from "./files";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
+import { readReceipt, receiptLocation } from "./receipt";
 import { dropBootstrapKubeconfig } from "./worker-ready";
 
 export interface JoinRequest extends Omit<PrepareRequest, "command"> {
@@ -53,7 +54,10 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
   const facts = await joinFacts({ server: o.server, caHash: o.caHash, token: o.token, nodeName });
   const checks = runChecks(joinChecks, facts);
   const nameTaken = checks.some((c) => c.id === "join-node-name" && c.status === "fail");
-  const failing = checks.filter((c) => c.status === "fail" && c.id !== "join-node-name");
+  // A re-run of this host's join of the same control plane: its own overlay may hold the UDP port.
+  const earlier = await readReceipt(receiptLocation(ctx.env, o.plan.prefix)).catch(() => null);
+  const rejoin = (earlier?.plan as Plan | undefined)?.join?.server === o.server;
+  const failing = checks.filter((c) => c.status === "fail" && c.id !== "join-node-name" && !(rejoin && c.id === "join-vxlan-port"));
   const cluster = facts.trusted?.cluster?.parameters;
   if (failing.length || !facts.caPem || !cluster) {
     for (const l of showOutcomes(failing.length ? failing : checks, out.errStyle, { name: "id" })) out.err(l);

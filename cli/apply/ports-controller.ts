@@ -22,9 +22,10 @@ import {
   wantedPorts,
 } from "../plan/ports";
 import type { PortsConfig } from "../render/ports";
-import { sleep } from "../wait";
 import { writeFileAtomic } from "./files";
-import { type ApiClient, apiClient, apiMessage, readKubeconfig, type WatchEvent } from "./readiness";
+export { DEFAULT_TIMING, type LoopTiming } from "./informer";
+import { DEFAULT_TIMING, Informer } from "./informer";
+import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
 import { applyPortChanges, describePortSpec, RootlessKitError, type RootlessKitClient, rootlessKitClient } from "./rootlesskit-api";
 
 export const COMPONENT = "rootless-k8s-ports";
@@ -69,19 +70,6 @@ export interface PortsRuntime {
   log(line: string): void;
   now?: () => Date;
 }
-
-export interface LoopTiming {
-  /** Quiet time after an event before a pass (a burst of events makes one pass). */
-  debounceMs: number;
-  /** A pass at least this often, events or not. */
-  resyncMs: number;
-  /** Pause before trying a list or watch again after a failure. */
-  retryMs: number;
-  /** The server ends each watch after this long (timeoutSeconds); it is then resumed. */
-  watchSeconds: number;
-}
-
-export const DEFAULT_TIMING: LoopTiming = { debounceMs: 250, resyncMs: 10_000, retryMs: 2000, watchSeconds: 300 };
 
 // ---------------------------------------------------------------------------------------------
 // Pure parts.
@@ -164,10 +152,12 @@ export function portEvent(
 
 /**
  * The status patch that makes a LoadBalancer Service's ingress the host's addresses, or null when it
- * has them already, is no LoadBalancer, or belongs to another implementation (spec.loadBalancerClass).
+ * has them already, is no LoadBalancer, belongs to another implementation (spec.loadBalancerClass), or
+ * `ips` is empty.
  */
 export function ingressPatch(s: ServiceItem, ips: readonly string[]): Record<string, unknown> | null {
-  if (s.spec?.type !== "LoadBalancer" || s.spec.loadBalancerClass) return null;
+  // No addresses: this node's publisher does not write ingress (a worker: the control plane's does).
+  if (!ips.length || s.spec?.type !== "LoadBalancer" || s.spec.loadBalancerClass) return null;
   const now = (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? "");
   if (now.length === ips.length && now.every((ip, i) => ip === ips[i])) return null;
   return { status: { loadBalancer: { ingress: ips.map((ip) => ({ ip })) } } };
@@ -186,91 +176,6 @@ export function publishedNow(wanted: readonly WantedPort[], current: readonly Po
 
 // ---------------------------------------------------------------------------------------------
 // The loop.
-
-/** One resource kept in step with the API server by list + watch. */
-class Informer<T extends { metadata: Meta }> {
-  readonly items = new Map<string, T>();
-  synced = false;
-  private lastError = "";
-
-  constructor(
-    private readonly what: string,
-    private readonly path: string,
-    private readonly query: string,
-    private readonly rt: PortsRuntime,
-    private readonly timing: LoopTiming,
-    private readonly onChange: () => void,
-  ) {}
-
-  private problem(line: string): void {
-    if (line !== this.lastError) this.rt.log(`${this.what}: ${line}; trying again every ${this.timing.retryMs / 1000} s`);
-    this.lastError = line;
-  }
-
-  /** List, then watch from the list's resourceVersion; again from the top when the watch breaks or expires. */
-  async run(signal: AbortSignal): Promise<void> {
-    const sep = this.query ? "&" : "";
-    while (!signal.aborted) {
-      let rv: string;
-      try {
-        const r = await this.rt.api.get(this.query ? `${this.path}?${this.query}` : this.path, 30_000);
-        if (r.status !== 200) {
-          this.problem(`listing refused: HTTP ${r.status} ${apiMessage(r.body)}`);
-          await sleep(this.timing.retryMs, signal);
-          continue;
-        }
-        const list = JSON.parse(r.body) as { metadata?: { resourceVersion?: string }; items?: T[] };
-        this.items.clear();
-        for (const o of list.items ?? []) this.items.set(nameOf(o.metadata), o);
-        rv = list.metadata?.resourceVersion ?? "";
-        if (this.lastError) this.rt.log(`${this.what}: listed again (${this.items.size})`);
-        this.lastError = "";
-        this.synced = true;
-        this.onChange();
-      } catch (e) {
-        if (signal.aborted) return;
-        this.problem(`no list: ${messageOf(e)}`);
-        await sleep(this.timing.retryMs, signal);
-        continue;
-      }
-      // Watch until it expires (410 Gone) or breaks; a watch the server simply ended is resumed.
-      for (;;) {
-        let gone = false;
-        const url = `${this.path}?${this.query}${sep}watch=1&allowWatchBookmarks=true&timeoutSeconds=${this.timing.watchSeconds}&resourceVersion=${encodeURIComponent(rv)}`;
-        try {
-          const r = await this.rt.api.watch(
-            url,
-            (e: WatchEvent) => {
-              if (e.type === "ERROR") {
-                gone = true;
-                if (e.object.code !== 410) this.problem(`the watch ended with an error: ${e.object.message ?? JSON.stringify(e.object)}`);
-                return;
-              }
-              rv = e.object.metadata?.resourceVersion ?? rv;
-              if (e.type === "BOOKMARK") return;
-              const o = e.object as unknown as T;
-              if (e.type === "DELETED") this.items.delete(nameOf(o.metadata));
-              else this.items.set(nameOf(o.metadata), o);
-              this.onChange();
-            },
-            { signal, idleMs: (this.timing.watchSeconds + 30) * 1000 },
-          );
-          if (r.status === 410) gone = true;
-          else if (r.status !== 200) {
-            this.problem(`watch refused: HTTP ${r.status} ${apiMessage(r.body)}`);
-            gone = true;
-          }
-        } catch (e) {
-          if (signal.aborted) return;
-          this.problem(`the watch broke: ${messageOf(e)}`);
-          gone = true;
-        }
-        if (gone) break; // list anew: what happened meanwhile is not known
-      }
-      await sleep(Math.min(this.timing.retryMs, 500), signal).catch(() => {});
-    }
-  }
-}
 
 /**
  * Runs until `signal` aborts (SIGTERM: systemctl stop), then returns once the pass in flight ended.
@@ -473,7 +378,7 @@ export async function unprivilegedPortStart(file = "/proc/sys/net/ipv4/ip_unpriv
 /** `rootless-k8s ports run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
 export async function portsRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readPortsConfig(configFile);
-  const api = apiClient(await readKubeconfig(config.kubeconfig));
+  const api = apiClient(await readKubeconfigWhenThere(config.kubeconfig, log, signal));
   const rootlesskit = rootlessKitClient(config.rootlesskitSocket);
   await runPortsController(config, { api, rootlesskit, unprivilegedPortStart: () => unprivilegedPortStart(), log }, signal);
 }

@@ -49,6 +49,29 @@ export async function readKubeconfig(file: string): Promise<KubeconfigCreds> {
   };
 }
 
+/**
+ * readKubeconfig, waiting while the file (or a file it names) does not exist yet: a worker's kubelet
+ * writes its kubeconfig once TLS bootstrap got it a certificate, after the units that use it start.
+ */
+export async function readKubeconfigWhenThere(
+  file: string,
+  log: (line: string) => void,
+  signal: AbortSignal,
+  retryMs = 2000,
+): Promise<KubeconfigCreds> {
+  let told = false;
+  for (;;) {
+    try {
+      return await readKubeconfig(file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      if (!told) log(`waiting for ${file} (the kubelet writes it once it has its certificate)`);
+      told = true;
+      await sleep(retryMs, signal);
+    }
+  }
+}
+
 export interface ApiResponse {
   status: number;
   body: string;

@@ -17,6 +17,7 @@ import { joinObjects, joinServerUrl, tokenSecret } from "../render/join";
 import { sleep } from "../wait";
 import { FIELD_MANAGER, objectPath, patiently } from "./addons";
 import { type ApiClient, apiClient, apiMessage, readKubeconfig } from "./readiness";
+import { advertisedIP } from "../plan/node";
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const randomText = (n: number) => Array.from({ length: n }, () => ALPHABET[randomInt(ALPHABET.length)]).join("");
@@ -75,6 +76,16 @@ export async function createToken(plan: Plan, o: CreateOptions): Promise<Created
       exitCode: ExitCode.Refused,
       fix: "pass --server https://ADDRESS:PORT, the address other hosts reach this one at",
     });
+  if (advertisedIP(plan) === plan.network.namespaceIP) {
+    const host = new URL(server).hostname;
+    throw new UserError(
+      `this control plane advertises its namespace's address ${plan.network.namespaceIP}, which pods on other hosts cannot reach (the \`kubernetes\` Service, the node's address)`,
+      {
+        exitCode: ExitCode.Refused,
+        fix: `advertise a host address first: rootless-k8s install --node-ip ${plan.pki.hostAddresses.includes(host) ? host : (plan.pki.hostAddresses[0] ?? "ADDRESS")} (with the flags the node was installed with; the namespace restarts once)`,
+      },
+    );
+  }
   const { client, caPem } = await adminClient(plan);
   for (const obj of joinObjects(plan, server, caPem)) {
     const r = await patiently(() => client.apply(objectPath(obj), obj, FIELD_MANAGER, 30_000), { signal: o.signal });

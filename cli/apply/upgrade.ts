@@ -46,6 +46,8 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     apiPort: p.ports.apiServer,
     prefix: p.paths.prefix ?? undefined,
     nodeName: p.node.name,
+    // A server's --node-ip stays; a worker's address comes from its join.
+    nodeIP: p.join ? undefined : p.node.ip,
     taintNone: p.node.taints.some((t) => t.key === "rootless-k8s.io/resource-isolation"),
     // A node installed before add-ons existed gets the defaults; --no-dns stays off.
     dns: p.addons ? p.addons.dns.enabled : undefined,

@@ -62,6 +62,12 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
     "api-port": { type: "string", valueName: "PORT", description: "Host port for the API server (default 6443)" },
     prefix: { type: "string", valueName: "DIR", description: "Keep binaries, data, config and PKI below DIR instead of the XDG folders" },
     "node-name": { type: "string", valueName: "NAME", description: "Node name (default: the host name)" },
+    "node-ip": {
+      type: "string",
+      valueName: "ADDR",
+      description:
+        "A host address the node advertises, for a control plane other hosts join (default: the namespace's own; pods then no longer reach a host program on ADDR)",
+    },
     "taint-none": { type: "boolean", description: "In mode none, also taint the node rootless-k8s.io/resource-isolation=none:NoSchedule" },
     "no-storage": {
       type: "boolean",
@@ -153,6 +159,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     apiPort: opt.int(parsed, "api-port", 1, 65535, spec.name),
     prefix: prefix === undefined ? undefined : path.resolve(ctx.cwd, prefix),
     nodeName,
+    nodeIP: opt.str(parsed, "node-ip"),
     taintNone: opt.bool(parsed, "taint-none"),
     dns: opt.bool(parsed, "no-dns") ? false : undefined,
     storage: opt.bool(parsed, "no-storage") ? false : undefined,

@@ -27,6 +27,7 @@ export const COMPONENTS: Record<string, keyof UnitNames> = {
   proxy: "kubeProxy",
   "cri-dockerd": "criDockerd",
   ports: "ports",
+  overlay: "overlay",
   "csr-approver": "csrApprover",
   approver: "csrApprover",
 };
@@ -41,7 +42,7 @@ where the user manager has no journal (no journald), the units write to log file
 these are shown (with -f, followed like tail -F).
 
 Components: rootlesskit (also: runtime, containerd), etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, kubelet, kube-proxy, cri-dockerd (docker runtime only).`,
+kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (docker runtime only).`,
   options: {
     follow: { type: "boolean", short: "f", description: "Keep printing new lines (Ctrl-C stops)" },
     lines: { type: "string", short: "n", valueName: "N", description: "How many lines to show first (default 100)" },

@@ -35,6 +35,11 @@ export const commands: CommandEntry[] = [
     load: () => import("./ports"),
   },
   {
+    name: "overlay",
+    summary: "Keep the pod network across nodes (run by rootless-k8s-overlay.service)",
+    load: () => import("./overlay"),
+  },
+  {
     name: "approver",
     summary: "Approve joined nodes' kubelet serving certificates (run by rootless-k8s-csr-approver.service)",
     load: () => import("./approver"),

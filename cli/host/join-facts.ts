@@ -10,6 +10,8 @@ import { apiMessage } from "./parse/api-status";
 import { messageOf } from "../errors";
 import { CLUSTER_INFO, type BootstrapToken, trustedCa } from "./parse/bootstrap-token";
 import { CLUSTER_PARAMETERS, type ClusterParameters, parseClusterParameters } from "./parse/cluster-parameters";
+import { type Host, localHost } from "./host";
+import { type OverlayHostFacts, overlayHostFacts } from "./probes/overlay";
 
 export interface JoinFacts {
   /** As given on the join line. */
@@ -18,6 +20,8 @@ export interface JoinFacts {
   token: BootstrapToken;
   /** The name this host's node would have. */
   nodeName: string;
+  /** What the pod network across hosts needs of this host (read from its own files). */
+  overlay: OverlayHostFacts;
   /** cluster-info's CA once it matched the pin and the token's signature held (PEM); null otherwise. */
   caPem: string | null;
   /** A TLS handshake without trusting the server: the certificates it presents (PEM, leaf first), or why it failed. */
@@ -82,9 +86,19 @@ function presentedChain(url: URL, timeoutMs = 10_000): Promise<string[]> {
   });
 }
 
-export async function joinFacts(input: { server: string; caHash: string; token: BootstrapToken; nodeName: string }): Promise<JoinFacts> {
+export async function joinFacts(
+  input: { server: string; caHash: string; token: BootstrapToken; nodeName: string },
+  host: Host = localHost(),
+): Promise<JoinFacts> {
   const url = new URL(input.server);
-  const facts: JoinFacts = { ...input, reach: { chain: null, error: "not tried" }, clusterInfo: null, trusted: null, caPem: null };
+  const facts: JoinFacts = {
+    ...input,
+    overlay: await overlayHostFacts(host),
+    reach: { chain: null, error: "not tried" },
+    clusterInfo: null,
+    trusted: null,
+    caPem: null,
+  };
   try {
     facts.reach = { chain: await presentedChain(url), error: null };
   } catch (e) {

@@ -13,7 +13,8 @@ import { overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
 import { decideMode } from "./mode";
 import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
-import { decideNode } from "./node";
+import { decideNode, decideNodeIP } from "./node";
+import { OVERLAY_UNIT, decideOverlay } from "./overlay";
 import { planPaths } from "./paths";
 import { PORTS_UNIT, decidePublish } from "./publish";
 import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
@@ -30,7 +31,7 @@ export const UNIT_PREFIX = "rootless-k8s";
 
 export const APPROVER_UNIT = `${UNIT_PREFIX}-csr-approver.service`;
 
-export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role">): UnitNames {
+export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "overlay">): UnitNames {
   const docker = plan.runtime.name === "docker";
   return {
     target: `${UNIT_PREFIX}.target`,
@@ -44,6 +45,7 @@ export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role">): Uni
     criDockerd: docker ? `${UNIT_PREFIX}-cri-dockerd.service` : null,
     ports: plan.publish?.enabled ? PORTS_UNIT : null,
     csrApprover: plan.role === "worker" ? null : APPROVER_UNIT,
+    overlay: plan.overlay?.enabled ? OVERLAY_UNIT : null,
   };
 }
 
@@ -72,7 +74,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
     network,
     cidrs,
     ports,
-    node: decideNode(facts, mode.name, options),
+    node: withIP(decideNode(facts, mode.name, options), decideNodeIP(options.nodeIP, hostAddresses, network)),
     kubelet: decideKubelet(facts, mode.name, options, versions),
     proxy,
     pki: {
@@ -85,6 +87,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       { network, rootlesskitVersion: requireVersion(versions, "rootlesskit"), proxy: proxy.mode, hostAddresses, home: paths.home },
       options,
     ),
+    overlay: decideOverlay(network, runtime),
     paths,
     logging:
       facts.systemd.journal === false
@@ -92,6 +95,10 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
         : { to: "journal", reasons: ["unit output goes to the journal (journalctl --user -u UNIT)"] },
   };
   return { ...plan, units: unitNames(plan) };
+}
+
+function withIP<T extends object>(node: T, ip: string | undefined): T & { ip?: string } {
+  return ip === undefined ? node : { ...node, ip };
 }
 
 /**

@@ -2,7 +2,8 @@
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import { refuseControl } from "./paths";
-import type { Mode, NodePlan, PlanOptions } from "./plan";
+import { IPV4 } from "../host/parse/cluster-parameters";
+import type { Mode, NetworkPlan, NodePlan, Plan, PlanOptions } from "./plan";
 
 /** Set on every `none` node: schedulers and people can see it enforces no resource limits. */
 export const RESOURCE_ISOLATION_LABEL = "rootless-k8s.io/resource-isolation";
@@ -43,4 +44,31 @@ export function decideNode(facts: Facts, mode: Mode, options: PlanOptions): Node
     });
   }
   return { name, labels, taints };
+}
+
+/**
+ * --node-ip on install: one of the host's own addresses (the other hosts reach this one there, and
+ * the overlay's UDP port is published on it); not for the docker runtime, whose namespace is
+ * dockerd's. Undefined when not asked for: the node keeps the namespace's address.
+ */
+export function decideNodeIP(nodeIP: string | undefined, hostAddresses: readonly string[], network: NetworkPlan): string | undefined {
+  if (nodeIP === undefined) return undefined;
+  const fix = `pass one of this host's addresses: --node-ip ${hostAddresses[0] ?? "A.B.C.D"}`;
+  if (!IPV4.test(nodeIP)) throw new UserError(`--node-ip ${nodeIP} is not an IPv4 address`, { exitCode: ExitCode.Usage, fix });
+  if (network.driver === "docker")
+    throw new UserError("--node-ip does not apply to --runtime docker: the node lives in dockerd's namespace", {
+      exitCode: ExitCode.Refused,
+      fix: "drop --node-ip",
+    });
+  if (!hostAddresses.includes(nodeIP))
+    throw new UserError(`--node-ip ${nodeIP} is not an address of this host (${hostAddresses.join(", ") || "none but loopback"})`, {
+      exitCode: ExitCode.Refused,
+      fix,
+    });
+  return nodeIP;
+}
+
+/** The address the node advertises: plan.node.ip, a worker's join address (older plans), else the namespace's own. */
+export function advertisedIP(plan: Pick<Plan, "node" | "join" | "network">): string {
+  return plan.node.ip ?? plan.join?.nodeIP ?? plan.network.namespaceIP;
 }

@@ -136,6 +136,17 @@ export interface NetworkPlan extends Reasoned {
   forwardsAllPorts: boolean;
 }
 
+/** The pod network across hosts: a VXLAN device in the namespace, kept by the overlay unit (cli/plan/overlay.ts). */
+export interface OverlayPlan extends Reasoned {
+  /** Off where the host's port for it cannot be published (docker, pasta): then the node is a single node. */
+  enabled: boolean;
+  vni: number;
+  /** The UDP port, in the namespace and on the host. */
+  port: number;
+  device: string;
+  mtu: number;
+}
+
 export interface Cidrs extends Reasoned {
   pods: string;
   /**
@@ -190,6 +201,12 @@ export interface Ports {
 
 export interface NodePlan {
   name: string;
+  /**
+   * The address the node advertises (the kubelet's --node-ip, a server's API server
+   * --advertise-address): a host address (install --node-ip, a worker's join), put on the
+   * namespace's loopback where the kubelet looks for it. Absent: the namespace's own address.
+   */
+  ip?: string;
   labels: Record<string, string>;
   taints: { key: string; value: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }[];
 }
@@ -309,6 +326,8 @@ export interface Plan {
   addons?: AddonsPlan;
   /** Absent from the plans of receipts written before ports were published (read: off, no ports unit). */
   publish?: PublishPlan;
+  /** Absent from the plans of receipts written before nodes could join (read: off, no overlay unit). */
+  overlay?: OverlayPlan;
   paths: Paths;
   /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */
   logging: { to: "journal" | "file" } & Reasoned;
@@ -335,6 +354,8 @@ export interface UnitNames {
    * approves its workers' kubelet-serving CSRs. Null on a worker; absent from older plans.
    */
   csrApprover?: string | null;
+  /** The overlay agent (rootless-k8s-overlay.service); null or absent when the plan has no overlay. */
+  overlay?: string | null;
 }
 
 /** What the user asked for on the command line; everything is optional. */
@@ -364,6 +385,8 @@ export interface PlanOptions {
   selfCommand?: string[];
   pkiAlgorithm?: PkiAlgorithm;
   nodeName?: string;
+  /** --node-ip: the host address the node advertises (for other hosts: a control plane that nodes join). */
+  nodeIP?: string;
   /** What the kubelet binary in use accepts (cli/host/kubelet.ts); absent when not installed yet. */
   kubelet?: KubeletCapabilities | null;
   /**

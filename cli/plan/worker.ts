@@ -42,6 +42,11 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
       exitCode: ExitCode.Refused,
       fix: `upgrade the control plane first (rootless-k8s upgrade on that host), or join with a rootless-k8s release of Kubernetes ${w.cluster.kubernetes}`,
     });
+  if (base.overlay && !base.overlay.enabled)
+    throw new UserError(`refusing to join: this node could not reach the other nodes' pods (${base.overlay.reasons[0]})`, {
+      exitCode: ExitCode.Refused,
+      fix: "join with --network slirp4netns or --network builtin (and without --runtime docker)",
+    });
   const nodeIP = w.nodeIP ?? base.pki.hostAddresses[0];
   if (!nodeIP)
     throw new UserError("this host has no address besides loopback: the control plane could not reach its kubelet", {
@@ -71,6 +76,7 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
     ...base,
     role: "worker",
     join,
+    node: { ...base.node, ip: nodeIP },
     network: {
       ...base.network,
       published,
@@ -105,8 +111,21 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
           },
         }
       : {}),
-    ...(base.publish ? { publish: { ...base.publish, enabled: false, reasons: off("port publisher") } } : {}),
-    units: { ...base.units, ports: null, csrApprover: null },
+    // Every node serves NodePorts and LoadBalancer ports, so the worker publishes them on its own
+    // host too; the control plane's publisher alone writes a LoadBalancer's ingress addresses.
+    ...(base.publish
+      ? {
+          publish: {
+            ...base.publish,
+            ingressIPs: [],
+            reasons: [
+              ...base.publish.reasons,
+              "with the kubelet's own credential (system:node: it reads Services and this node's pods and writes Events); the control plane's publisher sets LoadBalancer ingress addresses",
+            ],
+          },
+        }
+      : {}),
+    units: { ...base.units, csrApprover: null },
   };
 }
 

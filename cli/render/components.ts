@@ -1,6 +1,7 @@
 // The command line of every Kubernetes component, from the plan. Components with a config file
 // (kubelet, kube-proxy) get only the flags that have no config field.
 import * as path from "node:path";
+import { advertisedIP } from "../plan/node";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
 import { FRONT_PROXY_CLIENT, pkiPaths } from "./pki";
@@ -41,7 +42,8 @@ export function apiServerArgs(plan: Plan): string[] {
   const pki = pkiPaths(plan);
   return [
     bin(plan, "kube-apiserver"),
-    `--advertise-address=${plan.network.namespaceIP}`,
+    // The `kubernetes` Service's endpoint: pods of other hosts reach it at a host address (--node-ip).
+    `--advertise-address=${advertisedIP(plan)}`,
     "--bind-address=0.0.0.0",
     `--secure-port=${plan.ports.apiServer}`,
     "--allow-privileged=true",
@@ -133,7 +135,7 @@ export function kubeletArgs(plan: Plan): string[] {
     `--kubeconfig=${l.kubeconfigs.kubelet}`,
     ...(join ? [`--bootstrap-kubeconfig=${l.kubeconfigs.kubeletBootstrap}`, `--cert-dir=${l.kubeletCertDir}`] : []),
     `--hostname-override=${plan.node.name}`,
-    `--node-ip=${join ? join.nodeIP : plan.network.namespaceIP}`,
+    `--node-ip=${advertisedIP(plan)}`,
     `--node-labels=${labels}`,
     // Inside dockerd's namespaces /var/lib is the host's: keep the kubelet's state in our data.
     ...(plan.runtime.name === "docker" ? [`--root-dir=${l.data.kubelet}`] : []),

@@ -9,6 +9,7 @@ import { kubeProxyConfiguration, kubeletConfiguration, renderYaml } from "./kube
 import { adminKubeconfig, componentKubeconfig, hostClientKubeconfig, renderKubeconfig, workerKubeProxyKubeconfig } from "./kubeconfig";
 import { layout } from "./layout";
 import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
+import { renderOverlayConfig } from "./overlay";
 import { PORTS_USER, renderPortsConfig } from "./ports";
 import { APPROVER_USER } from "./approver-rbac";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
@@ -120,6 +121,7 @@ function renderConfigs(plan: Plan): RenderedFile[] {
   if (plan.cidrs.node !== null)
     files.push({ path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" });
   if (u.ports) files.push({ path: l.portsConfig, content: renderPortsConfig(plan), mode: PUBLIC, kind: "config", unit: u.ports });
+  if (u.overlay) files.push({ path: l.overlayConfig, content: renderOverlayConfig(plan), mode: PUBLIC, kind: "config", unit: u.overlay });
   if (plan.runtime.name === "containerd") {
     files.push({ path: l.containerdConfig, content: renderToml(containerdConfig(plan)), mode: PUBLIC, kind: "config", unit: u.owner });
   }

@@ -17,12 +17,12 @@ const labels = { [JOIN_LABEL]: "true" };
 const group = (name: string) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "Group" as const, name });
 
 /**
- * The URL another host reaches this API server at: `override` (--server), else the host's first
- * address that is not loopback, on the port RootlessKit publishes; null when the host has none.
+ * The URL another host reaches this API server at: `override` (--server), else the address the
+ * node advertises (install --node-ip), else the host's first address that is not loopback, on the port RootlessKit publishes; null when the host has none.
  */
 export function joinServerUrl(plan: Plan, override?: string): string | null {
   if (override) return override;
-  const address = plan.pki.hostAddresses[0];
+  const address = plan.node.ip ?? plan.pki.hostAddresses[0];
   if (!address) return null;
   const port = plan.network.published.find((p) => p.namespacePort === plan.ports.apiServer)?.hostPort ?? plan.ports.apiServer;
   return `https://${address.includes(":") ? `[${address}]` : address}:${port}`;

@@ -2,6 +2,7 @@
 // (kubeproxy.config.k8s.io/v1alpha1) per mode. Every key is a field of Kubernetes 1.36
 // (test/unit/render/kube-configs.test.ts checks them against the Kubernetes 1.36 field list in test/doubles/data/k8s-config-fields.json).
 import YAML from "yaml";
+import { advertisedIP } from "../plan/node";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
 import { pkiPaths } from "./pki";
@@ -62,6 +63,11 @@ export function kubeProxyConfiguration(plan: Plan): Record<string, unknown> {
     // Masquerade all Service traffic (the plan's reason: no br_netfilter needed).
     ...(plan.proxy.masqueradeAll ? { [plan.proxy.mode]: { masqueradeAll: true } } : {}),
     clusterCIDR: plan.cidrs.pods,
+    // nftables mode answers NodePorts on the node's primary address only: RootlessKit delivers them
+    // to the namespace's own, so name both where the node advertises a host address.
+    ...(plan.proxy.mode === "nftables" && advertisedIP(plan) !== plan.network.namespaceIP
+      ? { nodePortAddresses: [`${plan.network.namespaceIP}/32`, `${advertisedIP(plan)}/32`] }
+      : {}),
     healthzBindAddress: `127.0.0.1:${plan.ports.kubeProxyHealthz}`,
     metricsBindAddress: `127.0.0.1:${plan.ports.kubeProxyMetrics}`,
     // The conntrack sysctls are global, not per namespace: leave them alone (KEP-2033, Usernetes).

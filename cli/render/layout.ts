@@ -19,6 +19,8 @@ export function layout(plan: Plan) {
     cniConflist: config("cni", "10-rootless-k8s.conflist"),
     /** The port publisher's config (`rootless-k8s ports run --config FILE`). */
     portsConfig: config("ports.json"),
+    /** The overlay agent's config (`rootless-k8s overlay run --config FILE`). */
+    overlayConfig: config("overlay.json"),
     /** What each add-on applies through the API server, for the user to read (addons/<id>.yaml). */
     addonsDir: config("addons"),
     kubeconfigs: {

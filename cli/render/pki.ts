@@ -12,6 +12,7 @@ import * as path from "node:path";
 import type { Plan, PkiAlgorithm } from "../plan/plan";
 import { PORTS_USER } from "./ports";
 import { APPROVER_USER } from "./approver-rbac";
+import { advertisedIP } from "../plan/node";
 
 type CryptoKey = webcrypto.CryptoKey;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -136,7 +137,8 @@ export function certSpecs(plan: Plan): CertSpec[] {
       organization: "system:nodes",
       usages: ["server"],
       dns: unique(["localhost", node]),
-      ips: unique(["127.0.0.1", plan.network.namespaceIP]),
+      // The API server reaches the kubelet at the node's advertised address (--node-ip).
+      ips: unique(["127.0.0.1", plan.network.namespaceIP, advertisedIP(plan)]),
     },
     {
       name: "controllerManager",

@@ -20,9 +20,9 @@ export interface PortsConfig {
   bindAddress: "0.0.0.0" | "127.0.0.1";
   /** Where RootlessKit connects inside the namespace: the node's own address. */
   childIP: string;
-  /** Host ports the node publishes itself (the API server's): never wanted, never removed. */
+  /** Host ports the node publishes itself (the API server's, the overlay's): never wanted, never removed. */
   reserved: number[];
-  /** status.loadBalancer.ingress of LoadBalancer Services. */
+  /** status.loadBalancer.ingress of LoadBalancer Services; empty: not written by this node (a worker). */
   ingressIPs: string[];
   /** What it published, skipped and could not publish, for `status` (in the runtime folder). */
   stateFile: string;
@@ -34,12 +34,14 @@ export function portsConfig(plan: Plan): PortsConfig {
   const p = plan.publish;
   if (!p?.enabled) throw new Error("the plan publishes no ports");
   const l = layout(plan);
+  const reserved = [...plan.network.published.map((x) => x.hostPort), ...(plan.overlay?.enabled ? [plan.overlay.port] : [])];
   return {
-    kubeconfig: l.kubeconfigs.ports,
+    // A worker's publisher uses the kubelet's own credential (system:node), as its overlay does.
+    kubeconfig: plan.role === "worker" ? l.kubeconfigs.kubelet : l.kubeconfigs.ports,
     rootlesskitSocket: path.join(plan.paths.rootlesskitStateDir, "api.sock"),
     bindAddress: p.bindAddress,
     childIP: p.childIP,
-    reserved: [...new Set(plan.network.published.map((x) => x.hostPort))].sort((a, b) => a - b),
+    reserved: [...new Set(reserved)].sort((a, b) => a - b),
     ingressIPs: p.ingressIPs,
     stateFile: l.run.portsState,
     nodeName: plan.node.name,

@@ -7,6 +7,7 @@
 //   rootless-k8s-enter  Waits for RootlessKit's child_pid, then nsenters the node's namespaces and
 //                       execs the component (as Usernetes' nsenter.sh did).
 import * as path from "node:path";
+import { advertisedIP } from "../plan/node";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
 
@@ -87,15 +88,16 @@ function serviceRangeGuard(plan: Plan): string[] {
 }
 
 /**
- * A worker advertises its host's address (the kubelet's --node-ip), and the kubelet only takes an
- * address one of its interfaces has: give it to the namespace's loopback. Traffic to that address
- * from inside the node then stays in the node, which is what the address stands for.
+ * A node that advertises a host address (a worker, or install --node-ip: the kubelet's --node-ip)
+ * must have it: the kubelet only takes an address one of its interfaces has, so it goes on the
+ * namespace's loopback. Traffic to that address from inside the node then stays in the node, which
+ * is what the address stands for (and a program of the host on that address is out of the pods' reach).
  */
 function nodeAddress(plan: Plan): string[] {
-  const ip = plan.join?.nodeIP;
-  if (!ip) return [];
+  const ip = advertisedIP(plan);
+  if (ip === plan.network.namespaceIP) return [];
   return [
-    "# This worker's host address, which the kubelet advertises, on the namespace's loopback.",
+    "# This node's host address, which the kubelet advertises, on the namespace's loopback.",
     `ip -4 addr replace ${shQuote(`${ip}/32`)} dev lo ||`,
     `  { echo "rootless-k8s-child: could not add ${ip} to the namespace's loopback (ip addr replace ${ip}/32 dev lo): the kubelet will not find its --node-ip" >&2; exit 1; }`,
     "",

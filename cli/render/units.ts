@@ -48,6 +48,11 @@ function output(plan: Plan, unit: string): UnitSection {
   ];
 }
 
+/** This rootless-k8s binary, as the units that run it name it (the ports unit's, else ~/.local/bin). */
+function selfCommand(plan: Plan): string[] {
+  return plan.publish?.command ?? [path.join(plan.paths.home, ".local", "bin", "rootless-k8s")];
+}
+
 function componentUnits(plan: Plan): ComponentUnit[] {
   const u = plan.units;
   const v = plan.versions.components;
@@ -124,7 +129,18 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: [...plan.publish.command, "ports", "run", "--config", layout(plan).portsConfig],
       extraArgs: null,
       onHost: true,
-      after: [u.apiServer],
+      after: [worker ? u.kubelet : u.apiServer],
+    });
+  }
+  if (u.overlay && plan.overlay) {
+    list.push({
+      unit: u.overlay,
+      description: `the pod network across nodes (VXLAN ${plan.overlay.device}, UDP ${plan.overlay.port})`,
+      documentation: "https://github.com/flannel-io/flannel/blob/master/Documentation/backends.md#vxlan",
+      // Inside the namespaces, where the device is, with the kubelet's credential.
+      args: [...selfCommand(plan), "overlay", "run", "--config", layout(plan).overlayConfig],
+      extraArgs: null,
+      after: [u.kubelet],
     });
   }
   if (u.csrApprover) {
@@ -133,13 +149,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       description: "approves the kubelet serving certificates of the nodes that joined (CSRs of signer kubernetes.io/kubelet-serving)",
       documentation: "https://kubernetes.io/docs/reference/access-authn-authz/kubelet-tls-bootstrapping/#certificate-rotation",
       // On the host, through the published API port, with its own certificate.
-      args: [
-        ...(plan.publish?.command ?? [path.join(plan.paths.home, ".local", "bin", "rootless-k8s")]),
-        "approver",
-        "run",
-        "--kubeconfig",
-        layout(plan).kubeconfigs.csrApprover,
-      ],
+      args: [...selfCommand(plan), "approver", "run", "--kubeconfig", layout(plan).kubeconfigs.csrApprover],
       extraArgs: null,
       onHost: true,
       after: [u.apiServer],

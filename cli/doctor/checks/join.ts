@@ -4,7 +4,11 @@
 // name free. Each failure says what to do on which host.
 import { caHashOrNull, clusterOfKubeconfig, jwsProblem } from "../../host/parse/bootstrap-token";
 import type { JoinFacts } from "../../host/join-facts";
+import { VXLAN } from "../../host/probes/overlay";
 import { fail, ok, skip, warn, type Check } from "../check";
+
+/** Root's fix for a module the overlay needs: load it now and at every boot (its own file, beside kernel-modules'). */
+const overlayModuleFix = (m: string) => [`echo ${m} > /etc/modules-load.d/rootless-k8s-${m}.conf`, `modprobe ${m}`];
 
 const ON_CONTROL_PLANE = "on the control plane: rootless-k8s token create  (prints a new join line)";
 
@@ -126,6 +130,69 @@ export const joinChecks: Check<JoinFacts>[] = [
           : `the control plane publishes no cluster parameters (HTTP ${c.status}${c.message ? `: ${c.message}` : ""}): it predates joins of whole nodes`,
         { user: ["on the control plane: rootless-k8s install  (the same version, to update it), then rootless-k8s token create"] },
       );
+    },
+  },
+  {
+    id: "join-vxlan",
+    group: "join",
+    label: "vxlan module",
+    run: (j) => {
+      const s = j.overlay.vxlan;
+      if (s === "loaded" || s === "builtin")
+        return ok(`${s === "builtin" ? "built into the kernel" : "loaded"}: the node's namespace can make its VXLAN device`);
+      if (s === "unknown")
+        return warn("cannot tell whether the kernel has vxlan (no /proc/modules, modules.builtin or /sys/module/vxlan)", {
+          root: overlayModuleFix("vxlan"),
+        });
+      if (s === "available")
+        return warn(
+          "vxlan is not loaded: the kernel loads it on demand when the node makes its device, unless module autoloading is off; to be sure, root loads it",
+          { root: overlayModuleFix("vxlan") },
+        );
+      return fail("this kernel has no vxlan module: the pod network across hosts needs its device", {
+        root: ["install the kernel's extra modules (Ubuntu: apt-get install linux-modules-extra-$(uname -r)), then: modprobe vxlan"],
+      });
+    },
+  },
+  {
+    id: "join-br-netfilter",
+    group: "join",
+    label: "br_netfilter module",
+    run: (j) => {
+      const s = j.overlay.brNetfilter;
+      if (s === "loaded" || s === "builtin") return ok(s === "builtin" ? "built into the kernel" : "loaded");
+      return warn(
+        `${s === "unknown" ? "cannot tell whether it is loaded" : "not loaded"}: not needed (kube-proxy masquerades Service traffic, masqueradeAll), but pods then see the bridge's address as the source of Service connections`,
+        { root: overlayModuleFix("br_netfilter") },
+      );
+    },
+  },
+  {
+    id: "join-rp-filter",
+    group: "join",
+    label: "rp_filter",
+    run: (j) => {
+      const { all, default: def } = j.overlay.rpFilter;
+      if (all === null || def === null)
+        return warn(
+          "net.ipv4.conf.{all,default}.rp_filter cannot be read: the overlay sets loose filtering (2) on its device all the same",
+        );
+      const words = (v: number) => (v === 0 ? "off" : v === 1 ? "strict" : "loose");
+      return ok(
+        `the host's all=${all} (${words(all)}), default=${def} (${words(def)}): compatible, the overlay sets loose filtering (2, as usernetes needs) on its device inside the node's namespace, where the higher of all and the device's counts`,
+      );
+    },
+  },
+  {
+    id: "join-vxlan-port",
+    group: "join",
+    label: `UDP port ${VXLAN.port}`,
+    run: (j) => {
+      if (!j.overlay.boundUdpPorts.includes(VXLAN.port))
+        return ok(`free: the overlay publishes it on this host once the cluster has another node`);
+      return fail(`UDP port ${VXLAN.port} (VXLAN) is taken on this host: another overlay (flannel, a Kubernetes of root) holds it`, {
+        user: [`see who: ss -ulpn 'sport = :${VXLAN.port}'; stop it, or join from another host`],
+      });
     },
   },
 ];

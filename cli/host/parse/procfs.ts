@@ -55,6 +55,20 @@ export function parseListeningPorts(...texts: (string | null)[]): number[] {
   return [...ports].sort((a, b) => a - b);
 }
 
+/** /proc/net/udp and udp6: every bound local UDP port (UDP has no listening state: any socket holds its port). */
+export function parseBoundUdpPorts(...texts: (string | null)[]): number[] {
+  const ports = new Set<number>();
+  for (const text of texts) {
+    for (const line of (text ?? "").split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 4) continue;
+      const port = parseInt(f[1]!.split(":").pop()!, 16);
+      if (Number.isFinite(port) && port > 0) ports.add(port);
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
 /** /proc/net/fib_trie: the host's own (LOCAL /32) IPv4 addresses, loopback excluded. */
 export function parseLocalAddresses(text: string | null): string[] {
   const out = new Set<string>();

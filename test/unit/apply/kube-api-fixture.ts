@@ -1,7 +1,8 @@
 // TEST FIXTURE, not the product: a loopback HTTPS server (mutual TLS, tls-fixture.ts) that speaks the
-// small part of the Kubernetes API the port publisher uses, with real-shaped JSON (v1 ServiceList and
-// PodList with metadata.resourceVersion, watch streams of {"type","object"} lines, BOOKMARK and ERROR
-// 410 Status events, created Events, merge patches of a Service's status). Objects live in memory;
+// small part of the Kubernetes API the port publisher and the overlay agent use, with real-shaped JSON
+// (v1 ServiceList, PodList and NodeList with metadata.resourceVersion, watch streams of
+// {"type","object"} lines, BOOKMARK and ERROR 410 Status events, created Events, merge patches of a
+// Service's status and of a Node). Objects live in memory;
 // every change gets the next resourceVersion, as etcd's revision would. Tests drive it directly:
 // put/remove objects, expire watches (410 Gone) or cut their connections.
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -13,9 +14,9 @@ import type { TlsFixture } from "./tls-fixture";
 type Obj = {
   apiVersion?: string;
   kind?: string;
-  metadata: { namespace?: string; name: string; uid?: string; resourceVersion?: string };
+  metadata: { namespace?: string; name: string; uid?: string; resourceVersion?: string; annotations?: Record<string, string> };
 } & Record<string, any>;
-type Resource = "services" | "pods";
+type Resource = "services" | "pods" | "nodes";
 interface Change {
   rv: number;
   type: "ADDED" | "MODIFIED" | "DELETED";
@@ -46,14 +47,14 @@ let uid = 0;
 
 export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
   let rv = 100;
-  const store: Record<Resource, Map<string, Obj>> = { services: new Map(), pods: new Map() };
+  const store: Record<Resource, Map<string, Obj>> = { services: new Map(), pods: new Map(), nodes: new Map() };
   const changes: Change[] = [];
   const watches = new Set<{ resource: Resource; res: ServerResponse; filter: (o: Obj) => boolean }>();
   const requests: KubeApiFixture["requests"] = [];
   const events: Obj[] = [];
   let refusals = 0;
   const key = (ns: string, name: string) => `${ns}/${name}`;
-  const kindOf = (r: Resource) => (r === "services" ? "Service" : "Pod");
+  const kindOf = (r: Resource) => ({ services: "Service", pods: "Pod", nodes: "Node" })[r];
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -115,7 +116,7 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
       return send(res, 403, status(403, "Forbidden", `User "${cn}" cannot do this (fixture)`));
     }
     const u = new URL(req.url ?? "/", "https://fixture");
-    const list = /^\/api\/v1\/(services|pods)$/.exec(u.pathname);
+    const list = /^\/api\/v1\/(services|pods|nodes)$/.exec(u.pathname);
     if (list && req.method === "GET") {
       const resource = list[1] as Resource;
       const selector = u.searchParams.get("fieldSelector");
@@ -160,6 +161,19 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
       const next = { ...cur, status: mergePatch(cur.status, patch.status), metadata: { ...cur.metadata, resourceVersion: String(++rv) } };
       store.services.set(k, next);
       record("services", "MODIFIED", next);
+      return send(res, 200, next);
+    }
+    const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(u.pathname);
+    if (node && req.method === "PATCH") {
+      if (req.headers["content-type"] !== "application/merge-patch+json")
+        return send(res, 415, status(415, "UnsupportedMediaType", "fixture: merge patches only"));
+      const k = key("default", decodeURIComponent(node[1]!));
+      const cur = store.nodes.get(k);
+      if (!cur) return send(res, 404, status(404, "NotFound", `nodes "${node[1]}" not found`));
+      const merged = mergePatch(cur, JSON.parse(await body(req))) as Obj;
+      const next = { ...merged, metadata: { ...merged.metadata, resourceVersion: String(++rv) } };
+      store.nodes.set(k, next);
+      record("nodes", "MODIFIED", next);
       return send(res, 200, next);
     }
     send(res, 404, status(404, "NotFound", `fixture: no route for ${req.method} ${u.pathname}`));

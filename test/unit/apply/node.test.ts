@@ -9,7 +9,7 @@ const plan = buildPlan(baseFacts(), {}, upstreamVersions());
 const u = plan.units;
 
 describe("startOrder", () => {
-  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher, the CSR approver", () => {
+  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher, the overlay, the CSR approver", () => {
     expect(startOrder(plan)).toEqual([
       u.owner,
       u.etcd,
@@ -19,9 +19,11 @@ describe("startOrder", () => {
       u.kubelet,
       u.kubeProxy,
       u.ports,
+      u.overlay,
       u.csrApprover,
     ]);
     expect(u.ports).toBe("rootless-k8s-ports.service");
+    expect(u.overlay).toBe("rootless-k8s-overlay.service");
     expect(u.csrApprover).toBe("rootless-k8s-csr-approver.service");
   });
 });

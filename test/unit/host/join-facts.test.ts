@@ -8,10 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runChecks } from "../../../cli/doctor/check";
 import { joinChecks } from "../../../cli/doctor/checks/join";
 import { caHashOf, detachedSignature } from "../../../cli/host/parse/bootstrap-token";
+import { localHost } from "../../../cli/host/host";
 import { joinFacts } from "../../../cli/host/join-facts";
+import { tempDir } from "../../helpers/temp";
 import { clusterInfoKubeconfig } from "../../../cli/render/join";
 import { makeLeaf, makeTestCa } from "../../helpers/tls";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const TOKEN = { id: "abcdef", secret: "0123456789abcdef" };
@@ -97,9 +99,33 @@ afterAll(() => {
   misnamed.server.close();
 });
 
-async function check(over: Partial<{ server: string; caHash: string; token: typeof TOKEN; nodeName: string }> = {}) {
+/**
+ * The joining host's own files, under a fixture root: the vxlan module in /sys/module (loaded),
+ * br_netfilter's sysctl, rp_filter (Debian's defaults: all 0, default 1... here both as given), and
+ * /proc/net/udp in the kernel's format (net/ipv4/udp.c, udp4_format_sock: the header, then one
+ * line per socket with the local address as hex IP:port; 2118 is 8472).
+ */
+function hostFiles(o: { vxlan?: boolean; brNetfilter?: boolean; udpPorts?: number[]; rp?: [string, string]; modules?: string } = {}) {
+  const root = tempDir("rk8s-joinhost-");
+  const put = (p: string, text: string) => {
+    mkdirSync(join(root, p, ".."), { recursive: true });
+    writeFileSync(join(root, p), text);
+  };
+  if (o.vxlan ?? true) mkdirSync(join(root, "sys/module/vxlan"), { recursive: true });
+  if (o.modules) put("proc/modules", o.modules);
+  if (o.brNetfilter ?? true) put("proc/sys/net/bridge/bridge-nf-call-iptables", "1\n");
+  put("proc/sys/net/ipv4/conf/all/rp_filter", `${o.rp?.[0] ?? "0"}\n`);
+  put("proc/sys/net/ipv4/conf/default/rp_filter", `${o.rp?.[1] ?? "1"}\n`);
+  const header = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n";
+  const line = (port: number, i: number) =>
+    `  ${i}: 00000000:${port.toString(16).toUpperCase().padStart(4, "0")} 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 2309${i} 2 0000000000000000 0\n`;
+  put("proc/net/udp", header + (o.udpPorts ?? [5353]).map(line).join(""));
+  return localHost({ root });
+}
+
+async function check(over: Partial<{ server: string; caHash: string; token: typeof TOKEN; nodeName: string }> = {}, host = hostFiles()) {
   good.seen.length = 0;
-  const facts = await joinFacts({ server: url, caHash: PIN, token: TOKEN, nodeName: "second", ...over });
+  const facts = await joinFacts({ server: url, caHash: PIN, token: TOKEN, nodeName: "second", ...over }, host);
   const byId = Object.fromEntries(runChecks(joinChecks, facts).map((c) => [c.id, c]));
   return { facts, byId, status: Object.fromEntries(Object.entries(byId).map(([k, v]) => [k, v.status])) };
 }
@@ -116,6 +142,10 @@ describe("doctor --join against a loopback control plane", () => {
       "join-server-certificate": "ok",
       "join-node-name": "ok",
       "join-cluster": "ok",
+      "join-vxlan": "ok",
+      "join-br-netfilter": "ok",
+      "join-rp-filter": "ok",
+      "join-vxlan-port": "ok",
     });
     expect(byId["join-token"]!.summary).toMatch(/system:bootstrap:abcdef \(system:bootstrappers/);
     expect(byId["join-cluster"]!.summary).toBe("Kubernetes 1.36.3; pods 10.244.0.0/16, services 10.96.0.0/16, DNS 10.96.0.10");
@@ -209,5 +239,32 @@ describe("doctor --join against a loopback control plane", () => {
     expect(byId["join-reach"]!.summary).toMatch(/ECONNREFUSED/);
     expect(byId["join-reach"]!.fix!.user[0]).toContain(`TCP port ${port}`);
     expect(Object.values(status).filter((s) => s === "skip")).toHaveLength(6);
+  });
+});
+
+describe("doctor --join: what the pod network across hosts needs of this host", () => {
+  it("the VXLAN port held by another program: fails, naming ss to find it", async () => {
+    const { byId, facts } = await check({}, hostFiles({ udpPorts: [5353, 8472] }));
+    expect(facts.overlay.boundUdpPorts).toEqual([5353, 8472]);
+    expect(byId["join-vxlan-port"]!.status).toBe("fail");
+    expect(byId["join-vxlan-port"]!.fix!.user.join(" ")).toContain("ss -ulpn 'sport = :8472'");
+  });
+
+  it("no vxlan in the kernel (nothing in /sys/module, no module file): fails with root's fix; br_netfilter missing only warns", async () => {
+    const { byId } = await check({}, hostFiles({ vxlan: false, brNetfilter: false }));
+    expect(byId["join-vxlan"]!.status).toBe("warn"); // neither /proc/modules nor modules.builtin: cannot tell
+    expect(byId["join-vxlan"]!.fix!.root).toEqual(["echo vxlan > /etc/modules-load.d/rootless-k8s-vxlan.conf", "modprobe vxlan"]);
+    expect(byId["join-br-netfilter"]!.status).toBe("warn");
+    expect(byId["join-br-netfilter"]!.summary).toContain("not needed");
+    // With /proc/modules (format: name size refcount users state address) that lists no vxlan: it is missing.
+    const listed = await check({}, hostFiles({ vxlan: false, modules: "bridge 311296 1 br_netfilter, Live 0x0000000000000000\n" }));
+    expect(listed.byId["join-vxlan"]!.status).toBe("fail");
+    expect(listed.byId["join-vxlan"]!.summary).toBe("this kernel has no vxlan module: the pod network across hosts needs its device");
+  });
+
+  it("rp_filter strict on the host: compatible, the overlay sets loose filtering on its own device", async () => {
+    const { byId } = await check({}, hostFiles({ rp: ["1", "1"] }));
+    expect(byId["join-rp-filter"]!.status).toBe("ok");
+    expect(byId["join-rp-filter"]!.summary).toMatch(/^the host's all=1 \(strict\), default=1 \(strict\): compatible/);
   });
 });

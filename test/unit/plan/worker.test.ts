@@ -46,13 +46,36 @@ describe("workerPlan", () => {
     expect(noDns.addons!.dns.enabled).toBe(false);
   });
 
-  it("publishes the kubelet's port on the host, not the API server's; runs no add-on, no port publisher, no approver", () => {
+  it("publishes the kubelet's port on the host, not the API server's; runs no add-on, no approver", () => {
     expect(w.network.published).toEqual([{ hostIP: "0.0.0.0", hostPort: 10250, namespacePort: 10250, protocol: "tcp" }]);
     expect(w.addons!.storage!.enabled).toBe(false);
     expect(w.addons!.metrics!.enabled).toBe(false);
-    expect(w.publish!.enabled).toBe(false);
-    expect(w.units.ports).toBeNull();
     expect(w.units.csrApprover).toBeNull();
+  });
+
+  it("publishes NodePorts on its own host too, but leaves LoadBalancer ingress to the control plane's publisher", () => {
+    expect(w.publish!.enabled).toBe(true);
+    expect(w.units.ports).toBe("rootless-k8s-ports.service");
+    expect(w.publish!.ingressIPs).toEqual([]);
+  });
+
+  it("runs the overlay, which reaches the other nodes' pods", () => {
+    expect(w.overlay).toMatchObject({ enabled: true, vni: 1, port: 8472, device: "rk8s.1" });
+    expect(w.units.overlay).toBe("rootless-k8s-overlay.service");
+  });
+
+  it("refuses to join where the overlay cannot run (pasta: no port API for its UDP port), naming the drivers that can", () => {
+    const pasta = { ...base, overlay: { ...base.overlay!, enabled: false, reasons: ["off: pasta"] } };
+    const e = (() => {
+      try {
+        workerPlan(pasta, { ...join, cluster });
+      } catch (x) {
+        return x;
+      }
+    })() as UserError;
+    expect(e).toBeInstanceOf(UserError);
+    expect(e.exitCode).toBe(3);
+    expect(e.fix).toContain("--network slirp4netns or --network builtin");
   });
 
   it("keeps the pod range a node already has, and --node-ip", () => {

@@ -58,13 +58,13 @@ describe("the ports unit", () => {
       rootlesskitSocket: "/run/user/1000/rootless-k8s/rootlesskit/api.sock",
       bindAddress: "0.0.0.0",
       childIP: plan.network.namespaceIP,
-      reserved: [6443],
+      reserved: [6443, 8472],
       ingressIPs: ["192.168.1.20"],
       stateFile: "/run/user/1000/rootless-k8s/ports-state.json",
       nodeName: plan.node.name,
     });
     expect(portsConfig(buildPlan(baseFacts(), { apiPort: 7443, publishAddress: "127.0.0.1" }, versions))).toMatchObject({
-      reserved: [7443],
+      reserved: [7443, 8472],
       bindAddress: "127.0.0.1",
       ingressIPs: ["127.0.0.1"],
     });
@@ -115,8 +115,10 @@ describe("no port publisher", () => {
   it("for a plan older than publishing: the files it rendered before, nothing more", async () => {
     const old = { ...plan, units: { ...plan.units } } as Plan;
     delete old.publish;
+    delete old.overlay;
     delete old.units.ports;
     delete old.units.csrApprover;
+    delete old.units.overlay;
     const files = renderNode(old, await generatePki(old));
     expect(ports(files)).toEqual([]);
     expect(files.filter((f) => f.kind === "unit").map((f) => f.unit)).toEqual([

@@ -1,0 +1,255 @@
+// The overlay agent's loop (`rootless-k8s overlay run`, the overlay unit, inside the node's
+// namespaces): it watches the cluster's Nodes with the kubelet's own credential, puts this host's
+// address on its own Node (rootless-k8s.io/public-ip), gives the namespace's VXLAN device the node's
+// VTEP once the controller-manager gave the node its pod range, and keeps the device's routes,
+// neighbour and forwarding entries at exactly one set per other node (cli/plan/overlay.ts decides
+// them; `ip` and `bridge` make them). While another node exists, the VXLAN UDP port is published on
+// the host through RootlessKit's port API. Nothing it meets is fatal: the API server, RootlessKit or
+// a command failing leads to another pass (every few seconds, and on every change of a Node).
+import { execFile } from "node:child_process";
+import { promises as fsp } from "node:fs";
+import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { parseIpAddr, parseOverlayState } from "../host/parse/ip-json";
+import {
+  type OverlayNode,
+  PUBLIC_IP_ANNOTATION,
+  RP_FILTER,
+  deviceCommands,
+  keepSourceRule,
+  overlayChanges,
+  peersOf,
+  vtepAddress,
+  vtepMac,
+} from "../plan/overlay";
+import type { PortSpec } from "../plan/ports";
+import type { OverlayConfig } from "../render/overlay";
+import { DEFAULT_TIMING, Informer, type LoopTiming } from "./informer";
+import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
+import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "./rootlesskit-api";
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface OverlayRuntime {
+  api: ApiClient;
+  rootlesskit: RootlessKitClient;
+  /** Runs a command (argv) inside the namespace; never throws for a non-zero exit. */
+  run(argv: string[]): Promise<CommandResult>;
+  writeFile(file: string, text: string): Promise<void>;
+  log(line: string): void;
+}
+
+/**
+ * The RootlessKit port spec of the overlay's UDP port: on this host's address, the one the other
+ * nodes send to (not on every address of the host), delivered to the node's address inside.
+ */
+export function overlayPortSpec(c: Pick<OverlayConfig, "port" | "childIP"> & { publicIP: string }): PortSpec {
+  return { proto: "udp", parentIP: c.publicIP, parentPort: c.port, childIP: c.childIP, childPort: c.port };
+}
+
+const sameSpec = (a: PortSpec, b: PortSpec) =>
+  a.proto === b.proto &&
+  (a.parentIP || "0.0.0.0") === (b.parentIP || "0.0.0.0") &&
+  a.parentPort === b.parentPort &&
+  a.childPort === b.childPort;
+
+/**
+ * Runs until `signal` aborts (SIGTERM: systemctl stop). What it made stays: the device goes with the
+ * namespace, the published port with RootlessKit, and the next start resyncs both.
+ */
+export async function runOverlayAgent(
+  config: OverlayConfig,
+  rt: OverlayRuntime,
+  signal: AbortSignal,
+  timing = DEFAULT_TIMING,
+): Promise<void> {
+  const said = new Set<string>();
+  /** A line once while its cause lasts (a pass that does not say it again clears it). */
+  let saying = new Set<string>();
+  const say = (line: string) => {
+    saying.add(line);
+    if (!said.has(line)) rt.log(line);
+  };
+  let device: { vtep: string } | null = null;
+  let keepSource = false;
+
+  const must = async (argv: string[]): Promise<boolean> => {
+    const r = await rt.run(argv);
+    if (r.code !== 0) say(`${argv.join(" ")} failed (exit ${r.code}): ${r.stderr.trim().split("\n")[0] ?? ""}`);
+    return r.code === 0;
+  };
+
+  const pass = async (): Promise<void> => {
+    if (!nodes.synced) return;
+    const all = [...nodes.items.values()];
+    const self = all.find((n) => n.metadata.name === config.nodeName);
+    if (!self) return say(`Node ${config.nodeName} is not registered yet`);
+
+    // This host's address on the Node, where the other nodes' agents read it.
+    if (config.publicIP && self.metadata.annotations?.[PUBLIC_IP_ANNOTATION] !== config.publicIP) {
+      const r = await rt.api
+        .mergePatch(`/api/v1/nodes/${encodeURIComponent(config.nodeName)}`, {
+          metadata: { annotations: { [PUBLIC_IP_ANNOTATION]: config.publicIP } },
+        })
+        .catch((e: unknown) => ({ status: 0, body: messageOf(e) }));
+      if (r.status === 200) rt.log(`Node ${config.nodeName}: ${PUBLIC_IP_ANNOTATION}=${config.publicIP}`);
+      else say(`could not annotate Node ${config.nodeName} with ${PUBLIC_IP_ANNOTATION}: HTTP ${r.status} ${apiMessage(r.body)}`);
+    }
+    const podCidr = self.spec?.podCIDR;
+    const vtep = podCidr ? vtepAddress(podCidr) : null;
+    if (!vtep) return say(`Node ${config.nodeName} has no pod range yet (spec.podCIDR): the controller-manager gives it one`);
+
+    // The device, with this node's VTEP (again if the range changed or someone removed it).
+    const link = parseIpAddr((await rt.run(["ip", "-j", "addr", "show", "dev", config.device])).stdout);
+    const right = link?.up && link.mac === vtepMac(vtep) && link.mtu === config.mtu && link.ipv4.includes(`${vtep}/32`);
+    if (!right || device?.vtep !== vtep) {
+      for (const stale of link?.ipv4.filter((a) => a !== `${vtep}/32`) ?? [])
+        await must(["ip", "addr", "del", stale, "dev", config.device]);
+      let ok = true;
+      for (const argv of deviceCommands(config, vtep, link !== null)) if (!(await must(argv))) ok = false;
+      if (!ok) return;
+      await rt
+        .writeFile(RP_FILTER.path(config.device), RP_FILTER.value)
+        .catch((e: unknown) => say(`could not set loose reverse-path filtering on ${config.device}: ${messageOf(e)}`));
+      if (device?.vtep !== vtep)
+        rt.log(`${config.device}: VTEP ${vtep} (${vtepMac(vtep)}), VNI ${config.vni}, UDP ${config.port}, MTU ${config.mtu}`);
+      device = { vtep };
+    }
+
+    // Pod to pod across nodes keeps its source: ahead of the CNI bridge's masquerade.
+    if (!keepSource) {
+      const rule = keepSourceRule(config.device, config.pods);
+      const check = await rt.run(["iptables", "-w", "-t", "nat", "-C", ...rule]);
+      if (check.code === 0 || (await must(["iptables", "-w", "-t", "nat", "-I", ...rule.slice(0, 1), "1", ...rule.slice(1)])))
+        keepSource = true;
+    }
+
+    // One route, neighbour and forwarding entry per other node.
+    const { peers, waiting } = peersOf(all, config.nodeName);
+    for (const w of waiting) say(`not reached yet: ${w}`);
+    const [routes, neigh, fdb] = await Promise.all([
+      rt.run(["ip", "-j", "route", "show", "dev", config.device]),
+      rt.run(["ip", "-j", "neigh", "show", "dev", config.device]),
+      rt.run(["bridge", "-j", "fdb", "show", "dev", config.device]),
+    ]);
+    const changes = overlayChanges(config.device, peers, parseOverlayState(routes.stdout, neigh.stdout, fdb.stdout));
+    for (const argv of changes) if (await must(argv)) rt.log(argv.join(" "));
+
+    // The UDP port on the host: while another node exists, and only then.
+    if (!config.publicIP) return say("this host has no address besides loopback: the other nodes cannot reach this one's pods");
+    try {
+      const spec = overlayPortSpec({ ...config, publicIP: config.publicIP });
+      const current = (await rt.rootlesskit.listPorts()).filter((p) => sameSpec(p.spec, spec));
+      if (peers.length && !current.length) {
+        await rt.rootlesskit.addPort(spec);
+        rt.log(`published ${describePortSpec(spec)} (the overlay: ${peers.map((p) => p.node).join(", ")})`);
+      } else if (!peers.length) {
+        for (const p of current) {
+          await rt.rootlesskit.removePort(p.id);
+          rt.log(`unpublished ${describePortSpec(p.spec)}: no other node`);
+        }
+      }
+    } catch (e) {
+      if (!(e instanceof RootlessKitError)) throw e;
+      say(`${e.message}; trying again every ${timing.resyncMs / 1000} s`);
+    }
+  };
+
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+  let again = false;
+  const reconcile = (): void => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await pass();
+        } catch (e) {
+          if (!signal.aborted) rt.log(`a pass failed: ${messageOf(e)}`);
+        }
+        for (const line of said) if (!saying.has(line)) said.delete(line);
+        for (const line of saying) said.add(line);
+        saying = new Set();
+      } while (again && !signal.aborted);
+    })().finally(() => (running = null));
+  };
+  const changed = (): void => {
+    if (signal.aborted) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      reconcile();
+    }, timing.debounceMs);
+  };
+  const nodes = new Informer<OverlayNode>("Nodes", "/api/v1/nodes", "", rt, timing, changed);
+  const resync = setInterval(changed, timing.resyncMs);
+  rt.log(
+    `the pod network across nodes: ${config.device} (VNI ${config.vni}, UDP ${config.port}), this host's address ${config.publicIP ?? "(none)"}`,
+  );
+  try {
+    await nodes.run(signal).catch((e: unknown) => (e instanceof InterruptedError ? undefined : Promise.reject(e)));
+  } finally {
+    clearInterval(resync);
+    if (timer) clearTimeout(timer);
+    await running;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up: the config the plan rendered, the real clients.
+
+/** Reads and checks config/overlay.json (cli/render/overlay.ts writes it); a bad one is refused in one line. */
+export async function readOverlayConfig(file: string): Promise<OverlayConfig> {
+  const fix = "re-run `rootless-k8s install` (or `join`), which writes it";
+  const text = await fsp.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
+    throw new UserError(`cannot read the overlay config ${file}: ${e.code ?? e.message}`, { exitCode: ExitCode.Refused, fix });
+  });
+  let c: Partial<OverlayConfig>;
+  try {
+    c = JSON.parse(text) as Partial<OverlayConfig>;
+  } catch {
+    throw new UserError(`the overlay config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix });
+  }
+  const strings = ["kubeconfig", "rootlesskitSocket", "nodeName", "device", "pods", "childIP"] as const;
+  const numbers = ["vni", "port", "mtu"] as const;
+  const bad = [
+    ...strings.filter((k) => typeof c[k] !== "string" || !c[k]),
+    ...numbers.filter((k) => !Number.isInteger(c[k])),
+    ...(c.publicIP === null || typeof c.publicIP === "string" ? [] : ["publicIP"]),
+  ];
+  if (bad.length)
+    throw new UserError(`the overlay config ${file} lacks or has a bad ${bad.join(", ")}`, { exitCode: ExitCode.Refused, fix });
+  return c as OverlayConfig;
+}
+
+/** A command with a timeout; its exit code and output, never a throw (a missing binary is exit 127). */
+export function runCommand(argv: string[], timeoutMs = 10_000): Promise<CommandResult> {
+  return new Promise((resolve) => {
+    execFile(argv[0]!, argv.slice(1), { timeout: timeoutMs, encoding: "utf8" }, (err, stdout, stderr) => {
+      const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
+      const code = !e ? 0 : typeof e.code === "number" ? e.code : e.code === "ENOENT" ? 127 : 1;
+      resolve({ code, stdout, stderr: stderr || (e && typeof e.code !== "number" ? e.message : "") });
+    });
+  });
+}
+
+/** `rootless-k8s overlay run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
+export async function overlayRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
+  const config = await readOverlayConfig(configFile);
+  const api = apiClient(await readKubeconfigWhenThere(config.kubeconfig, log, signal));
+  const rootlesskit = rootlessKitClient(config.rootlesskitSocket);
+  await runOverlayAgent(
+    config,
+    { api, rootlesskit, run: (argv) => runCommand(argv), writeFile: (f, t) => fsp.writeFile(f, t), log },
+    signal,
+  );
+}
+
+export type { LoopTiming };
