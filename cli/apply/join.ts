@@ -27,7 +27,10 @@ import { applyPlan } from "./apply-plan";
 import { ensureDir, exists, writeFileAtomic } from "./files";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { readReceipt, receiptLocation } from "./receipt";
-import { dropBootstrapKubeconfig } from "./worker-ready";
+import { dropBootstrapKubeconfig, waitForOverlay } from "./worker-ready";
+
+/** How long a join waits for the overlay to carry traffic both ways once the node is Ready. */
+const OVERLAY_WAIT_MS = 90_000;
 
 export interface JoinRequest extends Omit<PrepareRequest, "command"> {
   server: string;
@@ -144,6 +147,16 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
     out.out(
       `${s.green("✔")} Node ${final.node.name} joined ${o.server} and is Ready (mode ${final.mode.name}, Kubernetes ${final.versions.components.kubernetes}, pods ${final.cidrs.node}).`,
     );
+    if (final.overlay?.enabled) {
+      const overlay = await progress.step(
+        "overlay",
+        "Waiting for the other nodes to answer through the overlay (the pod network across hosts)",
+        () => waitForOverlay(final, OVERLAY_WAIT_MS, ctx.signal),
+      );
+      out.out(
+        `${s.green("✔")} Its pods reach the other nodes' through the overlay (UDP ${final.overlay.port}): ${overlay.peers.map((p) => `${p.node} ${p.podCidr} at ${p.publicIP}`).join(", ")}.`,
+      );
+    }
     out.out(`  status:     rootless-k8s status`);
     out.out(`  on the control plane: kubectl get node ${final.node.name} -o wide`);
     return ExitCode.Ok;

@@ -8,6 +8,7 @@
 // a command failing leads to another pass (every few seconds, and on every change of a Node).
 import { execFile } from "node:child_process";
 import { promises as fsp } from "node:fs";
+import { connect } from "node:net";
 import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { parseIpAddr, parseOverlayState } from "../host/parse/ip-json";
 import {
@@ -23,6 +24,7 @@ import {
 } from "../plan/overlay";
 import type { PortSpec } from "../plan/ports";
 import type { OverlayConfig } from "../render/overlay";
+import { writeFileAtomic } from "./files";
 import { DEFAULT_TIMING, Informer, type LoopTiming } from "./informer";
 import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
 import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "./rootlesskit-api";
@@ -33,6 +35,33 @@ export interface CommandResult {
   stderr: string;
 }
 
+/** The state file (join and status read it): the peers of the last pass and whether each answered through the overlay. */
+export interface OverlayState {
+  schemaVersion: 1;
+  updated: string;
+  /** This node's VTEP; null until the node has a pod range and its device. */
+  vtep: string | null;
+  peers: { node: string; podCidr: string; vtep: string; publicIP: string; reachable: boolean; error: string | null }[];
+  waiting: string[];
+}
+
+/**
+ * Whether a TCP connection to `host:port` opens within `timeoutMs` (inside the namespace: to a peer's
+ * VTEP, so the SYN and its answer both cross the overlay); the error when it does not.
+ */
+export function tcpProbe(host: string, port: number, timeoutMs = 3000): Promise<string | null> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    const done = (error: string | null) => {
+      s.destroy();
+      resolve(error);
+    };
+    s.setTimeout(timeoutMs, () => done(`no answer within ${timeoutMs / 1000} s`));
+    s.once("connect", () => done(null));
+    s.once("error", (e) => done(e.message));
+  });
+}
+
 export interface OverlayRuntime {
   api: ApiClient;
   rootlesskit: RootlessKitClient;
@@ -40,6 +69,9 @@ export interface OverlayRuntime {
   run(argv: string[]): Promise<CommandResult>;
   writeFile(file: string, text: string): Promise<void>;
   log(line: string): void;
+  /** tcpProbe, inside the namespace. */
+  probe(host: string, port: number): Promise<string | null>;
+  now?: () => Date;
 }
 
 /**
@@ -75,6 +107,8 @@ export async function runOverlayAgent(
   };
   let device: { vtep: string } | null = null;
   let keepSource = false;
+  /** The peers that answered in the last pass (a line when one starts answering). */
+  let reached = new Set<string>();
 
   const must = async (argv: string[]): Promise<boolean> => {
     const r = await rt.run(argv);
@@ -137,6 +171,35 @@ export async function runOverlayAgent(
     ]);
     const changes = overlayChanges(config.device, peers, parseOverlayState(routes.stdout, neigh.stdout, fdb.stdout));
     for (const argv of changes) if (await must(argv)) rt.log(argv.join(" "));
+
+    // Each peer's VTEP, on the kubelet's port: the connection's SYN and its answer both cross the overlay.
+    const probed = await Promise.all(peers.map(async (p) => ({ ...p, error: await rt.probe(p.vtep, config.probePort) })));
+    for (const p of probed) {
+      const line =
+        p.error === null
+          ? `${p.node} answers through the overlay (${p.vtep})`
+          : `${p.node} (${p.vtep}, host ${p.publicIP}) does not answer through the overlay: ${p.error}; is UDP ${config.port} open both ways between the hosts?`;
+      if (p.error !== null) say(line);
+      else if (!reached.has(p.node)) rt.log(line);
+    }
+    reached = new Set(probed.filter((p) => p.error === null).map((p) => p.node));
+    const state: OverlayState = {
+      schemaVersion: 1,
+      updated: (rt.now ?? (() => new Date()))().toISOString(),
+      vtep,
+      peers: probed.map((p) => ({
+        node: p.node,
+        podCidr: p.podCidr,
+        vtep: p.vtep,
+        publicIP: p.publicIP,
+        reachable: p.error === null,
+        error: p.error,
+      })),
+      waiting,
+    };
+    await writeFileAtomic(config.stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 }).catch((e: unknown) =>
+      say(`could not write ${config.stateFile}: ${messageOf(e)}`),
+    );
 
     // The UDP port on the host: while another node exists, and only then.
     if (!config.publicIP) return say("this host has no address besides loopback: the other nodes cannot reach this one's pods");
@@ -217,8 +280,8 @@ export async function readOverlayConfig(file: string): Promise<OverlayConfig> {
   } catch {
     throw new UserError(`the overlay config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix });
   }
-  const strings = ["kubeconfig", "rootlesskitSocket", "nodeName", "device", "pods", "childIP"] as const;
-  const numbers = ["vni", "port", "mtu"] as const;
+  const strings = ["kubeconfig", "rootlesskitSocket", "nodeName", "device", "pods", "childIP", "stateFile"] as const;
+  const numbers = ["vni", "port", "mtu", "probePort"] as const;
   const bad = [
     ...strings.filter((k) => typeof c[k] !== "string" || !c[k]),
     ...numbers.filter((k) => !Number.isInteger(c[k])),
@@ -247,7 +310,7 @@ export async function overlayRun(configFile: string, log: (line: string) => void
   const rootlesskit = rootlessKitClient(config.rootlesskitSocket);
   await runOverlayAgent(
     config,
-    { api, rootlesskit, run: (argv) => runCommand(argv), writeFile: (f, t) => fsp.writeFile(f, t), log },
+    { api, rootlesskit, run: (argv) => runCommand(argv), writeFile: (f, t) => fsp.writeFile(f, t), log, probe: (h, p) => tcpProbe(h, p) },
     signal,
   );
 }

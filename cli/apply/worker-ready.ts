@@ -8,6 +8,7 @@ import { InterruptedError, UserError, ExitCode } from "../errors";
 import type { Plan } from "../plan/plan";
 import { layout } from "../render/layout";
 import { sleep } from "../wait";
+import type { OverlayState } from "./overlay-agent";
 import { type ApiClient, type ReadyResult, apiClient, readKubeconfig, waitForReady } from "./readiness";
 
 export interface WorkerWait {
@@ -62,4 +63,40 @@ export async function workerClient(plan: Plan): Promise<ApiClient | null> {
 /** Removes the join token's kubeconfig: once the kubelet has its certificate, the token is no longer needed on disk. */
 export async function dropBootstrapKubeconfig(plan: Plan): Promise<void> {
   await fsp.rm(layout(plan).kubeconfigs.kubeletBootstrap, { force: true });
+}
+
+/**
+ * Until the overlay agent (rootless-k8s-overlay.service) found every other node answering through
+ * the overlay (its state file: a TCP connection to each peer's VTEP, whose SYN and answer both cross
+ * it); the peers that do not answer by `timeoutMs` are an error naming the UDP port to open.
+ */
+export async function waitForOverlay(plan: Plan, timeoutMs: number, signal?: AbortSignal): Promise<OverlayState> {
+  const o = plan.overlay;
+  const file = layout(plan).run.overlayState;
+  const deadline = Date.now() + timeoutMs;
+  let last: OverlayState | null = null;
+  for (;;) {
+    if (signal?.aborted) throw new InterruptedError();
+    last = await fsp
+      .readFile(file, "utf8")
+      .then((t) => JSON.parse(t) as OverlayState)
+      .catch(() => last);
+    if (last && last.peers.length > 0 && last.peers.every((p) => p.reachable)) return last;
+    if (Date.now() >= deadline) {
+      const silent = last?.peers.filter((p) => !p.reachable) ?? [];
+      const what = !last
+        ? `${plan.units.overlay ?? "the overlay unit"} wrote no state`
+        : last.peers.length === 0
+          ? `no other node is reachable yet (${last.waiting.join("; ") || "none listed"})`
+          : silent.map((p) => `${p.node} (host ${p.publicIP}): ${p.error}`).join("; ");
+      throw new UserError(
+        `node ${plan.node.name} is Ready, but its pods do not reach the other nodes' pods within ${Math.round(timeoutMs / 1000)} s: ${what}`,
+        {
+          exitCode: ExitCode.Failure,
+          fix: `open UDP ${o?.port ?? 8472} both ways between this host and ${silent.map((p) => p.publicIP).join(", ") || "the other nodes' hosts"} (a firewall), then \`rootless-k8s logs overlay\`; the node stays joined`,
+        },
+      );
+    }
+    await sleep(1000, signal);
+  }
 }

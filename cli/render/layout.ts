@@ -61,6 +61,8 @@ export function layout(plan: Plan) {
       crio: path.join(runtimeDir, "crio"),
       /** What the port publisher published, skipped and could not publish (read by `status`). */
       portsState: path.join(runtimeDir, "ports-state.json"),
+      /** The overlay's peers and whether each answered through it (read by join and status). */
+      overlayState: path.join(runtimeDir, "overlay-state.json"),
     },
     pkiDir,
   };

@@ -20,6 +20,10 @@ export interface OverlayConfig {
   pods: string;
   /** Where RootlessKit delivers the UDP port inside the namespace: the node's own address. */
   childIP: string;
+  /** The kubelet's port, which every node listens on inside its namespace: each peer's VTEP is probed there. */
+  probePort: number;
+  /** What the last pass found (overlay-state.json in the runtime folder). */
+  stateFile: string;
 }
 
 export function overlayConfig(plan: Plan): OverlayConfig {
@@ -37,6 +41,8 @@ export function overlayConfig(plan: Plan): OverlayConfig {
     mtu: o.mtu,
     pods: plan.cidrs.pods,
     childIP: plan.network.namespaceIP,
+    probePort: plan.ports.kubelet,
+    stateFile: layout(plan).run.overlayState,
   };
 }
 

@@ -10,6 +10,7 @@
 // address: the data path both ways); the second Node gone, all of it is removed again.
 import type { ChildProcess } from "node:child_process";
 import { createSocket, type Socket } from "node:dgram";
+import { existsSync, readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -138,6 +139,8 @@ describe.skipIf(reason !== null)(
         mtu: 1500,
         pods: "10.244.0.0/16",
         childIP: CHILD_IP,
+        probePort: 10250,
+        stateFile: join(work, "overlay-state.json"),
       };
       api.put("nodes", { metadata: { name: "node1" }, spec: { podCIDR: "10.244.0.0/24" } });
       const ac = new AbortController();
@@ -152,6 +155,17 @@ describe.skipIf(reason !== null)(
             if (r.code !== 0) throw new Error(r.stderr);
           },
           log: (l) => log.push(l),
+          // A TCP connection from inside the namespace, as the agent (which runs there) opens it.
+          probe: async (host, port) => {
+            const r = await inside([
+              "python3",
+              "-c",
+              "import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2)",
+              host,
+              String(port),
+            ]);
+            return r.code === 0 ? null : r.stderr.trim().split("\n").pop() || `exit ${r.code}`;
+          },
         },
         ac.signal,
         TIMING,
@@ -246,7 +260,7 @@ describe.skipIf(reason !== null)(
       } finally {
         sender.close();
       }
-      const answer = readVxlan(received[0]!);
+      const answer = received.map(readVxlan).find((d) => d.protocol === 1);
       expect(answer).toEqual({
         vni: 1,
         dstMac: vtepMac("10.244.1.0"),
@@ -256,6 +270,28 @@ describe.skipIf(reason !== null)(
         protocol: 1,
         icmpType: 0, // echo reply
       });
+    });
+
+    it("probes the peer's VTEP on the kubelet's port through the overlay (a SYN, encapsulated to its host) and writes what it found", async () => {
+      await waitFor(
+        () => received.map(readVxlan).some((d) => d.protocol === 6 && d.dst === "10.244.1.0"),
+        10_000,
+        () => "the probe's SYN at the peer's host",
+      );
+      const syn = received.map(readVxlan).find((d) => d.protocol === 6)!;
+      expect(syn).toMatchObject({ vni: 1, dstMac: vtepMac("10.244.1.0"), src: "10.244.0.0", dst: "10.244.1.0" });
+      // Nothing answers there (the peer is a bare UDP socket): the state says so, naming the port to open.
+      await waitFor(
+        () => existsSync(config.stateFile) && JSON.parse(readFileSync(config.stateFile, "utf8")).peers.length === 1,
+        10_000,
+        () => "the state file",
+      );
+      const state = JSON.parse(readFileSync(config.stateFile, "utf8"));
+      expect(state).toMatchObject({ schemaVersion: 1, vtep: "10.244.0.0", waiting: [] });
+      expect(state.peers).toEqual([
+        { node: "node2", podCidr: "10.244.1.0/24", vtep: "10.244.1.0", publicIP: hostIP, reachable: false, error: expect.any(String) },
+      ]);
+      expect(log.some((l) => l.includes(`is UDP ${config.port} open both ways between the hosts?`))).toBe(true);
     });
 
     it("pod-to-pod traffic leaving by the device keeps its source: the rule ahead of the bridge's masquerade", async () => {
