@@ -70,17 +70,21 @@ export async function dropBootstrapKubeconfig(plan: Plan): Promise<void> {
  * the overlay (its state file: a TCP connection to each peer's VTEP, whose SYN and answer both cross
  * it); the peers that do not answer by `timeoutMs` are an error naming the UDP port to open.
  */
+/** The overlay agent's state file, or null when it wrote none (yet) or it cannot be read. */
+export async function readOverlayState(plan: Plan): Promise<OverlayState | null> {
+  return fsp
+    .readFile(layout(plan).run.overlayState, "utf8")
+    .then((t) => JSON.parse(t) as OverlayState)
+    .catch(() => null);
+}
+
 export async function waitForOverlay(plan: Plan, timeoutMs: number, signal?: AbortSignal): Promise<OverlayState> {
   const o = plan.overlay;
-  const file = layout(plan).run.overlayState;
   const deadline = Date.now() + timeoutMs;
   let last: OverlayState | null = null;
   for (;;) {
     if (signal?.aborted) throw new InterruptedError();
-    last = await fsp
-      .readFile(file, "utf8")
-      .then((t) => JSON.parse(t) as OverlayState)
-      .catch(() => last);
+    last = (await readOverlayState(plan)) ?? last;
     if (last && last.peers.length > 0 && last.peers.every((p) => p.reachable)) return last;
     if (Date.now() >= deadline) {
       const silent = last?.peers.filter((p) => !p.reachable) ?? [];

@@ -58,6 +58,17 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   for (const a of st.addons) row(`add-on ${a.id}`, a.ready ? s.green(`ready, ${a.detail}`) : s.yellow(`not ready, ${a.detail}`));
   row("runtime", st.runtime.cri.answering ? `answers CRI: ${st.runtime.cri.version}` : `not answering (${st.runtime.cri.detail ?? "?"})`);
   lines.push(...portsLines(st.publishing, st.ports, s));
+  if (st.overlay) {
+    const o = st.overlay;
+    if (!o.peers.length)
+      row("overlay", `VTEP ${o.vtep ?? "none yet"}; no other node${o.waiting.length ? ` (waiting: ${o.waiting.join("; ")})` : ""}`);
+    o.peers.forEach((p, i) =>
+      row(
+        i ? "" : "overlay",
+        `${p.node} ${p.podCidr} at ${p.publicIP}: ${p.reachable ? s.green("answers") : s.red(`does not answer (${p.error})`)}`,
+      ),
+    );
+  }
   row("versions", `set ${st.versions.set ?? "none"}${st.versions.previous ? ` (previous: ${st.versions.previous})` : ""}`);
   row(
     "",

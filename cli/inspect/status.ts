@@ -10,6 +10,8 @@ import type { Receipt } from "../apply/receipt";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
 import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd";
 import { portsStatus, type PortsStatus } from "./ports-status";
+import { readOverlayState } from "../apply/worker-ready";
+import type { OverlayState } from "../apply/overlay-agent";
 
 export interface NodeStatus {
   schemaVersion: 1;
@@ -30,6 +32,8 @@ export interface NodeStatus {
   ports: Plan["network"]["published"];
   /** Services' and pods' ports: each published one with its owner, each one not published with why. */
   publishing: PortsStatus;
+  /** The overlay agent's last pass: the other nodes and whether each answered through it; null without an overlay or state. */
+  overlay: OverlayState | null;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
   logs: { to: "journal" | "file"; where: string };
 }
@@ -92,6 +96,12 @@ export async function nodeStatus(
   }
 
   const publishing = await portsStatus(plan);
+  const overlay = plan.overlay?.enabled ? await readOverlayState(plan) : null;
+  for (const p of overlay?.peers ?? [])
+    if (!p.reachable)
+      problems.push(
+        `pods do not reach node ${p.node}'s pods through the overlay (${p.vtep}, host ${p.publicIP}: ${p.error}): open UDP ${plan.overlay?.port} both ways between the hosts`,
+      );
 
   return {
     schemaVersion: 1,
@@ -108,6 +118,7 @@ export async function nodeStatus(
     addons,
     ports: plan.network.published,
     publishing,
+    overlay,
     units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
       unit,
       activeState,

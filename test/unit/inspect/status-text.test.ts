@@ -1,0 +1,74 @@
+// `rootless-k8s status`'s text (cli/inspect/status-text.ts) for the overlay: each other node with its
+// range and host and whether it answered through the overlay, or, alone, the node's VTEP.
+import { describe, expect, it } from "vitest";
+import type { NodeStatus } from "../../../cli/inspect/status";
+import { renderStatus } from "../../../cli/inspect/status-text";
+import { makeStyle } from "../../../cli/ui/output";
+
+const base: NodeStatus = {
+  schemaVersion: 1,
+  healthy: true,
+  problems: [],
+  state: "installed",
+  failedStep: null,
+  node: "w1",
+  mode: "none",
+  runtime: { name: "containerd", version: "2.3.7", cri: { answering: true, version: "containerd v2.3.7 (CRI v1)", detail: null } },
+  versions: { set: "k8s-1.36.3", previous: null, components: { kubernetes: "1.36.3" } },
+  api: { url: "https://192.0.2.2:6443", ready: true, detail: "/readyz ok" },
+  nodeView: null,
+  addons: [],
+  ports: [],
+  publishing: { publisher: null, published: [], unpublished: [], detail: null },
+  overlay: null,
+  units: [],
+  logs: { to: "journal", where: "journalctl --user" },
+} as unknown as NodeStatus;
+/** The overlay's rows: its first line and the continuation lines right after it. */
+const lines = (st: NodeStatus) => {
+  const all = renderStatus(st, "/home/u", makeStyle(false));
+  const i = all.findIndex((l) => l.startsWith("  overlay "));
+  const rest = all.slice(i + 1);
+  return i < 0
+    ? []
+    : [
+        all[i]!,
+        ...rest.slice(
+          0,
+          rest.findIndex((l) => !l.startsWith("              ")),
+        ),
+      ];
+};
+
+describe("status: the overlay", () => {
+  it("lists each other node, its range, its host and whether it answers", () => {
+    const st = {
+      ...base,
+      overlay: {
+        schemaVersion: 1 as const,
+        updated: "2026-12-03T15:00:00Z",
+        vtep: "10.244.1.0",
+        waiting: [],
+        peers: [
+          { node: "cp", podCidr: "10.244.0.0/24", vtep: "10.244.0.0", publicIP: "192.0.2.2", reachable: true, error: null },
+          {
+            node: "w2",
+            podCidr: "10.244.2.0/24",
+            vtep: "10.244.2.0",
+            publicIP: "198.51.100.3",
+            reachable: false,
+            error: "no answer within 3 s",
+          },
+        ],
+      },
+    };
+    expect(lines(st)).toEqual([
+      "  overlay     cp 10.244.0.0/24 at 192.0.2.2: answers",
+      "              w2 10.244.2.0/24 at 198.51.100.3: does not answer (no answer within 3 s)",
+    ]);
+  });
+  it("alone: its VTEP and no other node", () => {
+    const st = { ...base, overlay: { schemaVersion: 1 as const, updated: "x", vtep: "10.244.0.0", waiting: [], peers: [] } };
+    expect(lines(st)).toEqual(["  overlay     VTEP 10.244.0.0; no other node"]);
+  });
+});
