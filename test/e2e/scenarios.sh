@@ -963,8 +963,34 @@ on_b() { # on_b CMD...: CMD as the second host's user, through its manager's mou
   E2E_USER=$B_USER E2E_NS_PID=$pid as_user "$@"
 }
 csr_issued() { [ -n "$(kc get csr "$1" -o 'jsonpath={.status.certificate}' 2>/dev/null)" ]; }
+# The control plane advertises its host's first address (install --node-ip), as token create asks
+# for: pods on other hosts reach the `kubernetes` Service and the node there. unadvertise: back to
+# the namespace's address, the default the later scenarios expect.
+kubernetes_endpoints() { kc get endpointslices -l kubernetes.io/service-name=kubernetes -o 'jsonpath={range .items[*].endpoints[*]}{.addresses[0]} {end}' | xargs; }
+kubernetes_endpoint_is_host() { test "$(kubernetes_endpoints)" = "$(receipt_value '.plan.pki.hostAddresses[0]')"; }
+advertise_host() {
+  local ip
+  ip=$(receipt_value '.plan.pki.hostAddresses[0]')
+  [ "$(receipt_value '.plan.node.ip')" = "$ip" ] && return 0
+  install_to "$STATE/advertise.log" "${FLAGS[@]}" --node-ip "$ip"
+}
+unadvertise_host() {
+  [ -z "$(receipt_value '.plan.node.ip')" ] && return 0
+  install_to "$STATE/unadvertise.log" "${FLAGS[@]}"
+}
 scenario_join() {
   local out line token url hash id rc csr ca
+  out=$(rk8s token create --description "e2e join" 2>&1)
+  rc=$?
+  check join "token create on a control plane that advertises its namespace's address: exit $rc (3), naming install --node-ip ($(grep -m1 '^fix:' <<<"$out"))" \
+    test "$rc" = 3 -a -n "$(grep 'rootless-k8s install --node-ip' <<<"$out")"
+  check join "install --node-ip $(receipt_value '.plan.pki.hostAddresses[0]'): the control plane advertises its host's address" advertise_host || return
+  check join "... its Node's InternalIP: $(kc get nodes -o 'jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}')" \
+    test "$(kc get nodes -o 'jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}')" = "$(receipt_value '.plan.pki.hostAddresses[0]')"
+  # The API server's old address leaves the endpoints once its lease expires (the lease reconciler's 15 s).
+  check join "... and, once the old address's lease expired, the only endpoint of the \`kubernetes\` Service" \
+    wait_for 90 kubernetes_endpoint_is_host
+  info join "the \`kubernetes\` Service's endpoints: $(kubernetes_endpoints)"
   out=$(rk8s token create --description "e2e join" 2>"$STATE/token-create.err")
   rc=$?
   check join "token create: exit $rc, two lines to copy ($(head -1 "$STATE/token-create.err"))" test "$rc" = 0 || { sed 's/^/    | /' "$STATE/token-create.err"; return; }
@@ -1032,6 +1058,8 @@ YAML
   sleep 6
   check join "an expired token (--ttl 5s, 6 s later): exit 1, the token check fails" join_fails as_user join-token "." "$token" "$url" "$hash" --node-name e2e-joiner
   check join "token list no longer shows the deleted token $id" lacks "^$id " rk8s token list
+  # The worker scenario joins this control plane next; otherwise back to the default now.
+  case " $SCENARIOS " in *" worker "*) ;; *) check join "install without --node-ip: back to the namespace's address" unadvertise_host ;; esac
 }
 
 # --- a second host's node joins as a worker (issue 14) ----------------------------------------------
@@ -1071,10 +1099,18 @@ b_join() { # b_join TOKEN URL HASH LOG [FLAGS...]: the join line, run on the sec
 b_node_kubectl() { on_b "$B_HOME/.local/share/rootless-k8s/versions/current/bin/kubectl" --kubeconfig "$B_HOME/.config/rootless-k8s/kubelet.kubeconfig" "$@" 2>&1; }
 node_ready_is() { [ "$(kc get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = "$2" ]; }
 serving_csr_approved() { kc get csr -o 'jsonpath={range .items[*]}{.spec.signerName} {.spec.username} {.status.conditions[0].reason} {.status.certificate}{"\n"}{end}' | grep -q "^kubernetes.io/kubelet-serving system:node:$1 RootlessK8sApproved ."; }
+# from_pod POD URL [CURL-FLAGS...]: what a pod's curl reads (the e2e namespace).
+from_pod() { kc -n e2e exec "$1" -- curl -sS --max-time 5 "${@:2}" 2>&1; }
+svc_ip() { kc -n e2e get service "$1" -o 'jsonpath={.spec.clusterIP}'; }
+udp_published() { # udp_published NETNS|- ADDR: something listens on UDP ADDR:8472 in that network namespace
+  if [ "$1" = - ]; then ss -Hlun "sport = :8472" | grep -q "$2:8472"; else ip netns exec "$1" ss -Hlun "sport = :8472" | grep -q "$2:8472"; fi
+}
 scenario_worker() {
-  local out token url hash rc log=$STATE/worker-join.log agn pod ip t0 first
+  local out token url hash rc log=$STATE/worker-join.log agn pod fpod ip t0 first np a_ip
   agn=$(image_name agnhost) || { fail worker "no agnhost image in $IMAGES/images.json"; return; }
   first=$(kc get nodes -o 'jsonpath={.items[0].metadata.name}')
+  check worker "the control plane advertises its host's address (install --node-ip)" advertise_host || return
+  a_ip=$(receipt_value '.plan.node.ip')
   out=$(rk8s token create --description "e2e worker" 2>/dev/null | tail -1)
   read -r token _ _ url _ hash <<<"$out"
   token=${token#ROOTLESS_K8S_TOKEN=}
@@ -1096,6 +1132,8 @@ scenario_worker() {
   b_join "$token" "$url" "$hash" "$log"
   rc=$?
   check worker "the join line on the second host: exit $rc, $(grep -m1 'joined' "$log" | sed 's/^[^A-Za-z]*//') ($(elapsed "$t0") s)" test "$rc" = 0 || { tail -40 "$log" | sed 's/^/    | /'; on_b "$E2E_OPT/bin/rootless-k8s" logs kubelet -n 30 2>&1 | sed 's/^/    | /'; second_host_down; return; }
+  check worker "join waited for the first node to answer through the overlay: $(grep -m1 'reach the other nodes' "$log" | sed 's/^[^A-Za-z]*//')" \
+    grep -q "reach the other nodes' through the overlay (UDP 8472): $first " "$log"
   check worker "both Nodes are Ready with the real kubelet ($(kc get nodes -o 'jsonpath={range .items[*]}{.metadata.name}={.status.nodeInfo.kubeletVersion} {end}'))" \
     node_ready_is e2e-worker True
   node_ready_is "$first" True || fail worker "the first node $first is not Ready"
@@ -1117,7 +1155,7 @@ scenario_worker() {
   check worker "a pod scheduled on the worker (nodeSelector kubernetes.io/hostname: e2e-worker)" apply <<YAML || return
 apiVersion: v1
 kind: Pod
-metadata: {name: on-worker, namespace: e2e}
+metadata: {name: on-worker, namespace: e2e, labels: {app: on-worker}}
 spec:
   nodeSelector: {kubernetes.io/hostname: e2e-worker}
   containers:
@@ -1131,6 +1169,56 @@ YAML
   check worker "its IP $pod is of the worker's pod range" test "${pod%.*}" = "$(kc get node e2e-worker -o 'jsonpath={.spec.podCIDR}' | cut -d. -f1-3)"
   check worker "kubectl logs through the worker's kubelet (its published port, its approved serving certificate)" has "Started HTTP server" kc -n e2e logs on-worker
   check worker "kubectl exec through the worker's kubelet (the pod's hostname)" has "^on-worker$" kc -n e2e exec on-worker -- hostname
+  # The pod network across the hosts: the overlay (VXLAN through RootlessKit's published UDP port).
+  check worker "a pod on the first node ($first), and a ClusterIP Service and a NodePort Service for each pod" apply <<YAML || return
+apiVersion: v1
+kind: Pod
+metadata: {name: on-first, namespace: e2e, labels: {app: on-first}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $first}
+  containers:
+  - name: web
+    image: $agn
+    imagePullPolicy: Never
+    args: ["netexec", "--http-port=8080"]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: on-first, namespace: e2e}
+spec:
+  selector: {app: on-first}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: on-worker, namespace: e2e}
+spec:
+  type: NodePort
+  selector: {app: on-worker}
+  ports: [{port: 80, targetPort: 8080}]
+YAML
+  check worker "it runs there" wait_for "$TIMEOUT" phase_is on-first Running
+  fpod=$(kc -n e2e get pod on-first -o 'jsonpath={.status.podIP}')
+  check worker "the overlay's UDP port 8472 is published on both hosts while they are two ($a_ip, 198.51.100.2)" \
+    wait_for 30 eval "udp_published - $a_ip && udp_published $B_NS 198.51.100.2"
+  check worker "the first node's pod reaches the worker's pod by its IP $pod (across the hosts: $(from_pod on-first "http://$pod:8080/hostname"))" \
+    wait_for 30 has "^on-worker$" from_pod on-first "http://$pod:8080/hostname"
+  check worker "the worker's pod reaches the first node's pod by its IP $fpod ($(from_pod on-worker "http://$fpod:8080/hostname"))" \
+    has "^on-first$" from_pod on-worker "http://$fpod:8080/hostname"
+  check worker "... and that pod sees the worker's pod's own address as the client, no NAT between pods ($(from_pod on-worker "http://$fpod:8080/clientip"))" \
+    has "^$pod:" from_pod on-worker "http://$fpod:8080/clientip"
+  check worker "the first node's pod reaches the worker's pod through a ClusterIP Service ($(svc_ip on-worker))" \
+    has "^on-worker$" from_pod on-first "http://$(svc_ip on-worker)/hostname"
+  check worker "the worker's pod reaches the first node's pod through a ClusterIP Service ($(svc_ip on-first))" \
+    has "^on-first$" from_pod on-worker "http://$(svc_ip on-first)/hostname"
+  check worker "the worker's pod resolves a Service name through the cluster's DNS (CoreDNS on the first node)" \
+    has "on-first.e2e.svc" kc -n e2e exec on-worker -- getent hosts on-first.e2e.svc.cluster.local
+  check worker "the worker's pod reaches the API server through the \`kubernetes\` Service (its endpoint: the control plane's host address $a_ip)" \
+    has '"gitVersion"' from_pod on-worker "https://kubernetes.default.svc/version" -k
+  np=$(kc -n e2e get service on-worker -o 'jsonpath={.spec.ports[0].nodePort}')
+  check worker "the NodePort $np answers on the first host ($a_ip) with the worker's pod" wait_for 30 has "^on-worker$" curl -sS --max-time 5 "http://$a_ip:$np/hostname"
+  check worker "the NodePort $np answers on the second host (198.51.100.2), published by the worker's own publisher" \
+    wait_for 30 has "^on-worker$" curl -sS --max-time 5 "http://198.51.100.2:$np/hostname"
   out=$(on_b "$E2E_OPT/bin/rootless-k8s" upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" 2>&1)
   rc=$?
   check worker "the worker's upgrade to $V_UPGRADE refuses to pass the control plane's $V_INSTALL: exit $rc, $(grep -m1 refusing <<<"$out")" \
@@ -1156,9 +1244,13 @@ YAML
   check worker "the pod that ran there was evicted" wait_for 60 lacks on-worker kc -n e2e get pods -o name
   check worker "the first node is still Ready" node_ready_is "$first" True
   check worker "no rootless-k8s unit is left on the second host" lacks rootless-k8s on_b systemctl --user list-units --all --no-legend 'rootless-k8s*'
+  check worker "alone again, the first host no longer publishes the overlay's UDP port" wait_for 30 eval "! udp_published - $a_ip"
+  kc -n e2e delete pod on-first --wait=false >/dev/null 2>&1
+  kc -n e2e delete service on-first on-worker >/dev/null 2>&1
   stop_b_mirror
   b_state_clean
   second_host_down
+  check worker "install without --node-ip: the first node back to its namespace's address" unadvertise_host
 }
 
 # --- the runtime × network matrix (issue 15) -------------------------------------------------------
