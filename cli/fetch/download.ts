@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
+import { PassThrough, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError } from "../errors";
 import { hashInto } from "./digest";
@@ -234,7 +235,7 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   job.onStart?.(total, offset);
   const sink = new HashingFileSink(job.part, { append: offset > 0, mode: 0o644, hash, onBytes: job.onBytes, maxBytes });
   try {
-    await pipeline(res.body, sink, { signal });
+    await keepingWhatArrived(res.body, sink, signal);
   } catch (e) {
     state.diskError = sink.fileError;
     if (e instanceof BodyTooLongError) {
@@ -250,6 +251,30 @@ async function attempt(client: HttpClient, job: DownloadJob, state: AttemptState
   if (actual !== job.checksum.value) throw new ChecksumMismatch(job, actual);
   await finish(job);
   return offset + received;
+}
+
+/**
+ * Copies the body into the sink. When the connection breaks, what already arrived is still written
+ * (the sink ends normally, then the body's error is thrown), so the next attempt resumes from every
+ * byte received: a plain pipeline would destroy the sink and drop the chunks still queued in it
+ * (all of them, when the file was not even open yet). A failing sink or the signal stop both at once.
+ */
+async function keepingWhatArrived(body: Readable, sink: HashingFileSink, signal?: AbortSignal): Promise<void> {
+  let broken: Error | null = null;
+  const guard = new PassThrough({ highWaterMark: 1 << 20 });
+  body.once("error", (e: Error) => {
+    broken = e;
+    body.unpipe(guard);
+    guard.end();
+  });
+  body.pipe(guard);
+  try {
+    await pipeline(guard, sink, { signal });
+  } catch (e) {
+    body.destroy();
+    throw e;
+  }
+  if (broken) throw broken;
 }
 
 /** The verified part becomes the cache blob. */

@@ -55,15 +55,16 @@ describe("fetchArtifacts over loopback HTTP", () => {
     expect(server.bytesSent()).toBe(before.bytes);
   });
 
-  it("resumes with Range and If-Range after the connection drops mid-body", async () => {
+  // Every byte that arrived before the drop is kept, even those still queued for the disk (a CI run
+  // under load once resumed from 0: the file was not open yet when the connection broke).
+  it("resumes with Range and If-Range after the connection drops mid-body, from every byte that arrived", async () => {
     server.fault(art.url.replace(UPSTREAM, ""), { kind: "drop-after", bytes: 200_000, times: 1 });
     const [f] = await get();
     expect(readFileSync(f!.file).equals(body)).toBe(true);
     const [first, second] = server.requests;
     expect(first?.range).toBeUndefined();
     const start = Number(/^bytes=(\d+)-$/.exec(second?.range ?? "")?.[1]);
-    expect(start).toBeGreaterThan(0);
-    expect(start).toBeLessThanOrEqual(200_000);
+    expect(start).toBe(200_000);
     expect(second?.ifRange).toMatch(/^"[0-9a-f]+"$/);
     expect(second?.status).toBe(206);
     expect(f?.verification).toContain(`resumed at byte ${start}`);
