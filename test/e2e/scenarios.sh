@@ -1216,9 +1216,9 @@ YAML
   check worker "the worker's pod reaches the API server through the \`kubernetes\` Service (its endpoint: the control plane's host address $a_ip)" \
     has '"gitVersion"' from_pod on-worker "https://kubernetes.default.svc/version" -k
   np=$(kc -n e2e get service on-worker -o 'jsonpath={.spec.ports[0].nodePort}')
-  check worker "the NodePort $np answers on the first host ($a_ip) with the worker's pod" wait_for 30 has "^on-worker$" curl -sS --max-time 5 "http://$a_ip:$np/hostname"
+  check worker "the NodePort $np answers on the first host ($a_ip) with the worker's pod" wait_for 30 answers "http://$a_ip:$np/hostname" on-worker
   check worker "the NodePort $np answers on the second host (198.51.100.2), published by the worker's own publisher" \
-    wait_for 30 has "^on-worker$" curl -sS --max-time 5 "http://198.51.100.2:$np/hostname"
+    wait_for 30 answers "http://198.51.100.2:$np/hostname" on-worker
   out=$(on_b "$E2E_OPT/bin/rootless-k8s" upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" 2>&1)
   rc=$?
   check worker "the worker's upgrade to $V_UPGRADE refuses to pass the control plane's $V_INSTALL: exit $rc, $(grep -m1 refusing <<<"$out")" \
