@@ -2,7 +2,7 @@
 // list, then watch from the list's resourceVersion; list again when the watch breaks or expires
 // (410 Gone). Every change calls onChange; failures are logged once while they last and tried again.
 // The port publisher (Services, pods) and the overlay agent (Nodes) run on it.
-import { messageOf } from "../errors";
+import { InterruptedError, messageOf } from "../errors";
 import { sleep } from "../wait";
 import { type ApiClient, apiMessage, type WatchEvent } from "./readiness";
 
@@ -106,4 +106,57 @@ export class Informer<T extends { metadata: Meta }> {
       await sleep(Math.min(this.timing.retryMs, 500), signal).catch(() => {});
     }
   }
+}
+
+/**
+ * The loop both controllers run on their informers: passes one at a time (a change during a pass
+ * makes one more), after `debounceMs` of quiet once something changed, and at least every
+ * `resyncMs`. `changed` is what the informers call; `run` waits for them until the signal stops
+ * them, then for the pass in flight. A failed pass is logged and the next one tries again.
+ */
+export function passLoop(
+  pass: () => Promise<void>,
+  o: { signal: AbortSignal; timing: LoopTiming; log(line: string): void; afterPass?: () => void },
+): { changed: () => void; run: (informers: Promise<void>[]) => Promise<void> } {
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+  let again = false;
+  const reconcile = (): void => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await pass();
+        } catch (e) {
+          if (!o.signal.aborted) o.log(`a pass failed: ${messageOf(e)}`);
+        }
+        o.afterPass?.();
+      } while (again && !o.signal.aborted);
+    })().finally(() => (running = null));
+  };
+  const changed = (): void => {
+    if (o.signal.aborted) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      reconcile();
+    }, o.timing.debounceMs);
+  };
+  return {
+    changed,
+    async run(informers) {
+      const resync = setInterval(changed, o.timing.resyncMs);
+      try {
+        await Promise.all(informers.map((p) => p.catch((e: unknown) => (e instanceof InterruptedError ? undefined : Promise.reject(e)))));
+      } finally {
+        clearInterval(resync);
+        if (timer) clearTimeout(timer);
+        await running;
+      }
+    },
+  };
 }

@@ -9,7 +9,7 @@
 import { execFile } from "node:child_process";
 import { promises as fsp } from "node:fs";
 import { connect } from "node:net";
-import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { ExitCode, UserError, messageOf } from "../errors";
 import { parseIpAddr, parseOverlayState } from "../host/parse/ip-json";
 import {
   type OverlayNode,
@@ -25,7 +25,7 @@ import {
 import type { PortSpec } from "../plan/ports";
 import type { OverlayConfig } from "../render/overlay";
 import { writeFileAtomic } from "./files";
-import { DEFAULT_TIMING, Informer, type LoopTiming } from "./informer";
+import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "./informer";
 import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
 import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "./rootlesskit-api";
 
@@ -221,48 +221,22 @@ export async function runOverlayAgent(
     }
   };
 
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
-  let again = false;
-  const reconcile = (): void => {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          await pass();
-        } catch (e) {
-          if (!signal.aborted) rt.log(`a pass failed: ${messageOf(e)}`);
-        }
-        for (const line of said) if (!saying.has(line)) said.delete(line);
-        for (const line of saying) said.add(line);
-        saying = new Set();
-      } while (again && !signal.aborted);
-    })().finally(() => (running = null));
-  };
-  const changed = (): void => {
-    if (signal.aborted) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = null;
-      reconcile();
-    }, timing.debounceMs);
-  };
-  const nodes = new Informer<OverlayNode>("Nodes", "/api/v1/nodes", "", rt, timing, changed);
-  const resync = setInterval(changed, timing.resyncMs);
+  const loop = passLoop(pass, {
+    signal,
+    timing,
+    log: (l) => rt.log(l),
+    // What a pass did not say again has ended: it is said anew if it comes back.
+    afterPass: () => {
+      for (const line of said) if (!saying.has(line)) said.delete(line);
+      for (const line of saying) said.add(line);
+      saying = new Set();
+    },
+  });
+  const nodes = new Informer<OverlayNode>("Nodes", "/api/v1/nodes", "", rt, timing, loop.changed);
   rt.log(
     `the pod network across nodes: ${config.device} (VNI ${config.vni}, UDP ${config.port}), this host's address ${config.publicIP ?? "(none)"}`,
   );
-  try {
-    await nodes.run(signal).catch((e: unknown) => (e instanceof InterruptedError ? undefined : Promise.reject(e)));
-  } finally {
-    clearInterval(resync);
-    if (timer) clearTimeout(timer);
-    await running;
-  }
+  await loop.run([nodes.run(signal)]);
 }
 
 // ---------------------------------------------------------------------------------------------

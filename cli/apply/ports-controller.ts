@@ -8,7 +8,7 @@
 // Changes are debounced (a deleted Service is unpublished well within 2 s) and everything is
 // resynced every few seconds (a host port freed since, a sysctl changed, a port removed by hand).
 import { promises as fsp } from "node:fs";
-import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { ExitCode, UserError, messageOf } from "../errors";
 import {
   type PodObject,
   type PortConflict,
@@ -24,7 +24,7 @@ import {
 import type { PortsConfig } from "../render/ports";
 import { writeFileAtomic } from "./files";
 export { DEFAULT_TIMING, type LoopTiming } from "./informer";
-import { DEFAULT_TIMING, Informer } from "./informer";
+import { DEFAULT_TIMING, Informer, passLoop } from "./informer";
 import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
 import { applyPortChanges, describePortSpec, RootlessKitError, type RootlessKitClient, rootlessKitClient } from "./rootlesskit-api";
 
@@ -190,9 +190,6 @@ export async function runPortsController(
 ): Promise<void> {
   const now = rt.now ?? (() => new Date());
   const nodeSelector = `fieldSelector=${encodeURIComponent(`spec.nodeName=${config.nodeName}`)}`;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
-  let again = false;
   /** Events already written, by what they say: one per port and cause while it lasts. */
   let reported = new Set<string>();
   let lastError = "";
@@ -294,47 +291,11 @@ export async function runPortsController(
     );
   };
 
-  /** Passes one at a time; a change during a pass makes one more. */
-  const reconcile = (): void => {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          await pass();
-        } catch (e) {
-          if (!signal.aborted) rt.log(`a pass failed: ${messageOf(e)}`);
-        }
-      } while (again && !signal.aborted);
-    })().finally(() => (running = null));
-  };
-  const changed = (): void => {
-    if (signal.aborted) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = null;
-      reconcile();
-    }, timing.debounceMs);
-  };
-
-  const services = new Informer<ServiceItem>("Services", "/api/v1/services", "", rt, timing, changed);
-  const pods = new Informer<PodItem>("pods", "/api/v1/pods", nodeSelector, rt, timing, changed);
-  const resync = setInterval(changed, timing.resyncMs);
+  const loop = passLoop(pass, { signal, timing, log: (l) => rt.log(l) });
+  const services = new Informer<ServiceItem>("Services", "/api/v1/services", "", rt, timing, loop.changed);
+  const pods = new Informer<PodItem>("pods", "/api/v1/pods", nodeSelector, rt, timing, loop.changed);
   rt.log(`publishing Services' and pods' ports on ${config.bindAddress} through ${config.rootlesskitSocket}`);
-  try {
-    await Promise.all(
-      [services.run(signal), pods.run(signal)].map((p) =>
-        p.catch((e: unknown) => (e instanceof InterruptedError ? undefined : Promise.reject(e))),
-      ),
-    );
-  } finally {
-    clearInterval(resync);
-    if (timer) clearTimeout(timer);
-    await running;
-  }
+  await loop.run([services.run(signal), pods.run(signal)]);
 }
 
 // ---------------------------------------------------------------------------------------------
