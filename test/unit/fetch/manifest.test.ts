@@ -242,13 +242,19 @@ describe("add-on images in a manifest", () => {
   const DIGEST = `sha256:${"0f".repeat(32)}`;
   const withImages = (images: unknown) => ({ ...clone(), images });
 
-  it("the built-in one names CoreDNS by kubeadm's tag and says why no digest pins it", () => {
+  it("the built-in one pins metrics-server by the promoter's digest, and names the rest by tag, saying why", () => {
     expect(loadManifest().images).toEqual([
       expect.objectContaining({ id: "coredns", name: "registry.k8s.io/coredns/coredns:v1.14.2", digest: null }),
       expect.objectContaining({ id: "local-path-provisioner", name: "docker.io/rancher/local-path-provisioner:v0.0.30", digest: null }),
       expect.objectContaining({ id: "local-path-helper", name: "docker.io/rancher/mirrored-library-busybox:1.36.1", digest: null }),
-      expect.objectContaining({ id: "metrics-server", name: "registry.k8s.io/metrics-server/metrics-server:v0.8.0", digest: null }),
+      expect.objectContaining({
+        id: "metrics-server",
+        name: "registry.k8s.io/metrics-server/metrics-server:v0.8.0",
+        digest: "sha256:89258156d0e9af60403eafd44da9676fd66f600c7934d468ccc17e42b199aee2",
+        source: expect.stringMatching(/^kubernetes\/k8s\.io registry\.k8s\.io\/images\/k8s-staging-metrics-server\/images\.yaml@/),
+      }),
     ]);
+    for (const i of loadManifest().images?.filter((x) => !x.digest) ?? []) expect(i.source).toMatch(/no .*digest/);
   });
 
   it("takes a pinned image", () => {
