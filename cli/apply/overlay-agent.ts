@@ -26,7 +26,7 @@ import type { PortSpec } from "../plan/ports";
 import type { OverlayConfig } from "../render/overlay";
 import { writeFileAtomic } from "./files";
 import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "./informer";
-import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
+import { type ApiClient, apiMessage, followingApiClient } from "./readiness";
 import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "./rootlesskit-api";
 
 export interface CommandResult {
@@ -280,7 +280,7 @@ export function runCommand(argv: string[], timeoutMs = 10_000): Promise<CommandR
 /** `rootless-k8s overlay run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
 export async function overlayRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readOverlayConfig(configFile);
-  const api = apiClient(await readKubeconfigWhenThere(config.kubeconfig, log, signal));
+  const api = await followingApiClient(config.kubeconfig, log, signal);
   const rootlesskit = rootlessKitClient(config.rootlesskitSocket);
   await runOverlayAgent(
     config,

@@ -25,7 +25,7 @@ import type { PortsConfig } from "../render/ports";
 import { writeFileAtomic } from "./files";
 export { DEFAULT_TIMING, type LoopTiming } from "./informer";
 import { DEFAULT_TIMING, Informer, passLoop } from "./informer";
-import { type ApiClient, apiClient, apiMessage, readKubeconfigWhenThere } from "./readiness";
+import { type ApiClient, apiMessage, followingApiClient } from "./readiness";
 import { applyPortChanges, describePortSpec, RootlessKitError, type RootlessKitClient, rootlessKitClient } from "./rootlesskit-api";
 
 export const COMPONENT = "rootless-k8s-ports";
@@ -339,7 +339,7 @@ export async function unprivilegedPortStart(file = "/proc/sys/net/ipv4/ip_unpriv
 /** `rootless-k8s ports run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
 export async function portsRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readPortsConfig(configFile);
-  const api = apiClient(await readKubeconfigWhenThere(config.kubeconfig, log, signal));
+  const api = await followingApiClient(config.kubeconfig, log, signal);
   const rootlesskit = rootlessKitClient(config.rootlesskitSocket);
   await runPortsController(config, { api, rootlesskit, unprivilegedPortStart: () => unprivilegedPortStart(), log }, signal);
 }

@@ -4,6 +4,7 @@
 // timeout, stopped at once by the AbortSignal, and cut short when a unit has failed.
 import { promises as fsp } from "node:fs";
 import * as https from "node:https";
+import { createSecureContext } from "node:tls";
 import { InterruptedError, UserError, ExitCode } from "../errors";
 import { sleep } from "../wait";
 
@@ -14,6 +15,8 @@ export interface KubeconfigCreds {
   cert?: Buffer;
   key?: Buffer;
   token?: string;
+  /** The kubeconfig and the files it names (CA, certificate, key): what followingApiClient watches. */
+  files?: readonly string[];
 }
 
 interface KubeconfigDoc {
@@ -41,11 +44,17 @@ export async function readKubeconfig(file: string): Promise<KubeconfigCreds> {
   const cluster = doc.clusters?.find((c) => c.name === ctx?.cluster)?.cluster ?? doc.clusters?.[0]?.cluster;
   const user = doc.users?.find((u) => u.name === ctx?.user)?.user ?? doc.users?.[0]?.user;
   if (!cluster?.server || !user) throw new UserError(`${file} has no usable context`, { fix: "re-run `rootless-k8s install`" });
+  const named = [
+    cluster["certificate-authority-data"] ? undefined : cluster["certificate-authority"],
+    user["client-certificate-data"] ? undefined : user["client-certificate"],
+    user["client-key-data"] ? undefined : user["client-key"],
+  ].filter((f): f is string => Boolean(f));
   return {
     server: cluster.server,
     ca: await dataOrFile(cluster["certificate-authority-data"], cluster["certificate-authority"], "cluster CA", file),
     cert: await dataOrFile(user["client-certificate-data"], user["client-certificate"], "client certificate", file),
     key: await dataOrFile(user["client-key-data"], user["client-key"], "client key", file),
+    files: [file, ...new Set(named)],
   };
 }
 
@@ -70,6 +79,59 @@ export async function readKubeconfigWhenThere(
       await sleep(retryMs, signal);
     }
   }
+}
+
+/** What identifies the content of these files: each one's inode, size and modification time (through symlinks). */
+async function filesStamp(files: readonly string[]): Promise<string> {
+  const parts = await Promise.all(
+    files.map(async (f) => {
+      const s = await fsp.stat(f);
+      return `${f}:${s.ino}:${s.size}:${s.mtimeMs}`;
+    }),
+  );
+  return parts.join("|");
+}
+
+/**
+ * An ApiClient that follows its kubeconfig, for the agents that run as long as the node (ports,
+ * overlay): when the kubeconfig or a file it names changes (the kubelet rotating its client
+ * certificate into a new kubelet-client-current.pem), the next request reads the credential again.
+ * A credential that cannot be read whole yet (a file half written) leaves the one in use until the
+ * next request. Waits for the kubeconfig first, as readKubeconfigWhenThere.
+ */
+export async function followingApiClient(file: string, log: (line: string) => void, signal: AbortSignal): Promise<ApiClient> {
+  let creds = await readKubeconfigWhenThere(file, log, signal);
+  let seen = await filesStamp(creds.files ?? [file]).catch(() => "");
+  let client = apiClient(creds);
+  const current = async (): Promise<ApiClient> => {
+    const now = await filesStamp(creds.files ?? [file]).catch(() => seen);
+    if (now === seen) return client;
+    try {
+      const next = await readKubeconfig(file);
+      const stamp = await filesStamp(next.files ?? [file]);
+      // Throws unless the CA, certificate and key parse and the key is the certificate's.
+      createSecureContext({ ca: next.ca, cert: next.cert, key: next.key });
+      creds = next;
+      seen = stamp;
+      client = apiClient(next);
+      log(`${file} changed (a rotated certificate?): its new credential is used from now on`);
+    } catch {
+      // Not whole yet: the credential in use stays until the next request looks again.
+    }
+    return client;
+  };
+  return {
+    get server() {
+      return client.server;
+    },
+    get: async (p, timeoutMs) => (await current()).get(p, timeoutMs),
+    mergePatch: async (p, patch, timeoutMs) => (await current()).mergePatch(p, patch, timeoutMs),
+    apply: async (p, object, fieldManager, timeoutMs) => (await current()).apply(p, object, fieldManager, timeoutMs),
+    delete: async (p, timeoutMs) => (await current()).delete(p, timeoutMs),
+    put: async (p, object, timeoutMs) => (await current()).put(p, object, timeoutMs),
+    post: async (p, object, timeoutMs) => (await current()).post(p, object, timeoutMs),
+    watch: async (p, onEvent, opts) => (await current()).watch(p, onEvent, opts),
+  };
 }
 
 export interface ApiResponse {

@@ -1,10 +1,13 @@
 // Readiness against a real mutual-TLS server on loopback: /readyz first, then the node's Ready
 // condition, with the admin client cert from a kubeconfig; timeouts, Ctrl-C and failed units.
+import { readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import * as https from "node:https";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, NotReadyError, readKubeconfig, waitForReady } from "../../../cli/apply/readiness";
+import { apiClient, followingApiClient, NotReadyError, readKubeconfig, waitForReady } from "../../../cli/apply/readiness";
 import { InterruptedError, UserError } from "../../../cli/errors";
 import { listen, type Listening } from "../../helpers/net";
+import { makeLeaf } from "../../helpers/tls";
 import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
 
 let tls: TlsFixture;
@@ -66,6 +69,56 @@ describe("readKubeconfig", () => {
     expect(c.server).toBe(url);
     expect(c.ca.equals(tls.ca)).toBe(true);
     expect(c.cert?.equals(tls.clientCert)).toBe(true);
+  });
+});
+
+describe("followingApiClient", () => {
+  it("uses the rotated client certificate once the kubelet repoints kubelet-client-current.pem, as an agent that runs for months must", async () => {
+    // As the kubelet keeps it: kubelet-client-<stamp>.pem holds the certificate and the key, and
+    // kubelet-client-current.pem is a symlink it moves to the new pair when it rotates.
+    const d = tls.dir;
+    makeLeaf(d, "ca", "node-old", "/O=system:nodes/CN=system:node:old", "extendedKeyUsage=clientAuth\n");
+    makeLeaf(d, "ca", "node-new", "/O=system:nodes/CN=system:node:new", "extendedKeyUsage=clientAuth\n");
+    const pair = (n: string) => Buffer.concat([readFileSync(join(d, `${n}.crt`)), readFileSync(join(d, `${n}.key`))]);
+    writeFileSync(join(d, "kubelet-client-1.pem"), pair("node-old"), { mode: 0o600 });
+    writeFileSync(join(d, "kubelet-client-2.pem"), pair("node-new"), { mode: 0o600 });
+    const current = join(d, "kubelet-client-current.pem");
+    symlinkSync(join(d, "kubelet-client-1.pem"), current);
+    const kubeconfig = join(d, "kubelet.kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        `clusters: [{name: c, cluster: {server: "${url}", certificate-authority: "${join(d, "ca.crt")}"}}]`,
+        `users: [{name: u, user: {client-certificate: "${current}", client-key: "${current}"}}]`,
+        "contexts: [{name: x, context: {cluster: c, user: u}}]",
+        "current-context: x",
+        "",
+      ].join("\n"),
+    );
+    const lines: string[] = [];
+    const client = await followingApiClient(kubeconfig, (l) => lines.push(l), new AbortController().signal);
+    seen.length = 0;
+    expect((await client.get("/readyz")).status).toBe(200);
+    expect((await client.get("/readyz")).status).toBe(200);
+    expect(seen.map((s) => s.cn)).toEqual(["system:node:old", "system:node:old"]);
+    expect(lines).toEqual([]);
+    // The kubelet's move: a new symlink renamed over the old one.
+    symlinkSync(join(d, "kubelet-client-2.pem"), `${current}.tmp`);
+    renameSync(`${current}.tmp`, current);
+    expect((await client.get("/readyz")).status).toBe(200);
+    expect(seen.at(-1)?.cn).toBe("system:node:new");
+    expect(lines).toEqual([`${kubeconfig} changed (a rotated certificate?): its new credential is used from now on`]);
+    // A pair that is not whole yet keeps the credential in use (and is looked at again next time).
+    writeFileSync(join(d, "kubelet-client-3.pem"), readFileSync(join(d, "node-old.crt")), { mode: 0o600 });
+    symlinkSync(join(d, "kubelet-client-3.pem"), `${current}.tmp`);
+    renameSync(`${current}.tmp`, current);
+    expect((await client.get("/readyz")).status).toBe(200);
+    expect(seen.at(-1)?.cn).toBe("system:node:new");
+    writeFileSync(join(d, "kubelet-client-3.pem"), pair("node-old"));
+    expect((await client.get("/readyz")).status).toBe(200);
+    expect(seen.at(-1)?.cn).toBe("system:node:old");
   });
 });
 
