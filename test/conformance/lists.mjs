@@ -21,3 +21,21 @@ export function readNames(file) {
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
 }
+
+/** A regular expression that matches exactly these ginkgo names (RE2: every metacharacter escaped). */
+export function focusRegex(names) {
+  return names.map((n) => n.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&")).join("|");
+}
+
+/**
+ * Shard K of N of a list ("2/5"): the names at positions K-1, K-1+N, K-1+2N, ... in the list's
+ * order, so each shard takes a like share of every SIG. The N shards together are the list, each
+ * name in exactly one. Throws on a spec that is not K/N with 1 <= K <= N.
+ */
+export function shardOf(names, spec) {
+  const m = /^(\d+)\/(\d+)$/.exec(spec);
+  const k = m ? Number(m[1]) : 0;
+  const n = m ? Number(m[2]) : 0;
+  if (!m || k < 1 || k > n) throw new Error(`shard ${JSON.stringify(spec)}: K/N with 1 <= K <= N, e.g. 1/5`);
+  return names.filter((_, i) => i % n === k - 1);
+}

@@ -4,29 +4,25 @@
 //                              versions test/e2e/build/components.json names (suite "conformance")
 //   images/                    the suite's extra images (test/e2e/images/conformance-images.mjs)
 //   lists/<name>.focus         one ginkgo regular expression per list (full: focus.txt, ci: ci.txt),
-//                              the names escaped; lists/skips.regex the tests skipped for a missing image
-//   lists/<name>.txt, skips.txt, expected-none.txt   the lists themselves, for the summary
+//                              the names escaped; lists/skips.regex the tests skipped for a missing image,
+//                              lists/one-node.regex those skipped when the cluster has one node
+//   lists/<name>.txt, skips.txt, one-node.txt, expected-none.txt   the lists themselves, for the summary
 // Called from test/e2e/prepare.mjs --conformance.
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildAll, loadManifest } from "../e2e/build/build-components.mjs";
 import { buildConformanceImages } from "../e2e/images/conformance-images.mjs";
-import { readNames, readReasons } from "./lists.mjs";
+import { focusRegex, readNames, readReasons } from "./lists.mjs";
 import { focusText, suiteVersion, upstreamList } from "./select.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const REASONS = ["skips.txt", "expected-none.txt"];
-/** The lists of tests: every .txt here but the two with reasons (focus, ci). */
+const REASONS = ["skips.txt", "one-node.txt", "expected-none.txt"];
+/** The lists of tests: every .txt here but the ones with reasons (focus, ci, network, ...). */
 const lists = () =>
   readdirSync(here)
     .filter((f) => f.endsWith(".txt") && !REASONS.includes(f))
     .map((f) => f.slice(0, -4));
-
-/** A regular expression that matches exactly these ginkgo names (RE2: every metacharacter escaped). */
-export function focusRegex(names) {
-  return names.map((n) => n.replace(/[\\^$.|?*+()[\]{}]/g, "\\$&")).join("|");
-}
 
 export function prepareConformance({ opt, buildCache, cache, busybox, agnhost, say = console.log }) {
   // focus.txt must be what select.mjs gives for the suite's version (a version bump rewrites it).
@@ -68,7 +64,8 @@ export function prepareConformance({ opt, buildCache, cache, busybox, agnhost, s
     writeFileSync(join(dir, "lists", `${l}.focus`), focusRegex(names));
   }
   for (const f of REASONS) copyFileSync(join(here, f), join(dir, "lists", f));
-  writeFileSync(join(dir, "lists", "skips.regex"), focusRegex([...readReasons(join(here, "skips.txt")).keys()]));
+  for (const f of ["skips", "one-node"])
+    writeFileSync(join(dir, "lists", `${f}.regex`), focusRegex([...readReasons(join(here, `${f}.txt`)).keys()]));
   say(`prepared ${dir}: e2e.test (${suite.version}), ginkgo, ${images.length} images, lists ${lists().join(", ")}`);
   return { dir, images };
 }

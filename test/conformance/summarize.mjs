@@ -1,14 +1,16 @@
 // Reads the JUnit report of a conformance run and tells, for the tests of one list, what passed,
 // failed and was skipped, each failure and skip with its reason:
 //
-//   node summarize.mjs --junit FILE --list LIST.txt --skips skips.txt [--expected expected-none.txt]
-//                      --route host --mode none [--json OUT.json]
+//   node summarize.mjs --junit FILE --list LIST.txt --skips skips.txt [--skips one-node.txt]
+//                      [--expected expected-none.txt] --route host --mode none [--nodes N] [--shard K/N]
+//                      [--json OUT.json]
 //
 // A test of the list that ginkgo did not report at all counts as failed ("not run"). A failure
 // named in --expected (mode none: what no resource isolation gives up) is reported with that reason
 // and does not fail the run; a skip must come from skips.txt (a missing image) or from the suite
-// itself (its message is printed). Last line: "conformance (ROUTE, mode MODE): N passed, N failed,
-// N skipped". Exit status 0 when every failure was expected, 1 otherwise, 2 on bad usage.
+// itself (its message is printed); --skips may be given more than once (one-node.txt only when the
+// cluster has one node). Last line: "conformance (ROUTE, mode MODE[, N nodes][, shard K/N]): N passed,
+// N failed, N skipped" (the node count when --nodes is more than 1; the shard the list is, if one). Exit status 0 when every failure was expected, 1 otherwise, 2 on bad usage.
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -81,27 +83,37 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     options: {
       junit: { type: "string" },
       list: { type: "string" },
-      skips: { type: "string" },
+      skips: { type: "string", multiple: true },
+      nodes: { type: "string" },
+      shard: { type: "string" },
       expected: { type: "string" },
       route: { type: "string" },
       mode: { type: "string" },
       json: { type: "string" },
     },
   });
-  if (!values.junit || !values.list || !values.skips || !values.route || !values.mode) {
-    console.error("usage: summarize.mjs --junit FILE --list LIST.txt --skips skips.txt [--expected FILE] --route R --mode M [--json OUT]");
+  const nodes = Number(values.nodes ?? 1);
+  if (!values.junit || !values.list || !values.skips?.length || !values.route || !values.mode || !(nodes >= 1)) {
+    console.error(
+      "usage: summarize.mjs --junit FILE --list LIST.txt --skips skips.txt [--skips FILE] [--expected FILE] --route R --mode M [--nodes N] [--shard K/N] [--json OUT]",
+    );
     process.exit(2);
   }
   const s = summarize({
     cases: readJunit(readFileSync(values.junit, "utf8")),
     names: readNames(values.list),
-    skips: readReasons(values.skips),
+    skips: new Map(values.skips.flatMap((f) => [...readReasons(f)])),
     expected: values.expected ? readReasons(values.expected) : new Map(),
   });
   for (const r of s.rows.filter((x) => x.status !== "passed"))
     console.log(`${r.status === "skipped" ? "skipped" : r.expected ? "failed, expected" : "FAILED"}: ${r.name}\n    ${r.reason}`);
-  const line = `conformance (${values.route}, mode ${values.mode}): ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped`;
-  if (values.json) writeFileSync(values.json, `${JSON.stringify({ route: values.route, mode: values.mode, ...s, line }, null, 2)}\n`);
+  const on = `${nodes > 1 ? `, ${nodes} nodes` : ""}${values.shard ? `, shard ${values.shard}` : ""}`;
+  const line = `conformance (${values.route}, mode ${values.mode}${on}): ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped`;
+  if (values.json)
+    writeFileSync(
+      values.json,
+      `${JSON.stringify({ route: values.route, mode: values.mode, nodes, shard: values.shard ?? null, ...s, line }, null, 2)}\n`,
+    );
   console.log(line);
   process.exit(s.unexpected.length ? 1 : 0);
 }

@@ -115,6 +115,6 @@ if (values.conformance) {
     busybox: r.busybox,
     agnhost: agn.binaries.find((x) => x.name === "agnhost").path,
   });
-  await bundle(join(here, "..", "conformance", "summarize.mjs"), join(opt, "conformance", "summarize.mjs"));
+  for (const f of ["summarize.mjs", "shard.mjs"]) await bundle(join(here, "..", "conformance", f), join(opt, "conformance", f));
 }
 console.log(`prepared ${opt}: ${r.manifests.length} version sets`);

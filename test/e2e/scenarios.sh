@@ -1247,10 +1247,38 @@ YAML
   check worker "alone again, the first host no longer publishes the overlay's UDP port" wait_for 30 eval "! udp_published - $a_ip"
   kc -n e2e delete pod on-first --wait=false >/dev/null 2>&1
   kc -n e2e delete service on-first on-worker >/dev/null 2>&1
+  worker_down worker
+}
+
+# worker_up SCOPE: the second host's node joins this control plane as worker e2e-worker, with every
+# image this route has (the node's and the conformance suite's) loaded there too, and stays: the
+# conformance scenario runs its multinode list on the two nodes. worker_down SCOPE undoes it.
+worker_up() {
+  local scope=$1 out token url hash rc log=$STATE/$1-worker-join.log imgs=() f
+  check "$scope" "the control plane advertises its host's address (install --node-ip)" advertise_host || return 1
+  out=$(rk8s token create --description "e2e $scope" 2>/dev/null | tail -1)
+  read -r token _ _ url _ hash <<<"$out"
+  token=${token#ROOTLESS_K8S_TOKEN=}
+  check "$scope" "token create printed the join line ($url)" test -n "$hash" || return 1
+  check "$scope" "a second host (user $B_USER, network namespace $B_NS at 198.51.100.2)" second_host_up || return 1
+  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
+  b_state_clean
+  check "$scope" "a mirror for the second host (198.51.100.1)" start_b_mirror || return 1
+  b_join "$token" "$url" "$hash" "$log"
+  rc=$?
+  check "$scope" "the second host joins as worker e2e-worker: exit $rc ($log)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }
+  check "$scope" "both Nodes are Ready" wait_for 60 node_ready_is e2e-worker True || return 1
+  for f in "$IMAGES"/*.tar "$CONF"/images/*.tar; do [ -e "$f" ] && imgs+=("$f"); done
+  check "$scope" "rootless-k8s image load on the worker (${#imgs[@]} archives)" on_b "$E2E_OPT/bin/rootless-k8s" image load "${imgs[@]}"
+}
+worker_down() {
+  local scope=$1
+  [ -n "$B_HOME" ] && [ -e "$B_HOME/.local/share/rootless-k8s/receipt.json" ] &&
+    check "$scope" "uninstall on the worker: drained and its Node deleted" on_b "$E2E_OPT/bin/rootless-k8s" uninstall --yes
   stop_b_mirror
   b_state_clean
   second_host_down
-  check worker "install without --node-ip: the first node back to its namespace's address" unadvertise_host
+  check "$scope" "install without --node-ip: the first node back to its namespace's address" unadvertise_host
 }
 
 # --- the runtime × network matrix (issue 15) -------------------------------------------------------
@@ -1411,15 +1439,20 @@ crio_images() {
 scenario_crio() { matrix_cell crio slirp4netns --runtime crio --network slirp4netns; }
 
 # --- upstream's conformance suite against this node (issue 10; make conformance) -----------------
-# Runs the [Conformance] tests of one list (E2E_CONFORMANCE_LIST: focus, the full list; ci; network) with
-# upstream's e2e.test and ginkgo (E2E_CONFORMANCE_PROCS in parallel), as the test user against the
-# node a scenario before installed. The suite's extra images are loaded with `image load`; tests
-# whose image cannot be built here are skipped by name (test/conformance/skips.txt). JUnit XML and
-# the summary go to conformance-ROUTE/ beside the report. A failure of the list fails the scenario
+# Runs the [Conformance] tests of one list (E2E_CONFORMANCE_LIST: focus, the full list; ci; network;
+# multinode) with upstream's e2e.test and ginkgo (E2E_CONFORMANCE_PROCS in parallel), as the test user
+# against the node a scenario before installed; on two nodes (E2E_CONFORMANCE_NODES, 2 for the
+# multinode list, else 1) the second host joins as a worker first and leaves after. The suite's extra
+# images are loaded with `image load`; tests whose image cannot be built here are skipped by name
+# (test/conformance/skips.txt), and on one node those that need two (one-node.txt). JUnit XML and
+# the summary go to conformance-ROUTE/ beside the report. E2E_CONFORMANCE_SHARD=K/N runs shard K of
+# N of the list (every Nth test from the Kth): the VM route runs the full list a shard at a time. A failure of the list fails the scenario
 # unless test/conformance/expected-none.txt names it (mode none only), with its "gives up" line.
 CONF=$E2E_OPT/conformance
 scenario_conformance() {
-  local clist=${E2E_CONFORMANCE_LIST:-focus} procs=${E2E_CONFORMANCE_PROCS:-4} out rc=0 skip expected=() f imgs=() line
+  local clist=${E2E_CONFORMANCE_LIST:-focus} procs=${E2E_CONFORMANCE_PROCS:-4} out rc=0 skip expected=() f imgs=() line nodes skips=()
+  local want=${E2E_CONFORMANCE_NODES:-$([ "${E2E_CONFORMANCE_LIST:-}" = multinode ] && echo 2 || echo 1)}
+  local ltxt=$CONF/lists/$clist.txt lfocus=$CONF/lists/$clist.focus shard=()
   out=$(dirname "$REPORT")/conformance-$ROUTE
   [ -x "$CONF/bin/e2e.test" ] || { fail conformance "no suite in $CONF: prepare.mjs --conformance lays it out (make conformance)"; return; }
   check conformance "the node is running before the suite starts" rk8s status
@@ -1427,17 +1460,37 @@ scenario_conformance() {
   check conformance "rootless-k8s image load: the suite's ${#imgs[@]} extra images ($CONF/images)" rk8s image load "${imgs[@]}"
   rm -rf "$out"
   install -d -m 0755 -o "$E2E_USER" -g "$E2E_USER" "$out"
+  # A shard (E2E_CONFORMANCE_SHARD=K/N): every Nth test of the list, from the Kth.
+  if [ -n "${E2E_CONFORMANCE_SHARD:-}" ]; then
+    check conformance "E2E_CONFORMANCE_SHARD=$E2E_CONFORMANCE_SHARD: $("$E2E_OPT/node" "$CONF/shard.mjs" --list "$ltxt" --shard "$E2E_CONFORMANCE_SHARD" --out "$out" 2>&1)" \
+      test -s "$out/list.focus" || return
+    ltxt=$out/list.txt lfocus=$out/list.focus shard=(--shard "$E2E_CONFORMANCE_SHARD")
+  fi
+  case $want in
+    1) ;;
+    2) worker_up conformance || { worker_down conformance; return; } ;;
+    *) fail conformance "E2E_CONFORMANCE_NODES=$want: 1 or 2 (the e2e has one second host)"; return ;;
+  esac
+  nodes=$(kc get nodes --no-headers | grep -c ' Ready ')
+  check conformance "the cluster has $want Ready node(s): $nodes" test "$nodes" = "$want"
+  # A test that needs two nodes is skipped by name on one (one-node.txt), and runs on two.
   skip=$(cat "$CONF/lists/skips.regex")
-  info conformance "running $(grep -cv '^#\|^$' "$CONF/lists/$clist.txt") tests of the $clist list with $procs ginkgo processes; output $out"
+  skips=(--skips "$CONF/lists/skips.txt")
+  if [ "$nodes" -lt 2 ]; then
+    skip=$(printf '%s\n' "$skip" "$(cat "$CONF/lists/one-node.regex")" | grep . | paste -sd'|')
+    skips+=(--skips "$CONF/lists/one-node.txt")
+  fi
+  info conformance "running $(grep -cv '^#\|^$' "$ltxt") tests of the $clist list${shard[1]:+ (shard ${shard[1]})} on $nodes node(s) with $procs ginkgo processes; output $out"
   as_user "$CONF/bin/ginkgo" --procs="$procs" --timeout=4h --no-color --silence-skips --output-dir="$out" --junit-report=junit.xml \
-    --focus="$(cat "$CONF/lists/$clist.focus")" ${skip:+--skip="$skip"} "$CONF/bin/e2e.test" -- \
+    --focus="$(cat "$lfocus")" ${skip:+--skip="$skip"} "$CONF/bin/e2e.test" -- \
     --kubeconfig="$CONFIG/admin.kubeconfig" --kubectl-path="$SHARE/versions/current/bin/kubectl" --report-dir="$out" \
     >"$out/ginkgo.log" 2>&1 || rc=$?
   info conformance "ginkgo exited $rc; log $out/ginkgo.log ($(tail -3 "$out/ginkgo.log" | tr -s '\n' ' '))"
+  [ "$want" = 2 ] && worker_down conformance
   [ -s "$out/junit.xml" ] || { fail conformance "ginkgo wrote no JUnit report ($out/junit.xml)"; return; }
   [ "$MODE" = none ] && expected=(--expected "$CONF/lists/expected-none.txt")
-  "$E2E_OPT/node" "$CONF/summarize.mjs" --junit "$out/junit.xml" --list "$CONF/lists/$clist.txt" --skips "$CONF/lists/skips.txt" \
-    "${expected[@]}" --route "$ROUTE" --mode "$MODE" --json "$out/summary.json" >"$out/summary.txt" 2>&1
+  "$E2E_OPT/node" "$CONF/summarize.mjs" --junit "$out/junit.xml" --list "$ltxt" "${skips[@]}" "${shard[@]}" \
+    "${expected[@]}" --route "$ROUTE" --mode "$MODE" --nodes "$nodes" --json "$out/summary.json" >"$out/summary.txt" 2>&1
   rc=$?
   sed 's/^/    | /' "$out/summary.txt"
   line=$(tail -1 "$out/summary.txt")

@@ -7,7 +7,8 @@ import { readNames, readReasons } from "../../conformance/lists.mjs";
 
 const DIR = join(__dirname, "..", "..", "conformance");
 const focus = new Set(readNames(join(DIR, "focus.txt")));
-const named = readdirSync(DIR).filter((f) => f.endsWith(".txt") && !["focus.txt", "skips.txt", "expected-none.txt"].includes(f));
+const REASONS = ["skips.txt", "one-node.txt", "expected-none.txt"];
+const named = readdirSync(DIR).filter((f) => f.endsWith(".txt") && f !== "focus.txt" && !REASONS.includes(f));
 
 describe("the conformance lists", () => {
   it.each(named)("%s names only tests of focus.txt, each once", (file) => {
@@ -23,8 +24,17 @@ describe("the conformance lists", () => {
   });
 
   it("the reasons files name tests of focus.txt", () => {
-    for (const f of ["skips.txt", "expected-none.txt"]) {
+    for (const f of REASONS) {
       expect([...readReasons(join(DIR, f)).keys()].filter((n) => !focus.has(n))).toEqual([]);
     }
+  });
+
+  it("a test that needs two nodes is skipped only on one node, and the multinode list runs it", () => {
+    const oneNode = [...readReasons(join(DIR, "one-node.txt")).keys()];
+    const skips = readReasons(join(DIR, "skips.txt"));
+    expect(oneNode.length).toBeGreaterThan(0);
+    expect(oneNode.filter((n) => skips.has(n))).toEqual([]);
+    const multinode = new Set(readNames(join(DIR, "multinode.txt")));
+    expect(oneNode.filter((n) => !multinode.has(n))).toEqual([]);
   });
 });

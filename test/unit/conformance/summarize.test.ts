@@ -1,6 +1,7 @@
 // The conformance summary (test/conformance/summarize.mjs) over a real JUnit report: three test
 // cases cut from the report ginkgo 2.28.1 wrote for upstream's e2e.test v1.36.3 against this
 // project's e2e node (test/fixtures/conformance/junit-excerpt.xml; the logs inside are trimmed).
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,5 +51,44 @@ describe("summarize", () => {
     expect(readNames(join(dir, "l.txt"))).toEqual([POD]);
     expect(readReasons(join(dir, "r.txt"))).toEqual(new Map([[SVC, "no image"]]));
     expect(() => readReasons(join(dir, "bad.txt"))).toThrow(/bad.txt:1: no tab/);
+  });
+});
+
+describe("summarize.mjs, the command the conformance scenario runs", () => {
+  const SCRIPT = join(__dirname, "..", "..", "conformance", "summarize.mjs");
+  const SKIPPED = readJunit(xml)[2]?.name ?? "";
+  const run = (...args: string[]) => {
+    try {
+      return { code: 0, out: execFileSync(process.execPath, [SCRIPT, ...args], { encoding: "utf8" }) };
+    } catch (e) {
+      const err = e as { status: number; stdout: string };
+      return { code: err.status, out: err.stdout };
+    }
+  };
+  const dir = mkdtempSync(join(tmpdir(), "rk8s-conf-cli-"));
+  const junit = join(dir, "junit.xml");
+  writeFileSync(junit, xml);
+  writeFileSync(join(dir, "list.txt"), `${POD}\n${SKIPPED}\n`);
+  writeFileSync(join(dir, "skips.txt"), "# nothing skipped for an image\n");
+  writeFileSync(join(dir, "one-node.txt"), `${SKIPPED}\tneeds two nodes\n`);
+  const base = ["--junit", junit, "--list", join(dir, "list.txt"), "--skips", join(dir, "skips.txt"), "--route", "host", "--mode", "none"];
+
+  it("takes the reason of a skip from any --skips file, and names the node count when there are two, and the shard", () => {
+    expect(SKIPPED).toMatch(/^\[sig-storage\] In-tree Volumes/);
+    const r = run(...base, "--skips", join(dir, "one-node.txt"), "--nodes", "2", "--shard", "1/5", "--json", join(dir, "s.json"));
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`skipped: ${SKIPPED}\n    needs two nodes`);
+    expect(r.out.trim().split("\n").at(-1)).toBe("conformance (host, mode none, 2 nodes, shard 1/5): 1 passed, 0 failed, 1 skipped");
+    expect(JSON.parse(readFileSync(join(dir, "s.json"), "utf8"))).toMatchObject({ nodes: 2, shard: "1/5", passed: 1, skipped: 1 });
+  });
+
+  it("without the file, a skip is the suite's own, with its message; one node is not named", () => {
+    const r = run(...base);
+    expect(r.out).toMatch(/skipped: .*\n {4}the suite skipped it: /);
+    expect(r.out.trim().split("\n").at(-1)).toBe("conformance (host, mode none): 1 passed, 0 failed, 1 skipped");
+  });
+
+  it("a bad node count is a usage error, exit 2", () => {
+    expect(run(...base, "--nodes", "zero").code).toBe(2);
   });
 });
