@@ -23,12 +23,24 @@ describe("the dns add-on in the plan", () => {
     expect(kubeletConfiguration(plan)).toMatchObject({ clusterDNS: [dns.serviceIP], clusterDomain: "cluster.local" });
   });
 
-  it("takes the built-in manifest's CoreDNS by tag, and says that no digest pins it", () => {
+  it("runs the built-in manifest's CoreDNS by the digest it pins, and says so", () => {
     const dns = buildPlan(baseFacts(), {}, versions).addons!.dns;
+    const digest = "sha256:e7e6440cfd1e919280958f5b5a6ab2b184d385bba774c12ad2a9e1e4183f90d9";
     expect(dns.image).toEqual({
       name: "registry.k8s.io/coredns/coredns:v1.14.2",
+      digest,
+      ref: `registry.k8s.io/coredns/coredns:v1.14.2@${digest}`,
+    });
+    expect(dns.reasons.join(" ")).toMatch(/pinned by digest sha256:e7e6440cfd1e…/);
+  });
+
+  it("takes an image by tag when the manifest pins no digest, and says so", () => {
+    const byTag = { ...versions, images: { coredns: { name: "registry.k8s.io/coredns/coredns:v1.14.3", digest: null } } };
+    const dns = buildPlan(baseFacts(), {}, byTag).addons!.dns;
+    expect(dns.image).toEqual({
+      name: "registry.k8s.io/coredns/coredns:v1.14.3",
       digest: null,
-      ref: "registry.k8s.io/coredns/coredns:v1.14.2",
+      ref: "registry.k8s.io/coredns/coredns:v1.14.3",
     });
     expect(dns.reasons.join(" ")).toMatch(/by tag only/);
   });
