@@ -11,7 +11,7 @@ import * as path from "node:path";
 import * as fs from "node:fs/promises";
 import type { Context } from "../context";
 import { readImageArchive } from "../fetch/image-archive";
-import { ADDON_OF_IMAGE } from "../plan/addons";
+import { addonImageGapNote, addonImageGaps } from "../plan/addons";
 
 export const spec: CommandSpec = {
   name: "bundle",
@@ -28,7 +28,8 @@ takes): it is checked before anything is downloaded (named images, one for --arc
 carried byte for byte with its sha256, and loaded into the node by \`install --bundle\` once the
 node is Ready. The add-ons' images (CoreDNS, local-path-provisioner and its helper, metrics-server)
 come the same way: for each one the version set names that no --image carries, bundle says which
-archive to add, or which --no-<add-on> install flag to use offline.`,
+archive to add, or which --no-<add-on> install flag to use offline; for one it carries under
+another digest than the pinned one (its pod names name@digest), how to save the pinned image.`,
   options: {
     output: { type: "string", short: "o", valueName: "FILE", description: "Write the bundle here (required)" },
     arch: {
@@ -66,9 +67,11 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
   // Image archives are checked (and hashed) before anything is downloaded.
   const images: fetch.BundledImageInput[] = [];
+  const inArchives: { name: string; digest: string | null; file: string }[] = [];
   for (const f of opt.list(args, "image")) {
     const a = await readImageArchive(path.resolve(ctx.cwd, f), { arch, signal: ctx.signal, hash: true });
     images.push({ file: a.file, sha256: a.sha256 as string, size: a.size, names: a.images.map((i) => i.name) });
+    inArchives.push(...a.images.map((i) => ({ name: i.name, digest: i.digest, file: f })));
   }
   const artifacts = fetch.allArtifactsFor(manifest, arch);
   const options = cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name);
@@ -82,12 +85,8 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   ctx.out.out(
     `wrote ${file} (${fetch.formatBytes(written.size)}): ${fetched.length} files for ${arch}, version set ${fetch.versionSetId(manifest, arch)}${carried}`,
   );
-  for (const m of fetch.addonImagesMissing(manifest, names)) {
-    const use = ADDON_OF_IMAGE[m.id];
-    ctx.out.err(
-      `${ctx.out.errStyle.yellow("note:")} the bundle carries no ${m.name} (the ${use?.addon ?? m.id} add-on's image): offline its pod cannot start; add it with --image FILE (for example \`docker save ${m.name} -o ${m.id}.tar\`), or install with ${use?.flag ?? "that add-on off"}`,
-    );
-  }
+  for (const g of addonImageGaps(manifest.images ?? [], inArchives))
+    ctx.out.err(`${ctx.out.errStyle.yellow("note:")} ${addonImageGapNote(g, "bundle")}`);
   ctx.out.out(`use it offline with: rootless-k8s install --bundle ${file}`);
   return ExitCode.Ok;
 }

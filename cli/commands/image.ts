@@ -3,6 +3,7 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
 import { installedPlan, loadImages } from "../apply/images";
+import { addonImageGapNote, addonImageGaps, addonImagePins } from "../plan/addons";
 import { readImageArchive, type ImageArchive } from "../fetch/image-archive";
 import * as path from "node:path";
 import type { Context } from "../context";
@@ -20,7 +21,9 @@ registry. Each FILE is a \`docker save\` archive (manifest.json) or an OCI image
 (\`io.containerd.image.name\` or \`org.opencontainers.image.ref.name\`, e.g.
 docker.io/library/busybox:1.36.1). Every archive is read and checked before anything is loaded:
 a readable tar, one of the two layouts, every image named, an image for the node's platform and
-every blob present. Then each is loaded and the runtime's CRI must list every name.
+every blob present. Then each is loaded and the runtime's CRI must list every name. An add-on's
+image held under another digest than the version set pins gets a note: its pod names name@digest
+and cannot start from that copy offline; the note says how to save the pinned image.
 
   containerd  ctr images import into namespace k8s.io, for the node's platform, unpacked into the
               node's snapshotter
@@ -57,6 +60,13 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
       }
     },
   });
+  // A loaded add-on image its pod cannot use: the pod names the pinned digest, the archive another.
+  const loaded = archives.flatMap((a) =>
+    a.images.map((i) => ({ name: i.name, digest: i.digest, file: path.relative(ctx.cwd, a.file) || a.file })),
+  );
+  const names = new Set(loaded.map((i) => i.name));
+  const pins = addonImagePins(plan.addons).filter((p) => names.has(p.name));
+  for (const g of addonImageGaps(pins, loaded)) ctx.out.err(`note: ${addonImageGapNote(g, "node")}`);
   if (unverified)
     ctx.out.err(
       `note: the runtime's CRI (${plan.runtime.criSocket}) did not answer, so the names were not checked against what the kubelet sees`,

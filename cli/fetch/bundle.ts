@@ -416,9 +416,3 @@ function notABundle(file: string, why: string): UserError {
     fix: "make one with `rootless-k8s bundle --arch ARCH -o FILE` on a machine with network access",
   });
 }
-
-/** The version set's add-on images that no carried archive names (by name and tag). */
-export function addonImagesMissing(manifest: Manifest, carried: readonly string[]): { id: string; name: string }[] {
-  const have = new Set(carried);
-  return (manifest.images ?? []).filter((i) => !have.has(i.name)).map((i) => ({ id: i.id, name: i.name }));
-}

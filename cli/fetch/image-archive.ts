@@ -23,6 +23,12 @@ export interface ArchiveImage {
   id: string;
   /** The platform of that config, os/arch. */
   platform: string;
+  /**
+   * The digest a registry names this image by, which the runtime keeps as the image's target: the
+   * OCI layout's index.json descriptor (a manifest, or an index over platforms). Null for a classic
+   * `docker save` archive, which carries no manifest: the runtime makes one up on import.
+   */
+  digest: string | null;
 }
 
 export interface ImageArchive {
@@ -197,7 +203,7 @@ function ociImages(a: Archive): ArchiveImage[] {
   return index.manifests.map((raw, i) => {
     const d = descriptor(a, raw, `index.json manifest ${i + 1}`);
     const name = ociName(a, d);
-    return { name, ...resolvePlatform(a, d, name) };
+    return { name, ...resolvePlatform(a, d, name), digest: d.digest };
   });
 }
 
@@ -293,7 +299,7 @@ function dockerImages(a: Archive): ArchiveImage[] {
           `${name} is an image for ${platform}, but the node runs ${want}`,
           `save the ${want} image: docker save --platform ${want} NAME:TAG`,
         );
-      images.push({ name, id: `sha256:${configMember?.sha256 ?? ""}`, platform });
+      images.push({ name, id: `sha256:${configMember?.sha256 ?? ""}`, platform, digest: null });
     }
   });
   return images;

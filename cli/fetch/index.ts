@@ -54,7 +54,6 @@ export { HTTP_DEFAULTS, type HttpOptions } from "./http";
 export { installBinaries, type InstalledBinary } from "./extract";
 export { acquireInstallLock, acquireLock, defaultInstallLockDir, LOCK_DEFAULTS, type LockHandle, type LockOwner } from "./lock";
 export {
-  addonImagesMissing,
   extractBundleImages,
   readBundleIndex,
   readBundleManifest,

@@ -129,3 +129,68 @@ export const ADDON_OF_IMAGE: Readonly<Record<string, { addon: string; flag: stri
   "local-path-helper": { addon: "storage", flag: "--no-storage" },
   "metrics-server": { addon: "metrics", flag: "--no-metrics" },
 };
+
+/** An add-on image as a version set names it: its manifest id, full name, and pinned digest if any. */
+export interface AddonImagePin {
+  id: string;
+  name: string;
+  digest: string | null;
+}
+
+/** The images an installed plan's enabled add-ons run, by their manifest ids. */
+export function addonImagePins(addons: AddonsPlan | undefined): AddonImagePin[] {
+  if (!addons) return [];
+  const pin = (id: string, i: AddonImage): AddonImagePin => ({ id, name: i.name, digest: i.digest });
+  const { dns, storage, metrics } = addons;
+  return [
+    ...(dns.enabled ? [pin("coredns", dns.image)] : []),
+    ...(storage?.enabled ? [pin("local-path-provisioner", storage.image), pin("local-path-helper", storage.helperImage)] : []),
+    ...(metrics?.enabled ? [pin("metrics-server", metrics.image)] : []),
+  ];
+}
+
+/**
+ * An add-on image that image archives do not provide as its pod names it: no archive holds the
+ * name (`missing`), or they hold it, but not as the pinned digest (`other-digest`; `have` lists the
+ * digests they hold it as, null for a classic docker save, which carries none). A pod names a
+ * pinned image `name@digest`, so offline only an image of that digest lets it start.
+ */
+export type AddonImageGap = AddonImagePin &
+  ({ kind: "missing" } | { kind: "other-digest"; digest: string; have: (string | null)[]; files: string[] });
+
+/** The gaps between add-on images and what archives carry (each image: its name, digest, and file). */
+export function addonImageGaps(
+  pins: readonly AddonImagePin[],
+  carried: readonly { name: string; digest: string | null; file: string }[],
+): AddonImageGap[] {
+  const gaps: AddonImageGap[] = [];
+  for (const p of pins) {
+    const same = carried.filter((c) => c.name === p.name);
+    if (same.length === 0) gaps.push({ ...p, kind: "missing" });
+    else if (p.digest && !same.some((c) => c.digest === p.digest))
+      gaps.push({
+        ...p,
+        kind: "other-digest",
+        digest: p.digest,
+        have: [...new Set(same.map((c) => c.digest))],
+        files: [...new Set(same.map((c) => c.file))],
+      });
+  }
+  return gaps;
+}
+
+/**
+ * What the user reads about one gap: why the add-on's pod cannot start offline, and the exact fix.
+ * `where`: the archives go into a bundle, or were loaded into the node (only other-digest applies).
+ */
+export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node"): string {
+  const use = ADDON_OF_IMAGE[g.id];
+  const addon = `the ${use?.addon ?? g.id} add-on's image`;
+  const off = use?.flag ?? "that add-on off";
+  if (g.kind === "missing")
+    return `the bundle carries no ${g.name} (${addon}): offline its pod cannot start; add it with --image FILE (for example \`docker save ${g.name} -o ${g.id}.tar\`), or install with ${off}`;
+  const held = g.have.map((d) => (d ? `as ${d.slice(0, 19)}…` : "with no registry digest (a classic docker save)")).join(", ");
+  const short = g.digest.slice(0, 19);
+  const into = where === "bundle" ? "the bundle" : "the node";
+  return `${g.files.join(", ")} hold${g.files.length > 1 ? "" : "s"} ${g.name} ${held}, but the version set pins ${short}… (${addon}), and its pod names ${g.name}@${short}…: offline it cannot start from ${into}'s copy; save the pinned image itself with \`skopeo copy --multi-arch all docker://${g.name}@${g.digest} oci-archive:${g.id}.tar:${g.name}\` and use that file, or install with ${off}`;
+}

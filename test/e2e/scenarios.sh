@@ -132,7 +132,9 @@ rk8s_to() {
   shift
   rk8s "$@" >"$f" 2>&1
 }
-install_to() { local log=$1; shift; rk8s_to "$log" install "$@" || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
+# rk8s_shown LOG ARGS...: rk8s_to, and on failure the log's end on stdout (which check shows)
+rk8s_shown() { local log=$1; shift; rk8s_to "$log" "$@" || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
+install_to() { local log=$1; shift; rk8s_shown "$log" install "$@"; }
 status_json_healthy() { has '"healthy": true' rk8s status --json; }
 # (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
 kubelet_logs_registered() { has 'Successfully registered node' rk8s logs kubelet -n 100000; }
@@ -185,7 +187,9 @@ assert_node_object() { # assert_node_object SCOPE K8S_VERSION
 assert_images_and_sandbox() {
   local scope=$1 pods r f list=()
   for f in "$IMAGES"/*.tar; do list+=("$f"); done
-  check "$scope" "rootless-k8s image load: ${#list[@]} image archives built locally ($IMAGES)" rk8s image load "${list[@]}"
+  check "$scope" "rootless-k8s image load: ${#list[@]} image archives built locally ($IMAGES)" \
+    rk8s_shown "$STATE/image-load.log" image load "${list[@]}"
+  check "$scope" "each add-on image loaded is the digest its pod names (no 'cannot start' note)" lacks "cannot start" cat "$STATE/image-load.log"
   pods=$(receipt_value .plan.cidrs.pods)
   r=$(tool pod "$SOCK" "$([ "$MODE" = delegated ] && echo /kubepods)" 2>&1)
   if [[ $r == "ready "${pods%%.*}.* ]]; then pass "$scope" "RunPodSandbox: pause container ready with bridge IP ${r#ready } (pods $pods)"
@@ -716,7 +720,7 @@ scenario_offline_bundle() {
   bb=$(image_name busybox) || { fail offline-bundle "no busybox image in $IMAGES/images.json"; return; }
   check offline-bundle "bundle -o FILE with $((${#imgs[@]} / 2)) image archives, from the mirror" \
     rk8s_to "$blog" bundle -o "$b" --manifest "$MANIFESTS/k8s-$V_INSTALL.json" "${SOURCE[@]}" "${imgs[@]}" || { tail -5 "$blog" | sed 's/^/    | /'; return; }
-  check offline-bundle "it carries every add-on image the version set names (no 'carries no' note)" lacks "carries no" cat "$blog"
+  check offline-bundle "it carries every add-on image the version set names, as the digest it pins (no 'cannot start' note)" lacks "cannot start" cat "$blog"
   stop_mirror
   MIRROR_PID=
   check offline-bundle "install --bundle with the mirror stopped: the node is Ready" \

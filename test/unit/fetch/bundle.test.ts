@@ -4,8 +4,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { addonImagesMissing, extractBundleImages, readBundleIndex, readBundleManifest, writeBundle } from "../../../cli/fetch/bundle";
-import { loadManifest } from "../../../cli/fetch/manifest";
+import { extractBundleImages, readBundleIndex, readBundleManifest, writeBundle } from "../../../cli/fetch/bundle";
 import { listCache } from "../../../cli/fetch/cache";
 import { installBinaries } from "../../../cli/fetch/extract";
 import { fetchArtifacts } from "../../../cli/fetch/fetch";
@@ -231,24 +230,5 @@ describe("offline bundles that carry image archives (bundle --image)", () => {
       expect(e.exitCode).toBe(4);
       expect(e.message).toContain("its image list has a malformed entry");
     }
-  });
-});
-
-describe("the add-on images a bundle does not carry", () => {
-  it("are every image of the version set that no carried archive names, by name and tag", () => {
-    const manifest = loadManifest();
-    const all = (manifest.images ?? []).map((i) => i.name);
-    expect(all.length).toBeGreaterThan(3);
-    expect(addonImagesMissing(manifest, []).map((m) => m.id)).toEqual([
-      "coredns",
-      "local-path-provisioner",
-      "local-path-helper",
-      "metrics-server",
-    ]);
-    const carried = ["registry.k8s.io/coredns/coredns:v1.14.2", "docker.io/library/app:1"];
-    expect(addonImagesMissing(manifest, carried).map((m) => m.id)).not.toContain("coredns");
-    // Another tag of the same image is not the pinned one.
-    expect(addonImagesMissing(manifest, ["registry.k8s.io/coredns/coredns:v1.14.3"]).map((m) => m.id)).toContain("coredns");
-    expect(addonImagesMissing(manifest, all)).toEqual([]);
   });
 });

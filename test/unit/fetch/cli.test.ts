@@ -2,7 +2,7 @@
 // loopback mirror with a --manifest of served files, Ctrl-C mid-download then a resumed run,
 // the lock between two runs, and one-line errors with documented exit codes.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
@@ -12,7 +12,7 @@ import { tempDir } from "../../helpers/temp";
 import { makeTestCa } from "../../helpers/tls";
 import { randomBody, testArtifact } from "./helpers/artifacts";
 import { tarGz } from "../../helpers/tar.mjs";
-import { dockerSaveArchive } from "../../helpers/image-archives";
+import { dockerSaveArchive, ociArchive, ociImage } from "../../helpers/image-archives";
 
 const NO_TRACE = /\bat .*\.(js|ts|cjs):\d+/;
 
@@ -218,6 +218,45 @@ describe("rootless-k8s cache and bundle against a loopback mirror", () => {
     expect(b.code, b.stderr).toBe(0);
     expect(b.stdout).toContain("and 1 image archive (docker.io/library/busybox:1.36.1)");
     expect(execFileSync("tar", ["-tf", out], { encoding: "utf8" })).toContain("images/1-busybox.tar");
+  });
+
+  it("bundle --image: says which add-on image it lacks, and which it holds under another digest than the pinned one", async () => {
+    const coredns = "registry.k8s.io/coredns/coredns:v1.14.2";
+    const pinned = ociImage("amd64", "the pinned coredns");
+    const other = ociImage("amd64", "coredns built elsewhere");
+    const set = JSON.parse(readFileSync(manifestFile, "utf8"));
+    set.images = [
+      { id: "coredns", name: coredns, digest: pinned.manifest.digest, source: "test" },
+      { id: "metrics-server", name: "registry.k8s.io/metrics-server/metrics-server:v0.8.0", digest: null, source: "test" },
+    ];
+    writeFileSync(manifestFile, JSON.stringify(set));
+    const archive = (name: string, image: typeof pinned) => {
+      const f = join(home, name);
+      writeFileSync(f, ociArchive([{ image, annotations: { "io.containerd.image.name": coredns } }]));
+      return f;
+    };
+    const bundle = (img: string) =>
+      runCli(["bundle", "--arch", "amd64", "-o", join(home, "b.tar"), "--image", img, "--manifest", manifestFile, "--mirror", server.url], {
+        env: env(),
+      });
+    const wrong = await bundle(archive("coredns-other.tar", other));
+    expect(wrong.code, wrong.stderr).toBe(0);
+    const notes = wrong.stderr.split("\n").filter((l) => l.startsWith("note:"));
+    expect(notes).toHaveLength(2);
+    expect(notes[0]).toContain(
+      `coredns-other.tar holds ${coredns} as ${other.manifest.digest.slice(0, 19)}…, but the version set pins ${pinned.manifest.digest.slice(0, 19)}… (the dns add-on's image)`,
+    );
+    expect(notes[0]).toContain(
+      `skopeo copy --multi-arch all docker://${coredns}@${pinned.manifest.digest} oci-archive:coredns.tar:${coredns}`,
+    );
+    expect(notes[0]).toContain("or install with --no-dns");
+    expect(notes[1]).toContain("the bundle carries no registry.k8s.io/metrics-server/metrics-server:v0.8.0 (the metrics add-on's image)");
+    // The pinned image itself: only the image the bundle lacks is named.
+    const right = await bundle(archive("coredns-pinned.tar", pinned));
+    expect(right.code, right.stderr).toBe(0);
+    expect(right.stderr.split("\n").filter((l) => l.startsWith("note:"))).toEqual([
+      expect.stringContaining("carries no registry.k8s.io/metrics-server"),
+    ]);
   });
 
   it("names the URL and version on a 404 (exit 5), with a fix and no stack trace", async () => {

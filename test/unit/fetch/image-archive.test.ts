@@ -49,7 +49,7 @@ describe("image references", () => {
 });
 
 describe("docker save archives", () => {
-  it("reads the names (normalized) and the image IDs", async () => {
+  it("reads the names (normalized) and the image IDs, and no registry digest (the classic layout has no manifest)", async () => {
     const { tar, ids } = dockerSaveArchive([
       { repoTags: ["busybox:1.36.1", "example.com/team/tool:2"] },
       { repoTags: ["registry.k8s.io/pause:3.10"], seed: "pause" },
@@ -57,9 +57,9 @@ describe("docker save archives", () => {
     const a = await read(tar);
     expect(a.format).toBe("docker-save");
     expect(a.images).toEqual([
-      { name: "docker.io/library/busybox:1.36.1", id: ids[0], platform: "linux/amd64" },
-      { name: "example.com/team/tool:2", id: ids[0], platform: "linux/amd64" },
-      { name: "registry.k8s.io/pause:3.10", id: ids[1], platform: "linux/amd64" },
+      { name: "docker.io/library/busybox:1.36.1", id: ids[0], platform: "linux/amd64", digest: null },
+      { name: "example.com/team/tool:2", id: ids[0], platform: "linux/amd64", digest: null },
+      { name: "registry.k8s.io/pause:3.10", id: ids[1], platform: "linux/amd64", digest: null },
     ]);
     expect(a.sha256).toBeNull();
   });
@@ -86,7 +86,7 @@ describe("docker save archives", () => {
 });
 
 describe("OCI image layouts", () => {
-  it("takes io.containerd.image.name over a tag-only ref.name, and the config digest as ID", async () => {
+  it("takes io.containerd.image.name over a tag-only ref.name, the config digest as ID, the manifest's as digest", async () => {
     const img = ociImage();
     const a = await read(
       ociArchive([
@@ -97,7 +97,9 @@ describe("OCI image layouts", () => {
       ]),
     );
     expect(a.format).toBe("oci-layout");
-    expect(a.images).toEqual([{ name: "docker.io/library/busybox:1.36.1", id: img.id, platform: "linux/amd64" }]);
+    expect(a.images).toEqual([
+      { name: "docker.io/library/busybox:1.36.1", id: img.id, platform: "linux/amd64", digest: img.manifest.digest },
+    ]);
   });
 
   it("takes a full org.opencontainers.image.ref.name", async () => {
@@ -106,7 +108,7 @@ describe("OCI image layouts", () => {
     expect(a.images.map((i) => i.name)).toEqual(["registry.k8s.io/pause:3.10"]);
   });
 
-  it("follows a multi-platform index to the node's architecture", async () => {
+  it("follows a multi-platform index to the node's architecture; the digest is the index's, as a registry names it", async () => {
     const amd = ociImage("amd64");
     const arm = ociImage("arm64");
     const index = ociIndex([
@@ -114,8 +116,10 @@ describe("OCI image layouts", () => {
       { image: arm, arch: "arm64" },
     ]);
     const body = ociArchive([{ image: index, annotations: { "io.containerd.image.name": "example.com/app:1" } }]);
-    expect((await read(body, "amd64")).images).toEqual([{ name: "example.com/app:1", id: amd.id, platform: "linux/amd64" }]);
-    expect((await read(body, "arm64")).images).toEqual([{ name: "example.com/app:1", id: arm.id, platform: "linux/arm64" }]);
+    const digest = index.manifest.digest;
+    expect(digest).not.toBe(amd.manifest.digest);
+    expect((await read(body, "amd64")).images).toEqual([{ name: "example.com/app:1", id: amd.id, platform: "linux/amd64", digest }]);
+    expect((await read(body, "arm64")).images).toEqual([{ name: "example.com/app:1", id: arm.id, platform: "linux/arm64", digest }]);
     const only = ociArchive([
       { image: ociIndex([{ image: arm, arch: "arm64" }]), annotations: { "io.containerd.image.name": "example.com/app:1" } },
     ]);

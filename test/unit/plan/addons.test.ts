@@ -2,6 +2,7 @@
 // clusterDNS, the image as the manifest pins it, --no-dns, and plans older than add-ons.
 import { describe, expect, it } from "vitest";
 import { buildPlan } from "../../../cli/plan";
+import { addonImageGapNote, addonImageGaps, addonImagePins } from "../../../cli/plan/addons";
 import { nthAddress } from "../../../cli/plan/cidr";
 import type { Plan } from "../../../cli/plan/plan";
 import { addons } from "../../../cli/render/addons";
@@ -236,5 +237,63 @@ describe("the metrics add-on", () => {
       units: { ...off.units, csrApprover: undefined },
     } as Plan;
     expect(addons(old).map((a) => a.id)).toEqual(["dns", "storage"]);
+  });
+});
+
+describe("add-on images that archives do not provide as their pods name them", () => {
+  const A = `sha256:${"a1".repeat(32)}`;
+  const B = `sha256:${"b2".repeat(32)}`;
+  const dns = { id: "coredns", name: "registry.k8s.io/coredns/coredns:v1.14.2", digest: A };
+  const helper = { id: "local-path-helper", name: "docker.io/rancher/mirrored-library-busybox:1.36.1", digest: null };
+
+  it("a pinned image is provided only by an archive that holds it as the pinned digest", () => {
+    expect(addonImageGaps([dns], [{ name: dns.name, digest: A, file: "a.tar" }])).toEqual([]);
+    // Held twice, once right: provided.
+    expect(
+      addonImageGaps(
+        [dns],
+        [
+          { name: dns.name, digest: B, file: "b.tar" },
+          { name: dns.name, digest: A, file: "a.tar" },
+        ],
+      ),
+    ).toEqual([]);
+    expect(
+      addonImageGaps(
+        [dns],
+        [
+          { name: dns.name, digest: B, file: "b.tar" },
+          { name: dns.name, digest: null, file: "c.tar" },
+        ],
+      ),
+    ).toEqual([{ ...dns, kind: "other-digest", have: [B, null], files: ["b.tar", "c.tar"] }]);
+    // Another tag is another image.
+    expect(addonImageGaps([dns], [{ name: "registry.k8s.io/coredns/coredns:v1.14.3", digest: A, file: "a.tar" }])).toEqual([
+      { ...dns, kind: "missing" },
+    ]);
+  });
+
+  it("an image named by tag only is provided by any archive of that name", () => {
+    expect(addonImageGaps([helper], [{ name: helper.name, digest: null, file: "h.tar" }])).toEqual([]);
+    expect(addonImageGaps([helper], [])).toEqual([{ ...helper, kind: "missing" }]);
+  });
+
+  it("the note names the file, both digests, the pod's reference and the exact fix", () => {
+    const [g] = addonImageGaps([dns], [{ name: dns.name, digest: null, file: "coredns.tar" }]);
+    expect(addonImageGapNote(g!, "node")).toBe(
+      `coredns.tar holds ${dns.name} with no registry digest (a classic docker save), but the version set pins ${A.slice(0, 19)}… (the dns add-on's image), and its pod names ${dns.name}@${A.slice(0, 19)}…: offline it cannot start from the node's copy; save the pinned image itself with \`skopeo copy --multi-arch all docker://${dns.name}@${A} oci-archive:coredns.tar:${dns.name}\` and use that file, or install with --no-dns`,
+    );
+  });
+
+  it("an installed plan's pins are the enabled add-ons' images, as the pods name them", () => {
+    const plan = buildPlan(baseFacts(), {}, versions);
+    expect(addonImagePins(plan.addons).map((p) => [p.id, p.name, p.digest])).toEqual([
+      ["coredns", plan.addons!.dns.image.name, plan.addons!.dns.image.digest],
+      ["local-path-provisioner", plan.addons!.storage!.image.name, plan.addons!.storage!.image.digest],
+      ["local-path-helper", plan.addons!.storage!.helperImage.name, plan.addons!.storage!.helperImage.digest],
+      ["metrics-server", plan.addons!.metrics!.image.name, plan.addons!.metrics!.image.digest],
+    ]);
+    const lean = buildPlan(baseFacts(), { dns: false, storage: false }, versions);
+    expect(addonImagePins(lean.addons).map((p) => p.id)).toEqual(["metrics-server"]);
   });
 });
