@@ -187,10 +187,15 @@ export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node"): s
   const use = ADDON_OF_IMAGE[g.id];
   const addon = `the ${use?.addon ?? g.id} add-on's image`;
   const off = use?.flag ?? "that add-on off";
+  // A pinned image must keep its registry digest, which a classic docker save drops.
+  const save = (digest: string | null) =>
+    digest
+      ? `skopeo copy --multi-arch all docker://${g.name}@${digest} oci-archive:${g.id}.tar:${g.name}`
+      : `docker save ${g.name} -o ${g.id}.tar`;
   if (g.kind === "missing")
-    return `the bundle carries no ${g.name} (${addon}): offline its pod cannot start; add it with --image FILE (for example \`docker save ${g.name} -o ${g.id}.tar\`), or install with ${off}`;
+    return `the bundle carries no ${g.name} (${addon}): offline its pod cannot start; add it with --image FILE (for example \`${save(g.digest)}\`), or install with ${off}`;
   const held = g.have.map((d) => (d ? `as ${d.slice(0, 19)}…` : "with no registry digest (a classic docker save)")).join(", ");
   const short = g.digest.slice(0, 19);
   const into = where === "bundle" ? "the bundle" : "the node";
-  return `${g.files.join(", ")} hold${g.files.length > 1 ? "" : "s"} ${g.name} ${held}, but the version set pins ${short}… (${addon}), and its pod names ${g.name}@${short}…: offline it cannot start from ${into}'s copy; save the pinned image itself with \`skopeo copy --multi-arch all docker://${g.name}@${g.digest} oci-archive:${g.id}.tar:${g.name}\` and use that file, or install with ${off}`;
+  return `${g.files.join(", ")} hold${g.files.length > 1 ? "" : "s"} ${g.name} ${held}, but the version set pins ${short}… (${addon}), and its pod names ${g.name}@${short}…: offline it cannot start from ${into}'s copy; save the pinned image itself with \`${save(g.digest)}\` and use that file, or install with ${off}`;
 }

@@ -285,6 +285,16 @@ describe("add-on images that archives do not provide as their pods name them", (
     );
   });
 
+  it("a missing image: a pinned one is saved with its registry digest, one by tag with docker save", () => {
+    const [pinned, byTag] = addonImageGaps([dns, helper], []);
+    expect(addonImageGapNote(pinned!, "bundle")).toContain(
+      `(for example \`skopeo copy --multi-arch all docker://${dns.name}@${A} oci-archive:coredns.tar:${dns.name}\`)`,
+    );
+    expect(addonImageGapNote(byTag!, "bundle")).toBe(
+      `the bundle carries no ${helper.name} (the storage add-on's image): offline its pod cannot start; add it with --image FILE (for example \`docker save ${helper.name} -o local-path-helper.tar\`), or install with --no-storage`,
+    );
+  });
+
   it("an installed plan's pins are the enabled add-ons' images, as the pods name them", () => {
     const plan = buildPlan(baseFacts(), {}, versions);
     expect(addonImagePins(plan.addons).map((p) => [p.id, p.name, p.digest])).toEqual([
