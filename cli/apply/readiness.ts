@@ -108,7 +108,10 @@ export async function followingApiClient(file: string, log: (line: string) => vo
     if (now === seen) return client;
     try {
       const next = await readKubeconfig(file);
-      const stamp = await filesStamp(next.files ?? [file]);
+      // The stamp taken before reading, when the files are the same ones: a change while reading
+      // (the certificate swapped in between) shows on the next request and is read then.
+      const same = (next.files ?? [file]).join("|") === (creds.files ?? [file]).join("|");
+      const stamp = same ? now : await filesStamp(next.files ?? [file]);
       // Throws unless the CA, certificate and key parse and the key is the certificate's.
       createSecureContext({ ca: next.ca, cert: next.cert, key: next.key });
       creds = next;
