@@ -61,9 +61,7 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
     },
   });
   // A loaded add-on image its pod cannot use: the pod names the pinned digest, the archive another.
-  const loaded = archives.flatMap((a) =>
-    a.images.map((i) => ({ name: i.name, digest: i.digest, file: path.relative(ctx.cwd, a.file) || a.file })),
-  );
+  const loaded = archives.flatMap((a, n) => a.images.map((i) => ({ name: i.name, digest: i.digest, file: files[n] as string })));
   const names = new Set(loaded.map((i) => i.name));
   const pins = addonImagePins(plan.addons).filter((p) => names.has(p.name));
   for (const g of addonImageGaps(pins, loaded)) ctx.out.err(`note: ${addonImageGapNote(g, "node")}`);
