@@ -100,18 +100,20 @@ async function filesStamp(files: readonly string[]): Promise<string> {
  * next request. Waits for the kubeconfig first, as readKubeconfigWhenThere.
  */
 export async function followingApiClient(file: string, log: (line: string) => void, signal: AbortSignal): Promise<ApiClient> {
+  // The files a credential is read from: those its kubeconfig names, else the kubeconfig itself.
+  const filesOf = (c: { files?: readonly string[] }): readonly string[] => c.files ?? [file];
   let creds = await readKubeconfigWhenThere(file, log, signal);
-  let seen = await filesStamp(creds.files ?? [file]).catch(() => "");
+  let seen = await filesStamp(filesOf(creds)).catch(() => "");
   let client = apiClient(creds);
   const current = async (): Promise<ApiClient> => {
-    const now = await filesStamp(creds.files ?? [file]).catch(() => seen);
+    const now = await filesStamp(filesOf(creds)).catch(() => seen);
     if (now === seen) return client;
     try {
       const next = await readKubeconfig(file);
       // The stamp taken before reading, when the files are the same ones: a change while reading
       // (the certificate swapped in between) shows on the next request and is read then.
-      const same = (next.files ?? [file]).join("|") === (creds.files ?? [file]).join("|");
-      const stamp = same ? now : await filesStamp(next.files ?? [file]);
+      const same = filesOf(next).join("|") === filesOf(creds).join("|");
+      const stamp = same ? now : await filesStamp(filesOf(next));
       // Throws unless the CA, certificate and key parse and the key is the certificate's.
       createSecureContext({ ca: next.ca, cert: next.cert, key: next.key });
       creds = next;

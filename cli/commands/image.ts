@@ -62,9 +62,8 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   });
   // A loaded add-on image its pod cannot use: the pod names the pinned digest, the archive another.
   const loaded = archives.flatMap((a, n) => a.images.map((i) => ({ name: i.name, digest: i.digest, file: files[n] as string })));
-  const names = new Set(loaded.map((i) => i.name));
-  const pins = addonImagePins(plan.addons).filter((p) => names.has(p.name));
-  for (const g of addonImageGaps(pins, loaded)) ctx.out.err(`note: ${addonImageGapNote(g, "node")}`);
+  for (const g of addonImageGaps(addonImagePins(plan.addons), loaded).filter((g) => g.kind === "other-digest"))
+    ctx.out.err(`note: ${addonImageGapNote(g, "node")}`);
   if (unverified)
     ctx.out.err(
       `note: the runtime's CRI (${plan.runtime.criSocket}) did not answer, so the names were not checked against what the kubelet sees`,
