@@ -203,6 +203,20 @@ hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/
 no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
 doctor_gives_up_limits() { has 'per-pod.*limit' rk8s doctor --json; }
 doctor_gives_up_pod_metrics() { has 'no per-pod metrics' rk8s doctor --json; }
+doctor_gives_up_qos() { has 'no QoS cgroups' rk8s doctor --json; }
+# The kubelet's QoS cgroups anywhere in the machine's cgroup tree (kubepods and the tiers in it, in
+# the names of either cgroup driver), a path a line: none in mode none, whose kubelet has
+# cgroupsPerQOS false.
+qos_cgroups() { find /sys/fs/cgroup -type d \( -name kubepods -o -name 'kubepods*.slice' -o -path '*/kubepods/burstable' -o -path '*/kubepods/besteffort' \) 2>/dev/null; }
+# qos_tier TIER: the kubelet's QoS cgroup for TIER (burstable, besteffort) exists
+qos_tier() { grep -Eq "/kubepods/$1\$|/kubepods-$1\.slice\$" <<<"$(qos_cgroups)"; }
+# pod_cgroup_parent UID: the name of the cgroup that holds the pod's own (pod<uid>, or the systemd
+# driver's kubepods…-pod<uid_>.slice), or nothing when the pod has none
+pod_cgroup_parent() {
+  local d
+  d=$(find /sys/fs/cgroup -type d \( -name "pod$1" -o -name "kubepods*-pod${1//-/_}.slice" \) 2>/dev/null | head -1)
+  [ -n "$d" ] && basename "$(dirname "$d")"
+}
 # name, uid, container id and restart count of the e2e pods that run (to compare across an upgrade)
 POD_LINES='jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.status.containerStatuses[0].containerID} {.status.containerStatuses[0].restartCount} {.status.phase}{"\n"}{end}'
 workload_pods() { kc -n e2e get pods -o "$POD_LINES" 2>&1 | grep -v '^hog ' | sort; }
@@ -501,6 +515,7 @@ scenario_metrics() {
 scenario_limits() {
   local bb
   bb=$(image_name busybox) || { fail limits "no busybox image"; return; }
+  kc create namespace e2e >/dev/null 2>&1
   check limits "kubectl apply: pod limits (memory 64Mi, cpu 250m) and pod hog (memory 32Mi, allocates ~100 MB)" apply <<YAML || return
 apiVersion: v1
 kind: Pod
@@ -526,7 +541,11 @@ spec:
     resources: {limits: {memory: 32Mi}}
 YAML
   check limits "the limits pod is Running" wait_for "$TIMEOUT" phase_is limits Running
-  local mem cpu reason
+  local mem cpu reason qos uid parent
+  qos=$(kc -n e2e get pod limits -o 'jsonpath={.status.qosClass}' 2>&1)
+  uid=$(kc -n e2e get pod limits -o 'jsonpath={.metadata.uid}' 2>&1)
+  parent=$(pod_cgroup_parent "$uid")
+  check limits "the limits pod (limits alone: its requests default to them) is of QoS class Guaranteed: $qos" test "$qos" = Guaranteed
   mem=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)
   cpu=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/cpu.max 2>&1)
   wait_for "$TIMEOUT" hog_done
@@ -535,6 +554,10 @@ YAML
     check limits "the pod's cgroup carries memory.max = 67108864 (64Mi): $mem" test "$mem" = 67108864
     check limits "the pod's cgroup carries cpu.max = 25000 100000 (250m): $cpu" test "$cpu" = "25000 100000"
     check limits "exceeding its 32Mi memory limit OOM-kills the hog (reason: $reason)" test "$reason" = OOMKilled
+    check limits "the Guaranteed pod's own cgroup sits directly in the kubelet's kubepods cgroup (its parent: ${parent:-no pod cgroup found})" \
+      test "${parent%.slice}" = kubepods
+    check limits "the kubelet's Burstable QoS cgroup exists (QoS cgroups: $(qos_cgroups | sed 's|.*/||' | sort | paste -sd' '))" qos_tier burstable
+    check limits "the kubelet's BestEffort QoS cgroup exists" qos_tier besteffort
   else
     check limits "mode none: no memory.max is enforced in the pod's view ($(head -c 60 <<<"$mem"))" no_number "$mem"
     local log
@@ -542,6 +565,9 @@ YAML
     check limits "mode none: the hog ran past its 32Mi limit unharmed, as doctor says none gives up per-pod limits (reason: $reason; log: $log)" \
       test "$reason|$log" = "Completed|survived 100000000 bytes"
     check limits "doctor names per-pod limits among what mode none gives up" doctor_gives_up_limits
+    check limits "mode none: no QoS cgroup anywhere under /sys/fs/cgroup, and no cgroup of the Guaranteed pod's own ($(qos_cgroups | head -3 | paste -sd' ')${parent:+; pod cgroup in $parent})" \
+      test -z "$(qos_cgroups)$parent"
+    check limits "doctor names QoS cgroups among what mode none gives up" doctor_gives_up_qos
   fi
   kc -n e2e delete pod hog --wait=false >/dev/null 2>&1
 }
