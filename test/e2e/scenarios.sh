@@ -201,15 +201,14 @@ apply() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/ad
 logs_show_netexec() { has 'Started HTTP server' kc -n e2e logs deploy/web; }
 hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }
 no_number() { [ "$1" = max ] || ! grep -q '^[0-9]' <<<"$1"; }
-doctor_gives_up_limits() { has 'per-pod.*limit' rk8s doctor --json; }
-doctor_gives_up_pod_metrics() { has 'no per-pod metrics' rk8s doctor --json; }
-doctor_gives_up_qos() { has 'no QoS cgroups' rk8s doctor --json; }
+# doctor_gives_up PATTERN: doctor's list of what the mode gives up has a line matching PATTERN
+doctor_gives_up() { has "$1" rk8s doctor --json; }
 # The kubelet's QoS cgroups anywhere in the machine's cgroup tree (kubepods and the tiers in it, in
 # the names of either cgroup driver), a path a line: none in mode none, whose kubelet has
 # cgroupsPerQOS false.
 qos_cgroups() { find /sys/fs/cgroup -type d \( -name kubepods -o -name 'kubepods*.slice' -o -path '*/kubepods/burstable' -o -path '*/kubepods/besteffort' \) 2>/dev/null; }
-# qos_tier TIER: the kubelet's QoS cgroup for TIER (burstable, besteffort) exists
-qos_tier() { grep -Eq "/kubepods/$1\$|/kubepods-$1\.slice\$" <<<"$(qos_cgroups)"; }
+# qos_tier TIER DIRS: DIRS (qos_cgroups' lines) hold the kubelet's QoS cgroup for TIER (burstable, besteffort)
+qos_tier() { grep -Eq "/kubepods/$1\$|/kubepods-$1\.slice\$" <<<"$2"; }
 # pod_cgroup_parent UID: the name of the cgroup that holds the pod's own (pod<uid>, or the systemd
 # driver's kubepods…-pod<uid_>.slice), or nothing when the pod has none
 pod_cgroup_parent() {
@@ -505,7 +504,7 @@ scenario_metrics() {
     out=$(kc -n e2e top pods --no-headers 2>&1)
     check metrics "mode $MODE: kubectl top pods shows no pod's own figure, as the plan says (figures: $figures): every pod has the memory of the one cgroup they share ($(awk '{ print $1, $3 }' <<<"$out" | tr '\n' ';'))" \
       shared_memory_figures "$out"
-    check metrics "doctor names per-pod metrics among what mode none gives up" doctor_gives_up_pod_metrics
+    check metrics "doctor names per-pod metrics among what mode none gives up" doctor_gives_up 'no per-pod metrics'
   fi
   check metrics "status shows the add-on ready" has 'add-on metrics .*ready, 1/1' rk8s status
 }
@@ -541,10 +540,11 @@ spec:
     resources: {limits: {memory: 32Mi}}
 YAML
   check limits "the limits pod is Running" wait_for "$TIMEOUT" phase_is limits Running
-  local mem cpu reason qos uid parent
+  local mem cpu reason qos uid parent qos_dirs
   qos=$(kc -n e2e get pod limits -o 'jsonpath={.status.qosClass}' 2>&1)
   uid=$(kc -n e2e get pod limits -o 'jsonpath={.metadata.uid}' 2>&1)
   parent=$(pod_cgroup_parent "$uid")
+  qos_dirs=$(qos_cgroups)
   check limits "the limits pod (limits alone: its requests default to them) is of QoS class Guaranteed: $qos" test "$qos" = Guaranteed
   mem=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/memory.max 2>&1)
   cpu=$(kc -n e2e exec limits -- cat /sys/fs/cgroup/cpu.max 2>&1)
@@ -556,18 +556,18 @@ YAML
     check limits "exceeding its 32Mi memory limit OOM-kills the hog (reason: $reason)" test "$reason" = OOMKilled
     check limits "the Guaranteed pod's own cgroup sits directly in the kubelet's kubepods cgroup (its parent: ${parent:-no pod cgroup found})" \
       test "${parent%.slice}" = kubepods
-    check limits "the kubelet's Burstable QoS cgroup exists (QoS cgroups: $(qos_cgroups | sed 's|.*/||' | sort | paste -sd' '))" qos_tier burstable
-    check limits "the kubelet's BestEffort QoS cgroup exists" qos_tier besteffort
+    check limits "the kubelet's Burstable QoS cgroup exists (QoS cgroups: $(awk -F/ '{ print $NF }' <<<"$qos_dirs" | sort | paste -sd' '))" qos_tier burstable "$qos_dirs"
+    check limits "the kubelet's BestEffort QoS cgroup exists" qos_tier besteffort "$qos_dirs"
   else
     check limits "mode none: no memory.max is enforced in the pod's view ($(head -c 60 <<<"$mem"))" no_number "$mem"
     local log
     log=$(kc -n e2e logs hog 2>&1)
     check limits "mode none: the hog ran past its 32Mi limit unharmed, as doctor says none gives up per-pod limits (reason: $reason; log: $log)" \
       test "$reason|$log" = "Completed|survived 100000000 bytes"
-    check limits "doctor names per-pod limits among what mode none gives up" doctor_gives_up_limits
-    check limits "mode none: no QoS cgroup anywhere under /sys/fs/cgroup, and no cgroup of the Guaranteed pod's own ($(qos_cgroups | head -3 | paste -sd' ')${parent:+; pod cgroup in $parent})" \
-      test -z "$(qos_cgroups)$parent"
-    check limits "doctor names QoS cgroups among what mode none gives up" doctor_gives_up_qos
+    check limits "doctor names per-pod limits among what mode none gives up" doctor_gives_up 'per-pod.*limit'
+    check limits "mode none: no QoS cgroup anywhere under /sys/fs/cgroup, and no cgroup of the Guaranteed pod's own ($(head -3 <<<"$qos_dirs" | paste -sd' ')${parent:+; pod cgroup in $parent})" \
+      test -z "$qos_dirs$parent"
+    check limits "doctor names QoS cgroups among what mode none gives up" doctor_gives_up 'no QoS cgroups'
   fi
   kc -n e2e delete pod hog --wait=false >/dev/null 2>&1
 }
