@@ -1527,6 +1527,12 @@ scenario_conformance() {
     --kubeconfig="$CONFIG/admin.kubeconfig" --kubectl-path="$SHARE/versions/current/bin/kubectl" --report-dir="$out" \
     >"$out/ginkgo.log" 2>&1 || rc=$?
   info conformance "ginkgo exited $rc; log $out/ginkgo.log ($(tail -3 "$out/ginkgo.log" | tr -s '\n' ' '))"
+  # A failed list keeps the node's side of the story beside the suite's: the kubelet's and the
+  # runtime's logs (rootless-k8s logs), which the events in ginkgo.log only summarize.
+  if [ "$rc" != 0 ]; then
+    for f in kubelet runtime; do rk8s logs "$f" -n 200000 >"$out/$f.log" 2>&1; done
+    info conformance "the node's logs for the failure: $out/kubelet.log ($(wc -l <"$out/kubelet.log") lines), $out/runtime.log ($(wc -l <"$out/runtime.log") lines)"
+  fi
   [ "$want" = 2 ] && worker_down conformance
   [ -s "$out/junit.xml" ] || { fail conformance "ginkgo wrote no JUnit report ($out/junit.xml)"; return; }
   [ "$MODE" = none ] && expected=(--expected "$CONF/lists/expected-none.txt")
