@@ -185,15 +185,19 @@ assert_node_object() { # assert_node_object SCOPE K8S_VERSION
 # The images the pods run, loaded with `rootless-k8s image load` (no registry is reachable), then
 # a pod sandbox through the CRI as a probe of the runtime and the CNI bridge.
 assert_images_and_sandbox() {
-  local scope=$1 pods r f list=()
+  local scope=$1 pods r rc f list=()
   for f in "$IMAGES"/*.tar; do list+=("$f"); done
   check "$scope" "rootless-k8s image load: ${#list[@]} image archives built locally ($IMAGES)" \
     rk8s_shown "$STATE/image-load.log" image load "${list[@]}"
   check "$scope" "each add-on image loaded is the digest its pod names (no 'cannot start' note)" lacks "cannot start" cat "$STATE/image-load.log"
   pods=$(receipt_value .plan.cidrs.pods)
-  r=$(tool pod "$SOCK" "$([ "$MODE" = delegated ] && echo /kubepods)" 2>&1)
-  if [[ $r == "ready "${pods%%.*}.* ]]; then pass "$scope" "RunPodSandbox: pause container ready with bridge IP ${r#ready } (pods $pods)"
+  # The probe's first line is RunPodSandbox's result; the lines after it are failed tries of
+  # StopPodSandbox (shown; the kubelet too tries again), and a last error fails the second check:
+  # the sandbox would be left behind.
+  r=$(tool pod "$SOCK" "$([ "$MODE" = delegated ] && echo /kubepods)" 2>&1) && rc=0 || rc=$?
+  if [[ ${r%%$'\n'*} == "ready "${pods%%.*}.* ]]; then pass "$scope" "RunPodSandbox: pause container ready with bridge IP $(head -1 <<<"${r#ready }") (pods $pods)"
   else fail "$scope" "RunPodSandbox: $r"; fi
+  check "$scope" "StopPodSandbox and RemovePodSandbox: the probe's sandbox is gone (exit $rc)$(tail -n +2 <<<"$r" | tr '\n' ' ' | sed 's/^./: &/')" test "$rc" = 0
 }
 
 # kubectl apply of a manifest on stdin, as the test user

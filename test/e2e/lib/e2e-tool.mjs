@@ -4,7 +4,7 @@
 //   e2e-tool.mjs cri-status SOCKET            runtime name/version and conditions (RuntimeReady, NetworkReady)
 //   e2e-tool.mjs sandbox-image SOCKET         the pod sandbox image the runtime is configured with
 //   e2e-tool.mjs running SOCKET               ids of the containers the runtime runs (CONTAINER_RUNNING)
-//   e2e-tool.mjs pod SOCKET [CGROUP_PARENT]   RunPodSandbox → "ready <ip>" → stop and remove it
+//   e2e-tool.mjs pod SOCKET [CGROUP_PARENT]   RunPodSandbox → "ready <ip>" → stop (3 tries) and remove it
 //   e2e-tool.mjs receipt-check RECEIPT        every file and binary the receipt lists has its hash and mode
 //   e2e-tool.mjs json FILE|- EXPR             prints a value of a JSON document (EXPR like .a.b[0].c)
 //   e2e-tool.mjs oci-image BUSYBOX OUT NAME [CMD_JSON]
@@ -55,7 +55,8 @@ async function main() {
       return 0;
     }
     case "pod": {
-      const c = criClient(args[0], 60_000);
+      // The kubelet's own deadline for a runtime call (runtimeRequestTimeout, 2 min by default).
+      const c = criClient(args[0], 120_000);
       const id = await c.runPodSandbox({
         name: "e2e-probe",
         uid: `e2e-probe-${process.pid}`,
@@ -65,7 +66,17 @@ async function main() {
       });
       const st = await c.podSandboxStatus(id);
       console.log(`${st.state === "SANDBOX_READY" ? "ready" : st.state} ${st.ip}`);
-      await c.stopPodSandbox(id);
+      // Stop as the kubelet does: a failed StopPodSandbox is tried again (the kubelet's next pod
+      // sync), up to three times; each failed try is shown on stderr, and the last one throws.
+      for (let n = 1; ; n++) {
+        try {
+          await c.stopPodSandbox(id);
+          break;
+        } catch (e) {
+          if (n === 3) throw e;
+          console.error(`StopPodSandbox, try ${n} of 3: ${e.message}`);
+        }
+      }
       await c.removePodSandbox(id);
       c.close();
       return st.state === "SANDBOX_READY" && st.ip ? 0 : 1;
