@@ -196,7 +196,7 @@ assert_images_and_sandbox() {
   # the sandbox would be left behind.
   r=$(tool pod "$SOCK" "$([ "$MODE" = delegated ] && echo /kubepods)" 2>&1) && rc=0 || rc=$?
   if [[ ${r%%$'\n'*} == "ready "${pods%%.*}.* ]]; then pass "$scope" "RunPodSandbox: pause container ready with bridge IP $(head -1 <<<"${r#ready }") (pods $pods)"
-  else fail "$scope" "RunPodSandbox: $r"; fi
+  else fail "$scope" "RunPodSandbox: $r"; return; fi
   check "$scope" "StopPodSandbox and RemovePodSandbox: the probe's sandbox is gone (exit $rc)$(tail -n +2 <<<"$r" | tr '\n' ' ' | sed 's/^./: &/')" test "$rc" = 0
 }
 
