@@ -34,7 +34,7 @@ function sourceIP(i: PublishInputs): { keeps: PublishPlan["keepsSourceIP"]; reas
   const transparent = atLeast(rk, SOURCE_IP_TRANSPARENT.version);
   const tcp = transparent && i.proxy === "iptables";
   const tcpReason = tcp
-    ? `TCP: pods see the client's own address: ${SOURCE_IP_TRANSPARENT.why}, and routes the replies with iptables there; for clients other than the host's loopback, on Services with externalTrafficPolicy: Local (Cluster masquerades, as on any node)`
+    ? `TCP: pods see the client's own address: ${SOURCE_IP_TRANSPARENT.why}, and routes the replies with iptables there; for clients other than the host's loopback, on Services with externalTrafficPolicy: Local (Cluster masquerades, as on any node); per connection: one RootlessKit cannot open so within its 1 s dial timeout comes from the node's address`
     : transparent
       ? "TCP: pods see an address of the node, not the client's: RootlessKit's IP_TRANSPARENT path needs iptables inside the namespace, and this host has none (kube-proxy uses nftables)"
       : `TCP: pods see an address of the node, not the client's: RootlessKit ${rk} connects from the node's own address (${SOURCE_IP_TRANSPARENT.why})`;

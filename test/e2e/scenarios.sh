@@ -859,6 +859,20 @@ YAML
   check publish "the pod's hostPort answers at 127.0.0.1:$hp" wait_for 30 answers "http://127.0.0.1:$hp/hostname" hostport
   out=$(get "http://$hip:$np/clientip" 2>&1)
   if [ "$(receipt_value .plan.publish.keepsSourceIP.tcp)" = true ]; then
+    # RootlessKit dials each connection from the client's address with a 1 s timeout and, past
+    # it, falls back to the node's own address for that connection (pkg/port/builtin/child,
+    # "transparent dial failed, falling back", logged only at its debug level), as the README
+    # says. Up to three connections; each one that fell back is shown, and the runtime's log kept.
+    local missed=""
+    for _ in 2 3; do
+      grep -q "^$hip:" <<<"$out" && break
+      missed+=" [$out]"
+      out=$(get "http://$hip:$np/clientip" 2>&1)
+    done
+    if [ -n "$missed" ]; then
+      rk8s logs rootlesskit -n 200000 >"$STATE/publish-rootlesskit.log" 2>&1
+      info publish "connections that reached the pod from another address:$missed (RootlessKit's log: $STATE/publish-rootlesskit.log)"
+    fi
     check publish "agnhost /clientip sees the host-side client address $hip (builtin port driver, IP_TRANSPARENT): $out" grep -q "^$hip:" <<<"$out"
   else
     info publish "the plan keeps no client address for TCP here; /clientip says $out"
