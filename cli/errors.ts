@@ -18,6 +18,8 @@ export const ExitCode = {
   Network: 5,
   /** Another rootless-k8s run holds the install lock. */
   Locked: 6,
+  /** status: the node is installed and stopped (every unit inactive): `rootless-k8s start` starts it. */
+  Stopped: 7,
   /** Interrupted (SIGINT/SIGTERM). The machine is as it was, or resumable by re-running. */
   Interrupted: 130,
 } as const;

@@ -35,7 +35,8 @@ export function topLevelHelp(): string {
     "  ROOTLESS_K8S_DEBUG=1            Show the cause of errors in full",
     "",
     `Start with \`${BIN} doctor\`. Exit codes: 0 ok, 1 failure, 2 bad usage, 3 refused,`,
-    "4 verification failed, 5 network failure, 6 locked by another run, 130 interrupted.",
+    "4 verification failed, 5 network failure, 6 locked by another run, 7 stopped (status),",
+    "130 interrupted.",
   ].join("\n");
 }
 

@@ -28,6 +28,11 @@ export function isFailing(s: UnitState): boolean {
   return s.activeState === "failed" || (s.nRestarts >= RESTARTS_FOR_FAILURE && s.activeState !== "active");
 }
 
+/** The node is stopped when no unit of it runs: each is inactive or failed (not loaded counts as inactive). */
+export function isStopped(states: readonly Pick<UnitState, "activeState">[]): boolean {
+  return states.every((s) => s.activeState === "inactive" || s.activeState === "failed" || s.activeState === "unknown");
+}
+
 /** The units' states, in the order given. */
 export function unitStates(systemd: SystemdUser, units: string[]): Promise<UnitState[]> {
   return Promise.all(units.map((u) => systemd.state(u)));

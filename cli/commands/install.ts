@@ -19,6 +19,7 @@ import { folders, generatePki, readPki, renderNode, type RenderedFile } from "..
 import { installNode, type InstallRequest } from "../apply/install";
 import { prepareNode } from "../apply/prepare";
 import type { Context } from "../context";
+import { timeoutOf } from "./durations";
 
 export const spec: CommandSpec = {
   name: "install",
@@ -124,16 +125,6 @@ export interface InstallOptions extends InstallRequest {
   json: boolean;
 }
 
-export const DEFAULT_TIMEOUT_SECONDS = 300;
-
-/** "300", "90s", "5m", "1h" → seconds. */
-export function parseDuration(s: string): number | null {
-  const m = /^(\d+)(s|m|h)?$/.exec(s.trim());
-  if (!m) return null;
-  const n = Number(m[1]) * (m[2] === "h" ? 3600 : m[2] === "m" ? 60 : 1);
-  return n > 0 ? n : null;
-}
-
 export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">): InstallOptions {
   const dryRun = opt.bool(parsed, "dry-run");
   const output = opt.str(parsed, "output");
@@ -144,10 +135,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
   if (opt.bool(parsed, "merge-kubeconfig") && opt.bool(parsed, "no-merge-kubeconfig")) {
     throw new UsageError("--merge-kubeconfig and --no-merge-kubeconfig cannot be combined", spec.name);
   }
-  const timeoutText = opt.str(parsed, "timeout");
-  const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
-  if (timeoutSeconds === null)
-    throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
+  const timeoutSeconds = timeoutOf(parsed, spec.name);
   const nodeName = opt.str(parsed, "node-name");
   const runtimeBin = opt.str(parsed, "runtime-bin");
   const prefix = opt.str(parsed, "prefix");

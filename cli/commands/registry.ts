@@ -18,6 +18,9 @@ export interface CommandEntry {
 export const commands: CommandEntry[] = [
   { name: "doctor", summary: "Check whether this host can run a rootless node, and how to fix it", load: () => import("./doctor") },
   { name: "install", summary: "Install and start the node in the user's systemd", load: () => import("./install") },
+  { name: "start", summary: "Start the installed node and wait until it is Ready", load: () => import("./start") },
+  { name: "stop", summary: "Stop the node (its units, pods and namespaces); nothing is removed", load: () => import("./stop") },
+  { name: "restart", summary: "Stop the node, then start it and wait until it is Ready", load: () => import("./restart") },
   { name: "status", summary: "Show units, readiness, mode, versions and ports of the node", load: () => import("./status") },
   { name: "logs", summary: "Show the logs of a node component (journalctl --user)", load: () => import("./logs") },
   {
@@ -43,6 +46,11 @@ export const commands: CommandEntry[] = [
     name: "approver",
     summary: "Approve joined nodes' kubelet serving certificates (run by rootless-k8s-csr-approver.service)",
     load: () => import("./approver"),
+  },
+  {
+    name: "wait",
+    summary: "Wait until the API server or etcd is ready (the node's units run it before they start)",
+    load: () => import("./wait"),
   },
   {
     name: "components",

@@ -17,7 +17,8 @@ readiness and the node's conditions (with the admin certificate), and the runtim
 CRI. Changes nothing.
 
 Exit status: 0 when the node is healthy (every unit active, API ready, node Ready, runtime answering),
-1 when it is not, or when no node is installed.`,
+1 when it is not, or when no node is installed, 7 when it is stopped (no unit of it runs:
+\`rootless-k8s start\` starts it).`,
   options: {
     json: { type: "boolean", description: "Print the status as JSON (schemaVersion 1)" },
     prefix: { type: "string", valueName: "DIR", description: "The --prefix the node was installed with" },
@@ -32,5 +33,5 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   else {
     for (const l of renderStatus(st, receipt.plan.paths.home, ctx.out.style)) ctx.out.out(l);
   }
-  return st.healthy ? ExitCode.Ok : ExitCode.Failure;
+  return st.healthy ? ExitCode.Ok : st.stopped ? ExitCode.Stopped : ExitCode.Failure;
 }

@@ -6,7 +6,7 @@ import { installedPlan } from "../apply/images";
 import { ExitCode, UsageError, UserError } from "../errors";
 import { TOKEN_ID_PATTERN, isServerUrl } from "../host/parse/bootstrap-token";
 import { joinCheckLine, joinLine, TOKEN_ENV } from "../render/join";
-import { parseDuration } from "./install";
+import { parseDuration } from "./durations";
 import type { Context } from "../context";
 
 const ACTIONS = ["create", "list", "delete"] as const;

@@ -6,7 +6,7 @@ import { mirrorFrom } from "../fetch/mirror";
 import { unknownCheckIds } from "../doctor/index";
 import { upgradeNode } from "../apply/upgrade";
 import type { Context } from "../context";
-import { parseDuration, DEFAULT_TIMEOUT_SECONDS } from "./install";
+import { timeoutOf } from "./durations";
 
 export const spec: CommandSpec = {
   name: "upgrade",
@@ -51,10 +51,7 @@ a failing doctor check), 4/5 download verification or network failure (nothing w
 };
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
-  const timeoutText = opt.str(parsed, "timeout");
-  const timeoutSeconds = timeoutText === undefined ? DEFAULT_TIMEOUT_SECONDS : parseDuration(timeoutText);
-  if (timeoutSeconds === null)
-    throw new UsageError(`--timeout must be seconds or a duration like 90s or 5m (got "${timeoutText}")`, spec.name);
+  const timeoutSeconds = timeoutOf(parsed, spec.name);
   const to = opt.str(parsed, "to");
   if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to))
     throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);

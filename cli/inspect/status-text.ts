@@ -32,8 +32,13 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   const t = (p: string) => (p.startsWith(home + "/") ? "~" + p.slice(home.length) : p);
   const k8s = st.versions.components.kubernetes ?? "?";
   const lines = [
-    `${st.healthy ? s.green("●") : s.red("●")} node ${s.bold(st.node)} is ${st.healthy ? s.green("healthy") : s.red("not healthy")} (mode ${st.mode}, Kubernetes ${k8s}, ${st.runtime.name} ${st.runtime.version})`,
+    `${st.healthy ? s.green("●") : st.stopped ? "○" : s.red("●")} node ${s.bold(st.node)} is ${st.healthy ? s.green("healthy") : st.stopped ? s.bold("stopped") : s.red("not healthy")} (mode ${st.mode}, Kubernetes ${k8s}, ${st.runtime.name} ${st.runtime.version})`,
   ];
+  if (st.stopped) {
+    for (const p of st.problems) lines.push(`  ${s.yellow("!")} ${p}`);
+    lines.push(`  ${"versions".padEnd(11)} set ${st.versions.set ?? "none"}`, `  ${"fix".padEnd(11)} rootless-k8s start`);
+    return lines;
+  }
   for (const p of st.problems) lines.push(`  ${s.red("!")} ${p}`);
   const row = (label: string, value: string) => lines.push(`  ${label.padEnd(11)} ${value}`);
   row("API server", `${st.api.url || "?"}  ${st.api.ready ? s.green(st.api.detail) : s.red(st.api.detail)}`);

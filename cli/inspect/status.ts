@@ -4,6 +4,7 @@
 import { workerClient } from "../apply/worker-ready";
 import type { Plan } from "../plan/plan";
 import { startOrder } from "../apply/node";
+import { isStopped } from "../apply/watch";
 import { criClient } from "../apply/cri";
 import { apiClient, parseNode, readKubeconfig, type NodeView } from "../apply/readiness";
 import type { Receipt } from "../apply/receipt";
@@ -16,6 +17,8 @@ import type { OverlayState } from "../apply/overlay-agent";
 export interface NodeStatus {
   schemaVersion: 1;
   healthy: boolean;
+  /** No unit of the node runs (each inactive or failed): stopped on purpose, or never started. */
+  stopped: boolean;
   /** One line per thing that is wrong. */
   problems: string[];
   state: Receipt["state"];
@@ -50,6 +53,8 @@ export async function nodeStatus(
       `the last install or upgrade did not finish (state ${receipt.state}${receipt.failedStep ? `, step "${receipt.failedStep}"` : ""}): re-run it`,
     );
   const units = await Promise.all([plan.units.target, ...startOrder(plan)].map((u) => systemd.state(u)));
+  // A stopped node is one line and its fix, not a line for each unit and peer that does not answer.
+  if (isStopped(units)) return stoppedStatus(receipt, units, problems);
   for (const u of units)
     if (u.activeState !== "active")
       problems.push(`${u.unit} is ${u.activeState} (${u.subState}${u.result !== "success" ? `, ${u.result}` : ""})`);
@@ -106,6 +111,7 @@ export async function nodeStatus(
   return {
     schemaVersion: 1,
     healthy: problems.length === 0,
+    stopped: false,
     problems,
     state: receipt.state,
     failedStep: receipt.failedStep ?? null,
@@ -119,6 +125,42 @@ export async function nodeStatus(
     ports: plan.network.published,
     publishing,
     overlay,
+    units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
+      unit,
+      activeState,
+      subState,
+      result,
+      mainPid,
+      nRestarts,
+    })),
+    logs: plan.logging.to === "file" ? { to: "file", where: plan.paths.logDir } : { to: "journal", where: "journalctl --user" },
+  };
+}
+
+/** The status of a node none of whose units runs: what was installed, and how to start it. */
+function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], problems: string[]): NodeStatus {
+  const plan = receipt.plan;
+  const failed = units.filter((u) => u.activeState === "failed").map((u) => `${u.unit} (${u.result})`);
+  return {
+    schemaVersion: 1,
+    healthy: false,
+    stopped: true,
+    problems: [
+      ...problems,
+      `the node is stopped${failed.length ? `; failed before it stopped: ${failed.join(", ")}` : ""}: start it with \`rootless-k8s start\``,
+    ],
+    state: receipt.state,
+    failedStep: receipt.failedStep ?? null,
+    node: plan.node.name,
+    mode: plan.mode.name,
+    runtime: { name: plan.runtime.name, version: plan.runtime.version, cri: { answering: false, version: null, detail: "stopped" } },
+    versions: { set: receipt.current, previous: receipt.previous, components: { ...plan.versions.components } },
+    api: { url: "", ready: false, detail: "stopped" },
+    nodeView: null,
+    addons: [],
+    ports: plan.network.published,
+    publishing: { publisher: null, published: null, unpublished: [], updated: null, detail: "stopped" },
+    overlay: null,
     units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
       unit,
       activeState,

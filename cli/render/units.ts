@@ -8,7 +8,9 @@ import * as path from "node:path";
 import type { Plan } from "../plan/plan";
 import { apiServerArgs, controllerManagerArgs, criDockerdArgs, etcdArgs, kubeProxyArgs, kubeletArgs, schedulerArgs } from "./components";
 import { layout } from "./layout";
+import { pkiPaths } from "./pki";
 import { rootlesskitArgs } from "./rootlesskit";
+import { GATE_TIMEOUT_S, START_LIMIT, cleanStopStatus, startGate } from "../plan/start";
 import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
 
 export const HEADER = [
@@ -31,6 +33,8 @@ interface ComponentUnit {
   startPost?: string[];
   /** Seconds systemd waits for a graceful stop before SIGKILL (default 30). */
   stopTimeout?: number;
+  /** The kubeconfig it reaches the API server with (its start gate waits for /readyz through it). */
+  kubeconfig?: string;
 }
 
 function environmentFiles(plan: Plan): UnitSection {
@@ -88,6 +92,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: controllerManagerArgs(plan),
       extraArgs: "KUBE_CONTROLLER_MANAGER_EXTRA_ARGS",
       after: [u.apiServer],
+      kubeconfig: layout(plan).kubeconfigs.controllerManager,
     },
     {
       unit: u.scheduler,
@@ -96,6 +101,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: schedulerArgs(plan),
       extraArgs: "KUBE_SCHEDULER_EXTRA_ARGS",
       after: [u.apiServer],
+      kubeconfig: layout(plan).kubeconfigs.scheduler,
     },
     {
       unit: u.kubelet,
@@ -104,6 +110,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: kubeletArgs(plan),
       extraArgs: "KUBELET_EXTRA_ARGS",
       after: [...(worker ? [] : [u.apiServer]), ...(u.criDockerd ? [u.criDockerd] : [])],
+      kubeconfig: layout(plan).kubeconfigs.kubelet,
     },
     {
       unit: u.kubeProxy,
@@ -112,6 +119,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: kubeProxyArgs(plan),
       extraArgs: "KUBE_PROXY_EXTRA_ARGS",
       after: [...(worker ? [] : [u.apiServer]), u.kubelet],
+      kubeconfig: layout(plan).kubeconfigs.kubeProxy,
     },
   ];
   // A worker runs no etcd and no control plane: only the node's own components.
@@ -130,6 +138,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       extraArgs: null,
       onHost: true,
       after: [worker ? u.kubelet : u.apiServer],
+      kubeconfig: layout(plan).kubeconfigs.ports,
     });
   }
   if (u.overlay && plan.overlay) {
@@ -141,6 +150,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       args: [...selfCommand(plan), "overlay", "run", "--config", layout(plan).overlayConfig],
       extraArgs: null,
       after: [u.kubelet],
+      kubeconfig: layout(plan).kubeconfigs.kubelet,
     });
   }
   if (u.csrApprover) {
@@ -153,6 +163,7 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       extraArgs: null,
       onHost: true,
       after: [u.apiServer],
+      kubeconfig: layout(plan).kubeconfigs.csrApprover,
     });
   }
   if (u.criDockerd) {
@@ -168,13 +179,42 @@ function componentUnits(plan: Plan): ComponentUnit[] {
   return list;
 }
 
+/**
+ * The unit's start gate as a command (cli/plan/start.ts decides which units wait for what): this
+ * binary's `wait`, where the component runs (inside the node's namespaces, or on the host), so it
+ * reaches its peer by the same address and credential the component will.
+ */
+function gateCommand(plan: Plan, c: ComponentUnit): string[] | null {
+  const gate = startGate(plan, c.unit);
+  if (!gate) return null;
+  const timeout = ["--timeout", String(GATE_TIMEOUT_S)];
+  if (gate.kind === "etcd") {
+    const pki = pkiPaths(plan);
+    return [
+      ...selfCommand(plan),
+      "wait",
+      "etcd",
+      "--endpoint",
+      `https://127.0.0.1:${plan.ports.etcdClient}`,
+      "--ca",
+      pki.cas.etcdCa.cert,
+      "--cert",
+      pki.certs.apiServerEtcdClient.cert,
+      "--key",
+      pki.certs.apiServerEtcdClient.key,
+      ...timeout,
+    ];
+  }
+  if (!c.kubeconfig) throw new Error(`${c.unit} waits for the API server but has no kubeconfig`);
+  return [...selfCommand(plan), "wait", "api", "--kubeconfig", c.kubeconfig, ...timeout];
+}
+
 function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
   const owner = plan.units.owner;
-  const command: (string | VariableArg)[] = [
-    ...(c.onHost ? [] : [layout(plan).scripts.enter]),
-    ...c.args,
-    ...(c.extraArgs ? [{ variable: c.extraArgs }] : []),
-  ];
+  const enter = c.onHost ? [] : [layout(plan).scripts.enter];
+  const command: (string | VariableArg)[] = [...enter, ...c.args, ...(c.extraArgs ? [{ variable: c.extraArgs }] : [])];
+  const gate = gateCommand(plan, c);
+  const clean = cleanStopStatus(plan, c.unit);
   return {
     header: HEADER,
     sections: [
@@ -187,8 +227,8 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
           ["BindsTo", owner],
           ["Wants", c.after.length ? c.after.join(" ") : null],
           ["After", [owner, ...c.after].join(" ")],
-          ["StartLimitIntervalSec", 120],
-          ["StartLimitBurst", 5],
+          ["StartLimitIntervalSec", START_LIMIT.intervalSec],
+          ["StartLimitBurst", START_LIMIT.burst],
         ],
       ],
       [
@@ -196,10 +236,13 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
         [
           ["Type", "simple"],
           ...environmentFiles(plan),
+          ["ExecStartPre", gate ? commandLine([...enter, ...gate]) : null],
           ["ExecStart", commandLine(command)],
           ...(c.startPost ?? []).map((cmd): [string, string] => ["ExecStartPost", commandLine([cmd])]),
+          ["SuccessExitStatus", clean.length ? clean.join(" ") : null],
           ["Restart", "on-failure"],
           ["RestartSec", 3],
+          ["TimeoutStartSec", gate ? GATE_TIMEOUT_S + 30 : null],
           ["TimeoutStopSec", c.stopTimeout ?? 30],
           ["LimitNOFILE", 1048576],
           ...output(plan, c.unit),

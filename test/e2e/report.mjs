@@ -74,6 +74,8 @@ for (const spec of values.route ?? []) {
     // The conformance scenario's counts (its JUnit XML and every failing or skipped test with its
     // reason are in test/e2e/out/conformance-<route>/).
     conformance: lines.find((l) => l.conformance)?.conformance?.line ?? null,
+    // The restart scenario's start→Ready and stop times (seconds): each cycle, their median and max.
+    lifecycle: lines.find((l) => l.lifecycle)?.lifecycle ?? null,
     passed: scenarios.filter((s) => s.result === "pass").length,
     failed: scenarios.filter((s) => s.result !== "pass").length,
   };

@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits restart reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -634,6 +634,58 @@ scenario_changed_plan() {
   after=$(unit_stamps)
   changed=$(diff <(echo "$before") <(echo "$after") | sed -n 's/^> \([^ ]*\) .*/\1/p' | tr '\n' ' ')
   check changed-plan "and back: again only those restarted (restarted: ${changed:-none})" test "$changed" = "$expect"
+}
+
+# Day two (issue 41): 10 cycles of `stop` then `start`, then 10 of `restart`, back to back. Every
+# start ends Ready with every unit active and the workloads running; stop leaves no unit running and
+# `status` says stopped (exit 7); no component logs "command failed" meanwhile and systemd restarts
+# no unit (NRestarts). Each start→Ready and stop time goes to report.json, with their median and max.
+n_restarts() { local u n=0; for u in "${UNITS[@]:1}"; do n=$((n + $(as_user systemctl --user show -p NRestarts --value "$u"))); done; echo "$n"; }
+command_failed_lines() {
+  local c n=0
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+    n=$((n + $(rk8s logs "$c" -n 1000000 2>/dev/null | grep -c 'command failed')))
+  done
+  echo "$n"
+}
+units_inactive() { local u; for u in "${UNITS[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = inactive ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
+# stats: "median max" of numbers, one per line
+stats() { sort -n | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s", m, v[NR] }'; }
+scenario_restart() {
+  local i rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st
+  failed0=$(command_failed_lines)
+  for i in $(seq 1 20); do
+    if [ "$i" -le 10 ]; then
+      rk8s stop >"$log" 2>&1 || { bad=$((bad + 1)); fail restart "cycle $i: stop exited non-zero"; tail -20 "$log" | sed 's/^/    | /'; }
+      stops+=("$(sed -n 's/.* is stopped (\([0-9.]*\) s).*/\1/p' "$log")")
+      [ "$i" = 1 ] && check restart "stop leaves no unit of the node running" units_inactive
+      if [ "$i" = 1 ]; then
+        rk8s status >"$STATE/restart-status.log" 2>&1
+        st=$?
+        check restart "status of the stopped node exits 7 and says stopped, with the fix (exit $st)" \
+          sh -c "[ $st = 7 ] && grep -q 'is stopped' '$STATE/restart-status.log' && grep -q 'rootless-k8s start' '$STATE/restart-status.log'"
+        check restart "a second stop: exit 0, already stopped" has 'already stopped' rk8s stop
+      fi
+      rk8s start --timeout "$TIMEOUT" >"$log" 2>&1
+    else
+      rk8s restart --timeout "$TIMEOUT" >"$log" 2>&1
+    fi
+    rc=$?
+    if [ "$rc" != 0 ]; then bad=$((bad + 1)); fail restart "cycle $i: $([ "$i" -le 10 ] && echo start || echo restart) exited $rc"; tail -30 "$log" | sed 's/^/    | /'; continue; fi
+    starts+=("$(sed -n 's/.* Ready[a-z ]*: \([0-9.]*\) s from start.*/\1/p' "$log")")
+    restarts=$((restarts + $(n_restarts)))
+    [ "$i" = 1 ] && check restart "a second start: exit 0, already running" has 'already running' rk8s start
+  done
+  check restart "20 cycles (10 stop+start, 10 restart): every one ended Ready with every unit active" sh -c "[ $bad = 0 ]"
+  check restart "no unit was restarted by systemd during the cycles (NRestarts summed after each start: $restarts)" test "$restarts" = 0
+  check restart "no component logged 'command failed' during the cycles ($(($(command_failed_lines) - failed0)) new lines)" test "$(command_failed_lines)" = "$failed0"
+  check restart "every unit is active" units_active
+  check restart "the workloads run again" wait_for 180 pods_settled
+  local s t
+  s=$(printf '%s\n' "${starts[@]}" | grep . | stats)
+  t=$(printf '%s\n' "${stops[@]}" | grep . | stats)
+  info restart "start→Ready: median ${s% *} s, max ${s#* } s over ${#starts[@]} starts; stop: median ${t% *} s, max ${t#* } s over ${#stops[@]}"
+  report "{\"route\":\"$ROUTE\",\"lifecycle\":{\"startReadyS\":[$(IFS=,; echo "${starts[*]}")],\"stopS\":[$(IFS=,; echo "${stops[*]}")],\"startMedianS\":${s% *},\"startMaxS\":${s#* },\"stopMedianS\":${t% *},\"stopMaxS\":${t#* }}}"
 }
 
 scenario_interrupt_start() {

@@ -1,0 +1,146 @@
+// Day two (issue 41): `rootless-k8s start`, `stop` and `restart` of an installed node, through the
+// user's systemd. start clears the failed state (and with it systemd's start count) of the node's
+// units, starts the target and waits for Ready as install does; stop stops every unit in one
+// transaction (systemd orders it in reverse of the start order) and returns once none is left
+// running; restart is stop, then start. Each runs under the install lock, so it never races an
+// install, upgrade or uninstall of the same user.
+import { ExitCode, InterruptedError, UserError, refuseRoot } from "../errors";
+import type { Context } from "../context";
+import { acquireInstallLock } from "../fetch/index";
+import type { Plan } from "../plan/plan";
+import { createProgress, type Progress } from "../ui/progress";
+import { allUnits, startOrder } from "./node";
+import { apiClient, readKubeconfig, waitForReady } from "./readiness";
+import { requireReceipt } from "./receipt";
+import { systemdUser, type SystemdUser } from "./systemd";
+import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "./watch";
+import { waitForWorkerReady } from "./worker-ready";
+
+export interface LifecycleOptions {
+  prefix?: string;
+  timeoutSeconds: number;
+}
+
+interface Node {
+  plan: Plan;
+  systemd: SystemdUser;
+}
+
+async function openNode(ctx: Context, command: string, prefix?: string): Promise<Node> {
+  refuseRoot(command);
+  const receipt = await requireReceipt(ctx.env, prefix).catch((e: unknown) => {
+    if (!(e instanceof UserError)) throw e;
+    throw new UserError(e.message, { exitCode: ExitCode.Refused, fix: e.fix });
+  });
+  const plan = receipt.plan;
+  const systemd = systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+  await systemd.ensureReachable();
+  return { plan, systemd };
+}
+
+async function underLock<T>(ctx: Context, command: string, fn: () => Promise<T>): Promise<T> {
+  const lock = await acquireInstallLock({ env: ctx.env, purpose: `rootless-k8s ${command}` });
+  try {
+    return await fn();
+  } finally {
+    await lock.release();
+  }
+}
+
+export async function startNode(ctx: Context, o: LifecycleOptions): Promise<number> {
+  const node = await openNode(ctx, "start", o.prefix);
+  const states = await unitStates(node.systemd, startOrder(node.plan));
+  if (states.every((s) => s.activeState === "active")) {
+    ctx.out.out(`The node ${node.plan.node.name} is already running (every unit active); \`rootless-k8s status\` shows its health.`);
+    return ExitCode.Ok;
+  }
+  return underLock(ctx, "start", async () => {
+    const progress = await createProgress(ctx.out);
+    const ms = await start(ctx, node, progress, o.timeoutSeconds * 1000);
+    ctx.out.out(`The node ${node.plan.node.name} is Ready: ${(ms / 1000).toFixed(1)} s from start.`);
+    return ExitCode.Ok;
+  });
+}
+
+export async function stopNode(ctx: Context, o: Pick<LifecycleOptions, "prefix">): Promise<number> {
+  const node = await openNode(ctx, "stop", o.prefix);
+  if (isStopped(await unitStates(node.systemd, allUnits(node.plan)))) {
+    ctx.out.out(`The node ${node.plan.node.name} is already stopped; start it with \`rootless-k8s start\`.`);
+    return ExitCode.Ok;
+  }
+  return underLock(ctx, "stop", async () => {
+    const progress = await createProgress(ctx.out);
+    const ms = await stop(node, progress);
+    ctx.out.out(`The node ${node.plan.node.name} is stopped (${(ms / 1000).toFixed(1)} s); start it again with \`rootless-k8s start\`.`);
+    return ExitCode.Ok;
+  });
+}
+
+export async function restartNode(ctx: Context, o: LifecycleOptions): Promise<number> {
+  const node = await openNode(ctx, "restart", o.prefix);
+  return underLock(ctx, "restart", async () => {
+    const progress = await createProgress(ctx.out);
+    if (!isStopped(await unitStates(node.systemd, allUnits(node.plan)))) await stop(node, progress);
+    const ms = await start(ctx, node, progress, o.timeoutSeconds * 1000);
+    ctx.out.out(`The node ${node.plan.node.name} is Ready again: ${(ms / 1000).toFixed(1)} s from start.`);
+    return ExitCode.Ok;
+  });
+}
+
+/**
+ * Stops every unit in one `systemctl --user stop` (systemd stops them in reverse of their After=
+ * order, the namespace owner last) and checks that none runs afterwards. Returns the milliseconds it took.
+ */
+async function stop({ plan, systemd }: Node, progress: Progress): Promise<number> {
+  const t0 = Date.now();
+  await progress.step("stop", "Stopping the node (systemctl --user stop)", async (h) => {
+    const units = allUnits(plan);
+    await systemd.stop([...units].reverse());
+    const after = await unitStates(systemd, units);
+    const left = after.filter((s) => s.activeState !== "inactive" && s.activeState !== "failed");
+    if (left.length)
+      throw new UserError(`the node did not stop: ${left.map((s) => `${s.unit} is ${s.activeState}`).join(", ")}`, {
+        fix: "see `rootless-k8s logs COMPONENT`; `systemctl --user kill --signal=KILL UNIT` ends one that hangs",
+      });
+    const failed = after.filter((s) => s.activeState === "failed");
+    h.update(
+      failed.length
+        ? `stopped; ${failed.map((s) => `${s.unit} ended ${s.result}`).join(", ")}`
+        : `${units.length} units stopped, no process left`,
+    );
+  });
+  return Date.now() - t0;
+}
+
+/** reset-failed, start the target, wait for Ready and every unit active. Returns the milliseconds to Ready. */
+async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, timeoutMs: number): Promise<number> {
+  const t0 = Date.now();
+  const order = startOrder(plan);
+  try {
+    await progress.step("start", "Starting the node (systemctl --user start)", async () => {
+      // Clears a unit's failed state and its start count, so an old failure never stops this start.
+      await systemd.resetFailed(allUnits(plan));
+      await systemd.start([plan.units.target]);
+    });
+    await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(timeoutMs / 1000)} s)`, async (h) => {
+      const probe = unitProbe(systemd, order);
+      const w = { timeoutMs, signal: ctx.signal, probe, onPhase: (p: string) => h.update(p) };
+      if (plan.role === "worker") await waitForWorkerReady(plan, w);
+      else
+        await waitForReady({
+          client: apiClient(await readKubeconfig(plan.paths.adminKubeconfig)),
+          nodeName: plan.node.name,
+          ...w,
+          onPhase: (p) =>
+            h.update(p === "api" ? "API server /readyz" : p === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount"),
+        });
+      h.update("every unit active");
+      await waitForUnitsActive(systemd, order, Math.max(1000, timeoutMs - (Date.now() - t0)), ctx.signal);
+    });
+  } catch (e) {
+    if (!(e instanceof InterruptedError) && !ctx.signal.aborted)
+      for (const l of await describeUnitFailure(systemd, order, e)) ctx.out.err(l);
+    throw e;
+  }
+  return Date.now() - t0;
+}
