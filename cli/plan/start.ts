@@ -41,9 +41,9 @@ export function startGate(plan: Plan, unit: string): StartGate | null {
 
 /**
  * Components that exit non-zero on SIGTERM, a clean stop all the same (systemd's
- * SuccessExitStatus=): kube-scheduler without leader election returns "finished without leader
- * elect" as an error when its context ends, so every stop would mark it failed (exit 1).
+ * SuccessExitStatus=). None now: kube-scheduler, which exits 1 on SIGTERM without leader election
+ * ("finished without leader elect"), runs with it (cli/render/components.ts) and exits 0.
  */
-export function cleanStopStatus(plan: Plan, unit: string): number[] {
-  return unit === plan.units.scheduler ? [1] : [];
+export function cleanStopStatus(_plan: Plan, _unit: string): number[] {
+  return [];
 }

@@ -117,7 +117,10 @@ export function schedulerArgs(plan: Plan): string[] {
     `--authorization-kubeconfig=${kubeconfig}`,
     "--bind-address=127.0.0.1",
     `--secure-port=${plan.ports.scheduler}`,
-    "--leader-elect=false",
+    // With leader election the scheduler exits 0 on SIGTERM ("Requested to terminate, exiting");
+    // without it, it returns "finished without leader elect" as an error and exits 1 on every stop
+    // (issue 41). The Lease (kube-system/kube-scheduler) is renewed every 2 s, upstream's default.
+    "--leader-elect=true",
   ];
 }
 
