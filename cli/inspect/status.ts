@@ -125,15 +125,7 @@ export async function nodeStatus(
     ports: plan.network.published,
     publishing,
     overlay,
-    units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
-      unit,
-      activeState,
-      subState,
-      result,
-      mainPid,
-      nRestarts,
-    })),
-    logs: plan.logging.to === "file" ? { to: "file", where: plan.paths.logDir } : { to: "journal", where: "journalctl --user" },
+    ...unitsAndLogs(plan, units),
   };
 }
 
@@ -161,6 +153,13 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
     ports: plan.network.published,
     publishing: { publisher: null, published: null, unpublished: [], updated: null, detail: "stopped" },
     overlay: null,
+    ...unitsAndLogs(plan, units),
+  };
+}
+
+/** The units' states and where their logs are: the same for a running and a stopped node. */
+function unitsAndLogs(plan: Plan, units: UnitState[]): Pick<NodeStatus, "units" | "logs"> {
+  return {
     units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
       unit,
       activeState,

@@ -38,12 +38,3 @@ export function startGate(plan: Plan, unit: string): StartGate | null {
   const talksToApi = [u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports, u.overlay, u.csrApprover];
   return talksToApi.includes(unit) ? { kind: "api" } : null;
 }
-
-/**
- * Components that exit non-zero on SIGTERM, a clean stop all the same (systemd's
- * SuccessExitStatus=). None now: kube-scheduler, which exits 1 on SIGTERM without leader election
- * ("finished without leader elect"), runs with it (cli/render/components.ts) and exits 0.
- */
-export function cleanStopStatus(_plan: Plan, _unit: string): number[] {
-  return [];
-}

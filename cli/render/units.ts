@@ -10,7 +10,7 @@ import { apiServerArgs, controllerManagerArgs, criDockerdArgs, etcdArgs, kubePro
 import { layout } from "./layout";
 import { pkiPaths } from "./pki";
 import { rootlesskitArgs } from "./rootlesskit";
-import { GATE_TIMEOUT_S, START_LIMIT, cleanStopStatus, startGate } from "../plan/start";
+import { GATE_TIMEOUT_S, START_LIMIT, startGate } from "../plan/start";
 import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
 
 export const HEADER = [
@@ -214,7 +214,6 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
   const enter = c.onHost ? [] : [layout(plan).scripts.enter];
   const command: (string | VariableArg)[] = [...enter, ...c.args, ...(c.extraArgs ? [{ variable: c.extraArgs }] : [])];
   const gate = gateCommand(plan, c);
-  const clean = cleanStopStatus(plan, c.unit);
   return {
     header: HEADER,
     sections: [
@@ -239,7 +238,6 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
           ["ExecStartPre", gate ? commandLine([...enter, ...gate]) : null],
           ["ExecStart", commandLine(command)],
           ...(c.startPost ?? []).map((cmd): [string, string] => ["ExecStartPost", commandLine([cmd])]),
-          ["SuccessExitStatus", clean.length ? clean.join(" ") : null],
           ["Restart", "on-failure"],
           ["RestartSec", 3],
           ["TimeoutStartSec", gate ? GATE_TIMEOUT_S + 30 : null],
