@@ -16,6 +16,7 @@ import {
   PUBLIC_IP_ANNOTATION,
   RP_FILTER,
   deviceCommands,
+  deviceNeedsReplacing,
   keepSourceRule,
   overlayChanges,
   peersOf,
@@ -137,7 +138,13 @@ export async function runOverlayAgent(
     if (!vtep) return say(`Node ${config.nodeName} has no pod range yet (spec.podCIDR): the controller-manager gives it one`);
 
     // The device, with this node's VTEP (again if the range changed or someone removed it).
-    const link = parseIpAddr((await rt.run(["ip", "-j", "addr", "show", "dev", config.device])).stdout);
+    let link = parseIpAddr((await rt.run(["ip", "-d", "-j", "addr", "show", "dev", config.device])).stdout);
+    const replace = link && deviceNeedsReplacing(config, link);
+    if (replace) {
+      if (!(await must(["ip", "link", "del", config.device]))) return;
+      rt.log(`${config.device}: deleted to be made anew: ${replace}`);
+      link = null;
+    }
     const right = link?.up && link.mac === vtepMac(vtep) && link.mtu === config.mtu && link.ipv4.includes(`${vtep}/32`);
     if (!right || device?.vtep !== vtep) {
       for (const stale of link?.ipv4.filter((a) => a !== `${vtep}/32`) ?? [])

@@ -8,7 +8,7 @@
 //
 // Pure: whether the plan runs the overlay (decideOverlay), and at run time, from the cluster's Nodes
 // and what the device has now, the `ip`/`bridge` commands that make the difference (overlayChanges).
-import type { OverlayState } from "../host/parse/ip-json";
+import type { LinkView, OverlayState } from "../host/parse/ip-json";
 import { VXLAN } from "../host/probes/overlay";
 import { formatIpv4, parseCidr } from "./cidr";
 import type { NetworkPlan, OverlayPlan, RuntimePlan } from "./plan";
@@ -129,16 +129,55 @@ export function overlayChanges(device: string, peers: readonly Peer[], current: 
 }
 
 /**
+ * Whether a device already there must be deleted and made anew: what `ip link set` cannot change
+ * (the kind, VNI, UDP port or the outer UDP checksum) differs from what deviceCommands makes. A
+ * device made by an earlier release sums its outer UDP; a field this iproute2 does not show counts
+ * as right.
+ */
+export function deviceNeedsReplacing(o: Pick<OverlayPlan, "vni" | "port">, link: LinkView): string | null {
+  if (!link.vxlan) return "it is not a VXLAN device";
+  if (link.vxlan.vni !== null && link.vxlan.vni !== o.vni) return `its VNI is ${link.vxlan.vni}, not ${o.vni}`;
+  if (link.vxlan.port !== null && link.vxlan.port !== o.port) return `its UDP port is ${link.vxlan.port}, not ${o.port}`;
+  if (link.vxlan.udpCsum === true) return "it sums its outer UDP (udpcsum)";
+  return null;
+}
+
+/**
  * The commands that create the device (when it is missing) and give it the node's VTEP: VXLAN
  * without learning (every entry comes from the cluster), its MAC derived from the VTEP, the VTEP as
  * a /32, then up. (The agent also sets loose reverse-path filtering on it: RP_FILTER.)
+ *
+ * The outer UDP checksum is zero (`noudpcsum`), as RFC 7348 says a VXLAN sender SHOULD send it and
+ * flannel's device does. With the kernel's default (udpcsum) the outer checksum is wrong whenever
+ * netfilter rewrote the inner packet, as kube-proxy does to UDP through a Service (measured on kernel
+ * 6.18: the datagram leaves by tap0 with a bad outer checksum and slirp4netns drops it), so UDP
+ * through a ClusterIP or NodePort to a pod on another node got no answer (issue 36). The inner
+ * packet keeps its own checksum, and between the hosts the datagram is the payload of a host UDP
+ * socket, which the host's kernel sums.
  */
 export function deviceCommands(o: Pick<OverlayPlan, "vni" | "port" | "device" | "mtu">, vtep: string, exists: boolean): string[][] {
   const mac = vtepMac(vtep);
   return [
     ...(exists
       ? [["ip", "link", "set", o.device, "address", mac]]
-      : [["ip", "link", "add", o.device, "address", mac, "type", "vxlan", "id", String(o.vni), "dstport", String(o.port), "nolearning"]]),
+      : [
+          [
+            "ip",
+            "link",
+            "add",
+            o.device,
+            "address",
+            mac,
+            "type",
+            "vxlan",
+            "id",
+            String(o.vni),
+            "dstport",
+            String(o.port),
+            "nolearning",
+            "noudpcsum",
+          ],
+        ]),
     ["ip", "link", "set", o.device, "mtu", String(o.mtu)],
     ["ip", "addr", "replace", `${vtep}/32`, "dev", o.device],
     ["ip", "link", "set", o.device, "up"],

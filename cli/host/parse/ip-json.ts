@@ -20,12 +20,26 @@ function jsonArray(text: string): Record<string, unknown>[] {
 
 const str = (v: unknown): string | null => (typeof v === "string" && v ? v : null);
 
-/** A device as `ip -j addr show dev NAME` lists it: its MAC, MTU, whether it is up, its IPv4 addresses (a/len). */
+/**
+ * A device as `ip -d -j addr show dev NAME` lists it: its MAC, MTU, whether it is up, its IPv4
+ * addresses (a/len) and, for a VXLAN device, its VNI, UDP port and whether it sums its UDP
+ * (udpCsum null: this iproute2 does not say).
+ */
 export interface LinkView {
   mac: string | null;
   mtu: number | null;
   up: boolean;
   ipv4: string[];
+  vxlan: { vni: number | null; port: number | null; udpCsum: boolean | null } | null;
+}
+
+const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
+
+function vxlanOf(linkinfo: unknown): LinkView["vxlan"] {
+  const li = linkinfo as { info_kind?: unknown; info_data?: Record<string, unknown> } | undefined;
+  if (li?.info_kind !== "vxlan") return null;
+  const d = li.info_data ?? {};
+  return { vni: num(d.id), port: num(d.port), udpCsum: typeof d.udp_csum === "boolean" ? d.udp_csum : null };
 }
 
 export function parseIpAddr(text: string): LinkView | null {
@@ -38,6 +52,7 @@ export function parseIpAddr(text: string): LinkView | null {
     mtu: typeof link.mtu === "number" ? link.mtu : null,
     up: flags.includes("UP"),
     ipv4: info.filter((a) => a.family === "inet" && str(a.local)).map((a) => `${a.local as string}/${String(a.prefixlen ?? 32)}`),
+    vxlan: vxlanOf(link.linkinfo),
   };
 }
 

@@ -143,6 +143,23 @@ describe.skipIf(reason !== null)(
         stateFile: join(work, "overlay-state.json"),
       };
       api.put("nodes", { metadata: { name: "node1" }, spec: { podCIDR: "10.244.0.0/24" } });
+      // The device an earlier release made: the kernel's default outer UDP checksum (udpcsum),
+      // which `ip link set` cannot change; the agent must make it anew.
+      const old = await inside([
+        "ip",
+        "link",
+        "add",
+        "rk8s.1",
+        "type",
+        "vxlan",
+        "id",
+        "1",
+        "dstport",
+        String(port),
+        "nolearning",
+        "udpcsum",
+      ]);
+      if (old.code !== 0) throw new Error(`ip link add (udpcsum): ${old.stderr}`);
       const ac = new AbortController();
       const done = runOverlayAgent(
         config,
@@ -195,13 +212,17 @@ describe.skipIf(reason !== null)(
         mtu: number;
         flags: string[];
         addr_info: { family: string; local: string; prefixlen: number }[];
-        linkinfo: { info_kind: string; info_data: { id: number; port: number; learning: boolean } };
+        linkinfo: { info_kind: string; info_data: { id: number; port: number; learning: boolean; udp_csum: boolean } };
       };
       expect(link.address).toBe("0a:58:0a:f4:00:00");
       expect(link.mtu).toBe(1500);
       expect(link.flags).toContain("UP");
       expect(link.addr_info.filter((a) => a.family === "inet").map((a) => `${a.local}/${a.prefixlen}`)).toEqual(["10.244.0.0/32"]);
-      expect(link.linkinfo).toMatchObject({ info_kind: "vxlan", info_data: { id: 1, port: config.port, learning: false } });
+      expect(link.linkinfo).toMatchObject({
+        info_kind: "vxlan",
+        info_data: { id: 1, port: config.port, learning: false, udp_csum: false },
+      });
+      expect(log).toContain("rk8s.1: deleted to be made anew: it sums its outer UDP (udpcsum)");
       expect((await inside(["cat", "/proc/sys/net/ipv4/conf/rk8s.1/rp_filter"])).stdout.trim()).toBe("2");
       await waitFor(
         async () => api.get("nodes", "default", "node1")?.metadata.annotations?.[PUBLIC_IP_ANNOTATION] === "127.0.0.1",
@@ -269,6 +290,60 @@ describe.skipIf(reason !== null)(
         dst: "10.244.1.7",
         protocol: 1,
         icmpType: 0, // echo reply
+      });
+    });
+
+    it("carries a pod's UDP that netfilter rewrote (as kube-proxy does for a Service): it reaches the other node's host", async () => {
+      // A pod (its own network namespace behind a veth pair on a bridge, as the CNI bridge plugin
+      // makes it) sends to a Service-like address, DNATed to a pod of the other node. On a real
+      // node this datagram left tap0 with a bad outer checksum while the device summed its outer
+      // UDP (issue 36); this small setup does not show that fault with udpcsum either (the e2e
+      // worker scenario's 30 datagrams through a ClusterIP do), so this checks the rewritten path
+      // itself: routed into the overlay, encapsulated, and out to the other node's host.
+      const setup = await inside([
+        "sh",
+        "-c",
+        [
+          "set -e",
+          "unshare -n sleep 120 >/dev/null 2>&1 </dev/null & p=$!",
+          "sleep 0.3",
+          "ip link add rk8s-tb0 type bridge",
+          "ip addr add 10.244.0.1/24 dev rk8s-tb0",
+          "ip link set rk8s-tb0 up",
+          "ip link add rk8s-t0 type veth peer name eth0 netns $p",
+          "ip link set rk8s-t0 master rk8s-tb0 up",
+          "echo 1 > /proc/sys/net/ipv4/ip_forward",
+          "nsenter -n -t $p sh -c 'ip addr add 10.244.0.5/24 dev eth0 && ip link set eth0 up && ip route add default via 10.244.0.1'",
+          "echo $p",
+        ].join("\n"),
+      ]);
+      expect(setup.stderr).toBe("");
+      const pod = setup.stdout.trim();
+      const rule = ["PREROUTING", "-p", "udp", "-d", "10.96.0.50", "--dport", "53", "-j", "DNAT", "--to-destination", "10.244.1.5:5353"];
+      const add = await inside(["iptables", "-w", "-t", "nat", "-A", ...rule]);
+      expect(add.stderr).toBe("");
+      const send = "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'dns?', ('10.96.0.50', 53))";
+      try {
+        await waitFor(
+          async () => {
+            await inside(["nsenter", "-n", "-t", pod, "python3", "-c", send]);
+            await new Promise((r) => setTimeout(r, 300));
+            return received.map(readVxlan).some((d) => d.protocol === 17 && d.dst === "10.244.1.5");
+          },
+          10_000,
+          () => `the rewritten datagram at the peer's host (log: ${log.join(" | ")})`,
+        );
+      } finally {
+        await inside(["iptables", "-w", "-t", "nat", "-D", ...rule]);
+        await inside(["ip", "link", "del", "rk8s-t0"]);
+        await inside(["ip", "link", "del", "rk8s-tb0"]);
+        await inside(["kill", pod]);
+      }
+      expect(received.map(readVxlan).find((d) => d.protocol === 17)).toMatchObject({
+        vni: 1,
+        dstMac: vtepMac("10.244.1.0"),
+        src: "10.244.0.5",
+        dst: "10.244.1.5",
       });
     });
 

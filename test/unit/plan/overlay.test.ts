@@ -9,6 +9,7 @@ import {
   PUBLIC_IP_ANNOTATION,
   decideOverlay,
   deviceCommands,
+  deviceNeedsReplacing,
   keepSourceRule,
   overlayChanges,
   peersOf,
@@ -133,12 +134,41 @@ describe("deviceCommands and keepSourceRule", () => {
   const o = { vni: 1, port: 8472, device: "rk8s.1", mtu: 1500 };
   it("create a VXLAN device without learning, its MAC from the VTEP, the VTEP as a /32, then up", () => {
     expect(deviceCommands(o, "10.244.0.0", false)).toEqual([
-      ["ip", "link", "add", "rk8s.1", "address", "0a:58:0a:f4:00:00", "type", "vxlan", "id", "1", "dstport", "8472", "nolearning"],
+      [
+        "ip",
+        "link",
+        "add",
+        "rk8s.1",
+        "address",
+        "0a:58:0a:f4:00:00",
+        "type",
+        "vxlan",
+        "id",
+        "1",
+        "dstport",
+        "8472",
+        "nolearning",
+        "noudpcsum",
+      ],
       ["ip", "link", "set", "rk8s.1", "mtu", "1500"],
       ["ip", "addr", "replace", "10.244.0.0/32", "dev", "rk8s.1"],
       ["ip", "link", "set", "rk8s.1", "up"],
     ]);
     expect(deviceCommands(o, "10.244.0.0", true)[0]).toEqual(["ip", "link", "set", "rk8s.1", "address", "0a:58:0a:f4:00:00"]);
+  });
+  it("a device already there is made anew only for what `ip link set` cannot change: kind, VNI, port, outer UDP checksum", () => {
+    const link = { mac: "0a:58:0a:f4:00:00", mtu: 1500, up: true, ipv4: ["10.244.0.0/32"] };
+    const vx = (v: Partial<{ vni: number | null; port: number | null; udpCsum: boolean | null }>) => ({
+      ...link,
+      vxlan: { vni: 1, port: 8472, udpCsum: false, ...v },
+    });
+    expect(deviceNeedsReplacing(o, vx({}))).toBeNull();
+    expect(deviceNeedsReplacing(o, vx({ udpCsum: true }))).toBe("it sums its outer UDP (udpcsum)");
+    expect(deviceNeedsReplacing(o, vx({ vni: 2 }))).toBe("its VNI is 2, not 1");
+    expect(deviceNeedsReplacing(o, vx({ port: 4789 }))).toBe("its UDP port is 4789, not 8472");
+    expect(deviceNeedsReplacing(o, { ...link, vxlan: null })).toBe("it is not a VXLAN device");
+    // An iproute2 that does not show a field: not a reason to delete the device on every pass.
+    expect(deviceNeedsReplacing(o, vx({ vni: null, port: null, udpCsum: null }))).toBeNull();
   });
   it("exempts pod-to-pod traffic leaving by the device from the bridge's masquerade", () => {
     expect(keepSourceRule("rk8s.1", "10.244.0.0/16").join(" ")).toMatch(
