@@ -76,6 +76,11 @@ for (const spec of values.route ?? []) {
     conformance: lines.find((l) => l.conformance)?.conformance?.line ?? null,
     // The restart scenario's start→Ready and stop times (seconds): each cycle, their median and max.
     lifecycle: lines.find((l) => l.lifecycle)?.lifecycle ?? null,
+    // The worker scenario's iperf3 figures: pod to pod across the overlay and on one node (Gbit/s),
+    // TCP and UDP, and their ratios, measured in the same run.
+    overlay: lines.find((l) => l.overlay)?.overlay ?? null,
+    // The publish scenario's count of the addresses pods saw over published ports under load.
+    clientAddress: lines.find((l) => l.clientAddress)?.clientAddress ?? null,
     passed: scenarios.filter((s) => s.result === "pass").length,
     failed: scenarios.filter((s) => s.result !== "pass").length,
   };

@@ -861,6 +861,19 @@ ports_active() { [ "$(as_user systemctl --user is-active rootless-k8s-ports.serv
 same_set() { [ "$(rk_set)" = "$(cat "$1")" ]; }
 millis() { date +%s%3N; }
 
+# client_address_under_load HOST_IP NODEPORT: how often RootlessKit's transparent dial (1 s) falls
+# back to the node's address under load: PUBLISH_CONNECTIONS (1000) connections to /clientip,
+# PUBLISH_CONCURRENCY (50) at a time, each counted by the address the pod saw; the counts go to
+# report.json (routes.<route>.clientAddress). A measurement: the check above is the assertion.
+client_address_under_load() {
+  local hip=$1 np=$2 n=${PUBLISH_CONNECTIONS:-1000} c=${PUBLISH_CONCURRENCY:-50} out kept t0 s
+  t0=$(millis)
+  out=$(tool client-addresses "http://$hip:$np/clientip" "$n" "$c")
+  s=$(awk -v a="$(millis)" -v b="$t0" 'BEGIN { printf "%.1f", (a - b) / 1000 }')
+  kept=$(awk -v a="$hip" '$2 == a { print $1 }' <<<"$out")
+  info publish "the client's address under load: $n connections, $c at a time, in $s s: ${kept:-0} kept $hip; others: $(awk -v a="$hip" '$2 != a { printf "%s%s x %s", sep, $1, $2; sep = ", " } END { if (sep == "") print "none" }' <<<"$out")"
+  report "{\"route\":\"$ROUTE\",\"clientAddress\":{\"connections\":$n,\"concurrency\":$c,\"seconds\":$s,\"kept\":${kept:-0},\"seen\":$("$E2E_OPT/node" -e 'const m={};for(const l of require("fs").readFileSync(0,"utf8").trim().split("\n")){const [n,...a]=l.split(" ");if(n)m[a.join(" ")]=Number(n)}process.stdout.write(JSON.stringify(m))' <<<"$out")}}"
+}
 scenario_publish() {
   local agn hip np lb=18081 hp=18082 busy=18083 out holder t0 ms restarts
   agn=$(image_name agnhost) || { fail publish "no agnhost image in $IMAGES/images.json"; return; }
@@ -926,6 +939,7 @@ YAML
       info publish "connections that reached the pod from another address:$missed (RootlessKit's log: $STATE/publish-rootlesskit.log)"
     fi
     check publish "agnhost /clientip sees the host-side client address $hip (builtin port driver, IP_TRANSPARENT): $out" grep -q "^$hip:" <<<"$out"
+    client_address_under_load "$hip" "$np"
   else
     info publish "the plan keeps no client address for TCP here; /clientip says $out"
   fi
@@ -1216,6 +1230,143 @@ svc_ip() { kc -n e2e get service "$1" -o 'jsonpath={.spec.clusterIP}'; }
 udp_published() { # udp_published NETNS|- ADDR: something listens on UDP ADDR:8472 in that network namespace
   if [ "$1" = - ]; then ss -Hlun "sport = :8472" | grep -q "$2:8472"; else ip netns exec "$1" ss -Hlun "sport = :8472" | grep -q "$2:8472"; fi
 }
+# The Services across the hosts (issue 36), 30 requests each, each a new connection or a new UDP
+# socket: TCP and UDP through a ClusterIP to the pod on the other node, both ways; TCP and UDP
+# through the worker pod's NodePorts from both hosts; DNS from the worker's pod with CoreDNS on the
+# first node, and from the first node's pod with CoreDNS moved to the worker.
+CROSS_TRIES=30
+# dial_answers FROM HOST PORT PROTO NAME: of CROSS_TRIES requests FROM's netexec sends to HOST:PORT,
+# how many NAME answered (agnhost's /dial, as the conformance tests ask).
+dial_answers() {
+  local proto=$4
+  [ "$proto" = tcp ] && proto=http # netexec's /dial speaks HTTP over TCP (its "tcp" is a bare line, which its HTTP port does not answer)
+  kc -n e2e exec "$1" -- curl -sS --max-time 300 "http://127.0.0.1:8080/dial?request=hostname&protocol=$proto&host=$2&port=$3&tries=$CROSS_TRIES" 2>&1 | grep -o "\"$5\"" | wc -l
+}
+http_answers() { local i n=0; for ((i = 0; i < CROSS_TRIES; i++)); do answers "$1" "$2" && n=$((n + 1)); done; echo "$n"; }
+udp_answers() { # udp_answers HOST PORT NAME: of CROSS_TRIES datagrams from the host, how many NAME answered
+  local out
+  out=$(tool udp "$1" "$2" hostname "$CROSS_TRIES")
+  if [[ $out =~ ^([0-9]+)/[0-9]+\ answered:\ ?($3)?$ ]]; then echo "${BASH_REMATCH[1]}"; else echo 0; fi
+}
+# dns_answers POD NAME: of CROSS_TRIES lookups of NAME in POD (one try of 2 s each: the pods' dnsConfig), how many resolved
+dns_answers() {
+  kc -n e2e exec "$1" -- sh -c "n=0; i=0; while [ \$i -lt $CROSS_TRIES ]; do getent hosts $2 >/dev/null && n=\$((n + 1)); i=\$((i + 1)); done; echo \$n" 2>&1 | tail -1
+}
+# coredns_on NODE: CoreDNS's one pod runs on NODE, Ready (the Service's endpoint), the old one gone
+coredns_on() { [ "$(kc -n kube-system get pods -l k8s-app=kube-dns -o 'jsonpath={range .items[*]}{.spec.nodeName} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null)" = "$1 Running True" ]; }
+cross_node_services() {
+  local a_ip=$1 first=$2 n wip fip npt npu name=on-first.e2e.svc.cluster.local.
+  wip=$(svc_ip on-worker)
+  fip=$(svc_ip on-first)
+  for proto in tcp udp; do
+    wait_for 30 eval "[ \"\$(CROSS_TRIES=1 dial_answers on-first $wip 80 $proto on-worker)\" = 1 ]"
+    n=$(dial_answers on-first "$wip" 80 "$proto" on-worker)
+    check worker "${proto^^} through a ClusterIP ($wip:80) to the pod on the other node (first → worker): $n/$CROSS_TRIES answered" test "$n" = "$CROSS_TRIES"
+    n=$(dial_answers on-worker "$fip" 80 "$proto" on-first)
+    check worker "${proto^^} through a ClusterIP ($fip:80) to the pod on the other node (worker → first): $n/$CROSS_TRIES answered" test "$n" = "$CROSS_TRIES"
+  done
+  npt=$(kc -n e2e get service on-worker -o 'jsonpath={.spec.ports[?(@.name=="tcp")].nodePort}')
+  npu=$(kc -n e2e get service on-worker -o 'jsonpath={.spec.ports[?(@.name=="udp")].nodePort}')
+  for h in "$a_ip" 198.51.100.2; do
+    n=$(http_answers "http://$h:$npt/hostname" on-worker)
+    check worker "TCP through the NodePort $h:$npt from the host to the worker's pod: $n/$CROSS_TRIES answered" test "$n" = "$CROSS_TRIES"
+    wait_for 30 tool udp "$h" "$npu" hostname 1 >/dev/null
+    n=$(udp_answers "$h" "$npu" on-worker)
+    check worker "UDP through the NodePort $h:$npu from the host to the worker's pod: $n/$CROSS_TRIES answered ($(tool udp "$h" "$npu" hostname 1))" test "$n" = "$CROSS_TRIES"
+  done
+  check worker "CoreDNS runs on the first node ($first)" wait_for 60 coredns_on "$first"
+  n=$(dns_answers on-worker "$name")
+  check worker "DNS from the worker's pod with CoreDNS on the first node: $n/$CROSS_TRIES resolved $name" test "$n" = "$CROSS_TRIES"
+  if check worker "CoreDNS moved to the worker (a nodeSelector)" coredns_to e2e-worker; then
+    wait_for 30 eval "[ \"\$(CROSS_TRIES=1 dns_answers on-first $name)\" = 1 ]" # kube-proxy's rules for the new endpoint
+    n=$(dns_answers on-first "$name")
+    check worker "DNS from the first node's pod with CoreDNS on the worker: $n/$CROSS_TRIES resolved $name" test "$n" = "$CROSS_TRIES"
+  fi
+  check worker "CoreDNS back on the first node, as installed" coredns_back "$first"
+}
+# overlay_throughput FIRST: iperf3 (the benchmark's image, test/bench/lib/iperf3-image.mjs), TCP
+# and UDP (unlimited rate) for E2E_IPERF_SECONDS (5) each, from a pod on the first node to a pod on
+# the worker (across the overlay) and to another pod on the first node (the reference, in the same
+# run); the receiver's rates and their ratios go to report.json (routes.<route>.overlay). Asserts
+# nothing about speed; a transfer that fails is a failure.
+iperf_gbps() { # iperf_gbps FILE: the receiver's rate in Gbit/s and, for UDP, the datagrams lost (%)
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  "$E2E_OPT/node" -e '
+    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    if (r.error) { console.error(r.error); process.exit(1); }
+    const s = r.end.sum_received ?? r.end.sum;
+    const lost = r.end.sum?.lost_percent;
+    console.log(`${(s.bits_per_second / 1e9).toFixed(3)} ${lost === undefined ? "" : lost.toFixed(1)}`.trim());' "$1"
+}
+overlay_throughput() {
+  local first=$1 gen=$HERE/../bench/lib/iperf3-image.mjs tar=$STATE/iperf3.tar img t=${E2E_IPERF_SECONDS:-5} ipb ipr proto flags key
+  local -A R
+  if [ ! -f "$gen" ]; then info worker "overlay throughput: not measured on this route (no test/bench/lib/iperf3-image.mjs here)"; return; fi
+  img=$("$E2E_OPT/node" "$gen" --debs "$E2E_CACHE/debs-images" --out "$tar" 2>"$STATE/iperf3-image.log") || { fail worker "the iperf3 image: $(tail -1 "$STATE/iperf3-image.log")"; return; }
+  chmod 644 "$tar"
+  check worker "the iperf3 image ($img) loaded on both nodes" eval "rk8s image load $tar >/dev/null && on_b $E2E_OPT/bin/rootless-k8s image load $tar >/dev/null" || return
+  check worker "iperf3 servers: iperf-b on the worker, iperf-ref beside the client iperf-a on the first node" apply <<YAML || return
+apiVersion: v1
+kind: Pod
+metadata: {name: iperf-a, namespace: e2e}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $first}
+  containers: [{name: iperf3, image: $img, imagePullPolicy: Never, args: ["-s"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: iperf-ref, namespace: e2e}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $first}
+  containers: [{name: iperf3, image: $img, imagePullPolicy: Never, args: ["-s"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: iperf-b, namespace: e2e}
+spec:
+  nodeSelector: {kubernetes.io/hostname: e2e-worker}
+  containers: [{name: iperf3, image: $img, imagePullPolicy: Never, args: ["-s"]}]
+YAML
+  check worker "... all three Running" wait_for "$TIMEOUT" eval "phase_is iperf-a Running && phase_is iperf-ref Running && phase_is iperf-b Running" || return
+  ipb=$(kc -n e2e get pod iperf-b -o 'jsonpath={.status.podIP}')
+  ipr=$(kc -n e2e get pod iperf-ref -o 'jsonpath={.status.podIP}')
+  for proto in tcp udp; do
+    flags=()
+    [ "$proto" = udp ] && flags=(-u -b 0)
+    for key in cross same; do
+      local to=$ipb
+      [ "$key" = same ] && to=$ipr
+      kc -n e2e exec iperf-a -- iperf3 -c "$to" -t "$t" -J "${flags[@]}" >"$STATE/iperf-$key-$proto.json" 2>>"$STATE/iperf3.log"
+      R[$key-$proto]=$(iperf_gbps "$STATE/iperf-$key-$proto.json" 2>>"$STATE/iperf3.log") || R[$key-$proto]=
+      check worker "iperf3 ${proto^^} for ${t} s from iperf-a to $to ($([ "$key" = cross ] && echo "the worker, across the overlay" || echo "the same node")): ${R[$key-$proto]:-failed} (Gbit/s${flags[*]:+, % lost})" \
+        test -n "${R[$key-$proto]}"
+    done
+  done
+  local ct=${R[cross-tcp]%% *} st=${R[same-tcp]%% *} cu=${R[cross-udp]%% *} su=${R[same-udp]%% *}
+  if [ -n "$ct" ] && [ -n "$st" ] && [ -n "$cu" ] && [ -n "$su" ]; then
+    local rt ru
+    rt=$(awk -v a="$ct" -v b="$st" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+    ru=$(awk -v a="$cu" -v b="$su" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+    info worker "the overlay: TCP ${ct} Gbit/s across nodes vs ${st} on one node (ratio $rt); UDP ${cu} vs ${su} (ratio $ru; lost ${R[cross-udp]#* }% vs ${R[same-udp]#* }%)"
+    report "{\"route\":\"$ROUTE\",\"overlay\":{\"seconds\":$t,\"tcpGbps\":{\"crossNode\":$ct,\"sameNode\":$st,\"ratio\":$rt},\"udpGbps\":{\"crossNode\":$cu,\"sameNode\":$su,\"ratio\":$ru,\"crossLostPercent\":${R[cross-udp]#* },\"sameLostPercent\":${R[same-udp]#* }}}}"
+  fi
+  kc -n e2e delete pod iperf-a iperf-ref iperf-b --wait=false >/dev/null 2>&1
+}
+# coredns_to NODE: CoreDNS pinned to NODE (a nodeSelector), Ready there. coredns_back FIRST: the
+# template as installed (no nodeSelector) and its pod on FIRST: the worker cordoned meanwhile, so
+# the rollout's new pod cannot land there.
+coredns_to() {
+  kc -n kube-system patch deploy coredns --type merge -p "{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"$1\"}}}}}" >/dev/null &&
+    wait_for 120 coredns_on "$1"
+}
+coredns_back() {
+  local rc=0
+  kc cordon e2e-worker >/dev/null
+  kc -n kube-system patch deploy coredns --type merge -p '{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/hostname":null}}}}}' >/dev/null
+  wait_for 120 coredns_on "$1" || rc=1
+  kc uncordon e2e-worker >/dev/null
+  return "$rc"
+}
 scenario_worker() {
   local out token url hash rc log=$STATE/worker-join.log agn pod fpod ip t0 first np a_ip
   agn=$(image_name agnhost) || { fail worker "no agnhost image in $IMAGES/images.json"; return; }
@@ -1261,19 +1412,20 @@ scenario_worker() {
   check worker "rootless-k8s status on the worker: exit 0" on_b "$E2E_OPT/bin/rootless-k8s" status
   check worker "the worker's own credential may delete no other Node (NodeRestriction): $(b_node_kubectl delete node "$first" --dry-run=server | tail -1 | cut -c1-140)" \
     has "not allowed to modify node \"$first\"" b_node_kubectl delete node "$first" --dry-run=server
-  check worker "rootless-k8s image load on the worker (pause, agnhost)" on_b "$E2E_OPT/bin/rootless-k8s" image load "$IMAGES/pause.tar" "$IMAGES/agnhost.tar"
+  check worker "rootless-k8s image load on the worker (pause, agnhost, coredns)" on_b "$E2E_OPT/bin/rootless-k8s" image load "$IMAGES/pause.tar" "$IMAGES/agnhost.tar" "$IMAGES/coredns.tar"
   kc create namespace e2e >/dev/null 2>&1
   check worker "a pod scheduled on the worker (nodeSelector kubernetes.io/hostname: e2e-worker)" apply <<YAML || return
 apiVersion: v1
 kind: Pod
 metadata: {name: on-worker, namespace: e2e, labels: {app: on-worker}}
 spec:
+  dnsConfig: {options: [{name: attempts, value: "1"}, {name: timeout, value: "2"}]}
   nodeSelector: {kubernetes.io/hostname: e2e-worker}
   containers:
   - name: web
     image: $agn
     imagePullPolicy: Never
-    args: ["netexec", "--http-port=8080"]
+    args: ["netexec", "--http-port=8080", "--udp-port=8081"]
 YAML
   check worker "it runs there" wait_for "$TIMEOUT" phase_is on-worker Running
   pod=$(kc -n e2e get pod on-worker -o 'jsonpath={.status.podIP}')
@@ -1286,19 +1438,20 @@ apiVersion: v1
 kind: Pod
 metadata: {name: on-first, namespace: e2e, labels: {app: on-first}}
 spec:
+  dnsConfig: {options: [{name: attempts, value: "1"}, {name: timeout, value: "2"}]}
   nodeSelector: {kubernetes.io/hostname: $first}
   containers:
   - name: web
     image: $agn
     imagePullPolicy: Never
-    args: ["netexec", "--http-port=8080"]
+    args: ["netexec", "--http-port=8080", "--udp-port=8081"]
 ---
 apiVersion: v1
 kind: Service
 metadata: {name: on-first, namespace: e2e}
 spec:
   selector: {app: on-first}
-  ports: [{port: 80, targetPort: 8080}]
+  ports: [{name: tcp, port: 80, targetPort: 8080}, {name: udp, port: 80, targetPort: 8081, protocol: UDP}]
 ---
 apiVersion: v1
 kind: Service
@@ -1306,7 +1459,7 @@ metadata: {name: on-worker, namespace: e2e}
 spec:
   type: NodePort
   selector: {app: on-worker}
-  ports: [{port: 80, targetPort: 8080}]
+  ports: [{name: tcp, port: 80, targetPort: 8080}, {name: udp, port: 80, targetPort: 8081, protocol: UDP}]
 YAML
   check worker "it runs there" wait_for "$TIMEOUT" phase_is on-first Running
   fpod=$(kc -n e2e get pod on-first -o 'jsonpath={.status.podIP}')
@@ -1330,6 +1483,8 @@ YAML
   check worker "the NodePort $np answers on the first host ($a_ip) with the worker's pod" wait_for 30 answers "http://$a_ip:$np/hostname" on-worker
   check worker "the NodePort $np answers on the second host (198.51.100.2), published by the worker's own publisher" \
     wait_for 30 answers "http://198.51.100.2:$np/hostname" on-worker
+  cross_node_services "$a_ip" "$first"
+  overlay_throughput "$first"
   out=$(on_b "$E2E_OPT/bin/rootless-k8s" upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" 2>&1)
   rc=$?
   check worker "the worker's upgrade to $V_UPGRADE refuses to pass the control plane's $V_INSTALL: exit $rc, $(grep -m1 refusing <<<"$out")" \
@@ -1563,7 +1718,7 @@ CONF=$E2E_OPT/conformance
 scenario_conformance() {
   local clist=${E2E_CONFORMANCE_LIST:-focus} procs=${E2E_CONFORMANCE_PROCS:-4} out rc=0 skip expected=() f imgs=() line nodes skips=()
   local want=${E2E_CONFORMANCE_NODES:-$([ "${E2E_CONFORMANCE_LIST:-}" = multinode ] && echo 2 || echo 1)}
-  local ltxt=$CONF/lists/$clist.txt lfocus=$CONF/lists/$clist.focus shard=()
+  local ltxt=$CONF/lists/$clist.txt lfocus=$CONF/lists/$clist.focus shard=() first
   out=$(dirname "$REPORT")/conformance-$ROUTE
   [ -x "$CONF/bin/e2e.test" ] || { fail conformance "no suite in $CONF: prepare.mjs --conformance lays it out (make conformance)"; return; }
   check conformance "the node is running before the suite starts" rk8s status
@@ -1584,6 +1739,10 @@ scenario_conformance() {
   esac
   nodes=$(kc get nodes --no-headers | grep -c ' Ready ')
   check conformance "the cluster has $want Ready node(s): $nodes" test "$nodes" = "$want"
+  # On two nodes CoreDNS runs on the worker only: every lookup of a test pod on the first node
+  # crosses the overlay through the kube-dns Service (issue 36).
+  first=$(kc get nodes -o 'jsonpath={.items[?(@.metadata.name!="e2e-worker")].metadata.name}')
+  [ "$nodes" = 2 ] && check conformance "CoreDNS pinned to the worker (e2e-worker), apart from the first node ($first)" coredns_to e2e-worker
   # A test that needs two nodes is skipped by name on one (one-node.txt), and runs on two.
   skip=$(cat "$CONF/lists/skips.regex")
   skips=(--skips "$CONF/lists/skips.txt")
@@ -1603,6 +1762,7 @@ scenario_conformance() {
     for f in kubelet runtime; do rk8s logs "$f" -n 200000 >"$out/$f.log" 2>&1; done
     info conformance "the node's logs for the failure: $out/kubelet.log ($(wc -l <"$out/kubelet.log") lines), $out/runtime.log ($(wc -l <"$out/runtime.log") lines)"
   fi
+  [ "$nodes" = 2 ] && check conformance "CoreDNS back on the first node, as installed" coredns_back "$first"
   [ "$want" = 2 ] && worker_down conformance
   [ -s "$out/junit.xml" ] || { fail conformance "ginkgo wrote no JUnit report ($out/junit.xml)"; return; }
   [ "$MODE" = none ] && expected=(--expected "$CONF/lists/expected-none.txt")

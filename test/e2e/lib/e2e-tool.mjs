@@ -8,8 +8,14 @@
 //   e2e-tool.mjs receipt-check RECEIPT        every file and binary the receipt lists has its hash and mode
 //   e2e-tool.mjs json FILE|- EXPR             prints a value of a JSON document (EXPR like .a.b[0].c)
 //   e2e-tool.mjs oci-image BUSYBOX OUT NAME [CMD_JSON]
+//   e2e-tool.mjs udp HOST PORT REQUEST TRIES  sends REQUEST TRIES times, each from a new socket (a new
+//                                             source port), 3 s for an answer: "N/TRIES answered: A B"
+//   e2e-tool.mjs client-addresses URL N C     N GETs of an agnhost /clientip URL, C at a time, each a new
+//                                             connection: a line "COUNT ADDRESS" per address the pod saw
 import { createHash } from "node:crypto";
+import { createSocket } from "node:dgram";
 import { readFileSync, statSync } from "node:fs";
+import { get as httpGet } from "node:http";
 import { criClient } from "../../../cli/apply/cri.ts";
 import { writeImage } from "./oci-image.mjs";
 
@@ -19,6 +25,35 @@ function get(doc, expr) {
   let v = doc;
   for (const part of expr.match(/[^.[\]]+/g) ?? []) v = v?.[part];
   return v;
+}
+
+// getFresh: a GET on a connection of its own (no keep-alive pool), its body; 10 s at most.
+function getFresh(url) {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { agent: false, timeout: 10_000 }, (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve(body));
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", reject);
+  });
+}
+
+// udpAsk: one datagram from a fresh socket, the first answer's text or undefined past timeoutMs.
+function udpAsk(host, port, request, timeoutMs) {
+  return new Promise((resolve) => {
+    const sock = createSocket(host.includes(":") ? "udp6" : "udp4");
+    const done = (v) => {
+      clearTimeout(timer);
+      sock.close();
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(undefined), timeoutMs);
+    sock.on("message", (m) => done(m.toString().trim()));
+    sock.on("error", () => done(undefined));
+    sock.send(request, port, host);
+  });
 }
 
 async function main() {
@@ -110,6 +145,30 @@ async function main() {
       const v = get(JSON.parse(text), args[1] ?? "");
       console.log(typeof v === "string" ? v : JSON.stringify(v));
       return v === undefined ? 1 : 0;
+    }
+    case "udp": {
+      const [host, port, request, tries] = [args[0], Number(args[1]), args[2], Number(args[3] ?? 1)];
+      const answers = [];
+      for (let i = 0; i < tries; i++) answers.push(await udpAsk(host, port, request, 3000));
+      const got = answers.filter((a) => a !== undefined);
+      console.log(`${got.length}/${tries} answered: ${[...new Set(got)].join(" ")}`);
+      return got.length === tries ? 0 : 1;
+    }
+    case "client-addresses": {
+      const [url, n, c] = [args[0], Number(args[1]), Number(args[2] ?? 1)];
+      const seen = new Map();
+      let next = 0;
+      const worker = async () => {
+        while (next < n) {
+          next++;
+          const r = await getFresh(url).catch((e) => `error: ${e.code ?? e.message}`);
+          const addr = r.startsWith("error:") ? r.trim() : r.trim().replace(/:\d+$/, "");
+          seen.set(addr, (seen.get(addr) ?? 0) + 1);
+        }
+      };
+      await Promise.all(Array.from({ length: c }, worker));
+      for (const [addr, count] of [...seen].sort((a, b) => b[1] - a[1])) console.log(`${count} ${addr}`);
+      return 0;
     }
     case "oci-image":
       writeImage({ busybox: args[0], out: args[1], name: args[2], cmd: args[3] ? JSON.parse(args[3]) : undefined });
