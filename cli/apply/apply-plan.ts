@@ -11,7 +11,7 @@ import type { Context } from "../context";
 import type { Progress } from "../ui/progress";
 import { ensureDir, hashFile, switchSymlink } from "./files";
 import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
-import { apiClient, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
+import { apiClient, phaseWords, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
 import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
 import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
@@ -245,9 +245,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
               expectVersion: plan.versions.components.kubernetes,
               until: input.until ?? "ready",
               onPhase: (phase) => {
-                h.update(
-                  phase === "api" ? "API server /readyz" : phase === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount",
-                );
+                h.update(phaseWords(phase, plan.node.name));
                 if (phase === "node") probe = restartGaveUp;
               },
             });

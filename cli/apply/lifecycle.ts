@@ -10,7 +10,7 @@ import { acquireInstallLock } from "../fetch/index";
 import type { Plan } from "../plan/plan";
 import { createProgress, type Progress } from "../ui/progress";
 import { allUnits, startOrder } from "./node";
-import { apiClient, readKubeconfig, waitForReady } from "./readiness";
+import { apiClient, phaseWords, readKubeconfig, waitForReady } from "./readiness";
 import { requireReceipt } from "./receipt";
 import { systemdUser, type SystemdUser } from "./systemd";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "./watch";
@@ -131,8 +131,7 @@ async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, 
           client: apiClient(await readKubeconfig(plan.paths.adminKubeconfig)),
           nodeName: plan.node.name,
           ...w,
-          onPhase: (p) =>
-            h.update(p === "api" ? "API server /readyz" : p === "node" ? `node ${plan.node.name} Ready` : "default ServiceAccount"),
+          onPhase: (p) => h.update(phaseWords(p, plan.node.name)),
         });
       h.update("every unit active");
       await waitForUnitsActive(systemd, order, Math.max(1000, timeoutMs - (Date.now() - t0)), ctx.signal);

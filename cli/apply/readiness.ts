@@ -310,6 +310,11 @@ export function parseNode(body: string): NodeView {
 /** /readyz; the node's Ready condition; the default namespace's ServiceAccount (pods can be created). */
 export type ReadyPhase = "api" | "node" | "account";
 
+/** What a readiness phase waits for, in the words a progress line shows. */
+export function phaseWords(phase: ReadyPhase, nodeName: string): string {
+  return phase === "api" ? "API server /readyz" : phase === "node" ? `node ${nodeName} Ready` : "default ServiceAccount";
+}
+
 export interface WaitOptions {
   client: ApiClient;
   nodeName: string;
