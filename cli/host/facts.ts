@@ -253,6 +253,8 @@ export interface DiskFacts {
   freeBytes: number | null;
   /** statfs type magic name when interesting: "nfs", "tmpfs", ... */
   fsType: string | null;
+  /** The major number of its device: 0 when the file system has no block device; null when unknown. */
+  devMajor: number | null;
 }
 
 export interface Facts {

@@ -20,6 +20,8 @@ export interface FsSpace {
   freeBytes: number;
   /** statfs f_type magic, e.g. 0x6969 for NFS, 0x01021994 for tmpfs. */
   type: number;
+  /** The major number of the file system's device (st_dev): 0 for one without a block device (tmpfs, NFS, fuse, ZFS, btrfs subvolumes). */
+  devMajor?: number;
 }
 
 export interface RunOptions {
@@ -135,7 +137,10 @@ export class FileRoot {
     for (;;) {
       try {
         const s = await fsp.statfs(this.resolve(cur));
-        return { freeBytes: Number(s.bavail) * Number(s.bsize), type: Number(s.type) };
+        const dev = (await fsp.stat(this.resolve(cur), { bigint: true })).dev;
+        // glibc's major(): bits 8-19 and 32-43 of st_dev.
+        const devMajor = Number(((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn));
+        return { freeBytes: Number(s.bavail) * Number(s.bsize), type: Number(s.type), devMajor };
       } catch {
         const up = path.dirname(cur);
         if (up === cur) return null;

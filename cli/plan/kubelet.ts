@@ -3,6 +3,7 @@
 // `--cgroup-driver=none` is used as such, but only when probed, never assumed, and only before
 // 1.34: from then on the kubelet takes its cgroup driver from the runtime.
 import type { Facts } from "../host/facts";
+import { fsStats } from "../host/fs-stats";
 import type { KubeletPlan, Mode, PlanOptions, VersionSet } from "./plan";
 import { FAIL_CGROUP_V1_SINCE, KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast } from "./rules";
 
@@ -13,6 +14,13 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
   const onV1 = facts.cgroup.mode !== "v2";
   const k8s = versions.components.kubernetes ?? "0";
   const failCgroupV1 = onV1 ? false : null;
+  const stats = fsStats(facts.disk);
+  const localStorageCapacityIsolation = stats.readable;
+  reasons.push(
+    stats.readable
+      ? `localStorageCapacityIsolation: true: ${stats.reason}, so the eviction manager observes memory, disk and PIDs, and ephemeral-storage limits hold`
+      : `localStorageCapacityIsolation: false: ${stats.reason} (on a file system without a block device the kubelet does not start with it on); so the eviction manager never runs: no eviction on memory, disk or PID pressure, and ephemeral-storage limits are not enforced`,
+  );
   if (onV1) {
     reasons.push(
       atLeast(k8s, FAIL_CGROUP_V1_SINCE)
@@ -25,7 +33,16 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
       "cgroupfs driver on the delegated subtree, inside RootlessKit's cgroup namespace",
       "cgroupsPerQOS: true: pods get QoS and per-pod cgroups",
     );
-    return { cgroupDriver: "cgroupfs", cgroupsPerQOS: true, enforceNodeAllocatable: [], failCgroupV1, featureGates, probe, reasons };
+    return {
+      cgroupDriver: "cgroupfs",
+      cgroupsPerQOS: true,
+      enforceNodeAllocatable: [],
+      failCgroupV1,
+      featureGates,
+      localStorageCapacityIsolation,
+      probe,
+      reasons,
+    };
   }
   const kubeletVersion = options.kubelet?.version ?? k8s;
   const driverFromCri = atLeast(kubeletVersion, KUBELET_CGROUP_DRIVER_FROM_CRI);
@@ -51,6 +68,7 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
     enforceNodeAllocatable: [],
     failCgroupV1,
     featureGates,
+    localStorageCapacityIsolation,
     probe,
     reasons,
   };

@@ -219,6 +219,12 @@ export interface KubeletPlan extends Reasoned {
   /** Set (false) on cgroup v1/hybrid: kubelet >= 1.35 refuses v1 otherwise. */
   failCgroupV1: boolean | null;
   featureGates: Record<string, boolean>;
+  /**
+   * Whether the kubelet accounts local storage (ephemeral-storage, emptyDir, the node's file
+   * systems): on only where cAdvisor can read the data folder's file system (cli/host/fs-stats.ts),
+   * and then the eviction manager observes memory, disk and PIDs; off elsewhere, where it cannot.
+   */
+  localStorageCapacityIsolation: boolean;
   /** How the cgroup driver was found: probed from the binary, or the binary is not there yet. */
   probe: "probed" | "not-installed";
 }

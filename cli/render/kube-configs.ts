@@ -36,8 +36,8 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
     ...(k.failCgroupV1 === null ? {} : { failCgroupV1: k.failCgroupV1 }),
     failSwapOn: false,
     featureGates: k.featureGates,
-    // "failed to get rootfs info" in a user namespace (Usernetes PR #157).
-    localStorageCapacityIsolation: false,
+    // Off only where cAdvisor cannot read the data folder's file system (cli/host/fs-stats.ts).
+    localStorageCapacityIsolation: k.localStorageCapacityIsolation,
     // Flexvolume's default /usr/libexec/kubernetes is not writable rootless (k3s-io/k3s#4216).
     volumePluginDir: layout(plan).data.kubeletPlugins,
     evictionHard: { "memory.available": "100Mi", "nodefs.available": "5%", "imagefs.available": "5%" },

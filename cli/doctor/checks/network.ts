@@ -1,5 +1,6 @@
 // Network and disk: the ports the node publishes must be free, the data folder must have room and
 // sit on a local file system (NFS and friends cannot chown to subordinate ids).
+import { fsStats } from "../../host/fs-stats";
 import { fail, ok, skip, warn, type Check } from "../check";
 
 const GiB = 1024 ** 3;
@@ -54,6 +55,20 @@ export const networkChecks: Check[] = [
       if (d.freeBytes < 2 * GiB) return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
       if (d.freeBytes < 10 * GiB) return warn(`${free}: images fill this quickly; 10 GiB or more is comfortable`);
       return ok(free);
+    },
+  },
+  {
+    id: "eviction",
+    group: "network",
+    label: "eviction",
+    run: (f) => {
+      const s = fsStats(f.disk);
+      if (s.readable) return ok(`the kubelet's eviction manager can observe memory, disk and PIDs: ${s.reason}`);
+      if (f.disk.devMajor === null) return skip(s.reason);
+      return warn(
+        `${s.reason}: the kubelet runs with localStorageCapacityIsolation false and its eviction manager never runs (no eviction on memory, disk or PID pressure; ephemeral-storage limits not enforced)`,
+        { user: ["# choose a data folder on a local disk (ext4, xfs); check it with: rootless-k8s doctor --data-dir DIR"] },
+      );
     },
   },
 ];

@@ -43,5 +43,10 @@ const FS_TYPES: Record<number, string> = {
 
 export async function diskFacts(ctx: ProbeContext): Promise<DiskFacts> {
   const s = await ctx.host.statfs(ctx.dataDir);
-  return { dataDir: ctx.dataDir, freeBytes: s?.freeBytes ?? null, fsType: s ? (FS_TYPES[s.type >>> 0] ?? null) : null };
+  return {
+    dataDir: ctx.dataDir,
+    freeBytes: s?.freeBytes ?? null,
+    fsType: s ? (FS_TYPES[s.type >>> 0] ?? null) : null,
+    devMajor: s?.devMajor ?? null,
+  };
 }

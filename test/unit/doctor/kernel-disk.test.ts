@@ -63,3 +63,26 @@ describe("data folder file system", () => {
     expect(on("ext4").status).toBe("ok");
   });
 });
+
+describe("eviction: whether the kubelet can read the data folder's file system", () => {
+  const on = (fsType: string | null, devMajor: number | null) =>
+    check(
+      "eviction",
+      withFacts(baseFacts(), (f) => (f.disk = { ...f.disk, fsType, devMajor })),
+    );
+  it("is fine on a block device: the eviction manager observes memory, disk and PIDs", () => {
+    expect(on("ext4", 254)).toMatchObject({
+      status: "ok",
+      summary: expect.stringMatching(/observe memory, disk and PIDs: .* is on a block device \(ext4, device major 254\)/),
+    });
+  });
+  it("warns without a block device (NFS, ZFS, tmpfs: device major 0): no eviction at all", () => {
+    expect(on("zfs", 0)).toMatchObject({
+      status: "warn",
+      summary: expect.stringMatching(/without a block device \(zfs, device major 0\).*eviction manager never runs/),
+    });
+  });
+  it("says nothing it does not know: an unknown device is skipped", () => {
+    expect(on(null, null).status).toBe("skip");
+  });
+});

@@ -123,7 +123,7 @@ export function baseFacts(): Facts {
       wantedPorts: [6443, 10250],
       busyPorts: [],
     },
-    disk: { dataDir: "/home/alice/.local/share", freeBytes: 50e9, fsType: null },
+    disk: { dataDir: "/home/alice/.local/share", freeBytes: 50e9, fsType: null, devMajor: 8 },
     notes: [],
   };
 }

@@ -45,6 +45,23 @@ describe("mode", () => {
     expect(plan.kubelet.failCgroupV1).toBeNull();
   });
 
+  it("localStorageCapacityIsolation only where the kubelet can read the data folder's file system (a block device)", () => {
+    const on = (devMajor: number | null) =>
+      buildPlan(
+        withFacts(baseFacts(), (f) => (f.disk = { ...f.disk, fsType: devMajor === 0 ? "zfs" : "ext4", devMajor })),
+        {},
+        versions,
+      ).kubelet;
+    expect(on(254).localStorageCapacityIsolation).toBe(true);
+    expect(on(254).reasons.join("\n")).toMatch(
+      /localStorageCapacityIsolation: true: .* so the eviction manager observes memory, disk and PIDs/,
+    );
+    expect(on(0).localStorageCapacityIsolation).toBe(false);
+    expect(on(0).reasons.join("\n")).toMatch(/localStorageCapacityIsolation: false: .*device major 0.* the eviction manager never runs/);
+    expect(on(null).localStorageCapacityIsolation).toBe(false);
+    expect(buildPlan(delegatedFacts(), {}, versions).kubelet.localStorageCapacityIsolation).toBe(true);
+  });
+
   it("--mode overrides only delegated → none", () => {
     expect(buildPlan(delegatedFacts(), { mode: "none" }, versions).mode.name).toBe("none");
     const e = userErrorFrom(() => buildPlan(baseFacts(), { mode: "delegated" }, versions));
