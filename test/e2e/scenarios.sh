@@ -298,6 +298,25 @@ scenario_fresh() {
   assert_node_object fresh "$V_INSTALL"
   check fresh "--merge-kubeconfig added a context that works: kubectl --context rootless-k8s get nodes" merged_context_works
   assert_images_and_sandbox fresh
+  assert_eviction_observes fresh
+}
+
+# The kubelet's eviction manager observes (issue 43): the summary API has the node's file systems,
+# and the kubelet's log has none of the errors of a manager that never runs, 20 s (two of its
+# 10 s cycles) after Ready at least. Where the plan turned localStorageCapacityIsolation off (a data
+# folder without a block device) the check says that instead.
+kubelet_stats_fs() { kc get --raw "/api/v1/nodes/$(receipt_value .plan.node.name)/proxy/stats/summary" | tool json - .node.fs.capacityBytes; }
+eviction_errors() { rk8s logs kubelet -n 1000000 2>&1 | grep -c -E 'Eviction manager: failed to|cannot find filesystem info'; }
+assert_eviction_observes() {
+  local scope=$1 n
+  if [ "$(receipt_value .plan.kubelet.localStorageCapacityIsolation)" != true ]; then
+    info "$scope" "the plan keeps localStorageCapacityIsolation off here ($(receipt_value .plan.kubelet.reasons | grep -o 'localStorageCapacityIsolation: false: [^"]*' | head -1)): no eviction on this node"
+    return
+  fi
+  check "$scope" "the kubelet's summary API has the node's file system: $(kubelet_stats_fs 2>&1 | head -1) bytes" wait_for 30 eval 'kubelet_stats_fs >/dev/null'
+  sleep 20
+  n=$(eviction_errors)
+  check "$scope" "the kubelet's eviction manager runs: $n 'Eviction manager: failed to' or 'cannot find filesystem info' lines in its log" test "$n" = 0
 }
 
 # A Deployment of two replicas of agnhost's netexec reaches Running; kubectl logs, exec and
