@@ -119,8 +119,14 @@ export function schedulerArgs(plan: Plan): string[] {
     `--secure-port=${plan.ports.scheduler}`,
     // With leader election the scheduler exits 0 on SIGTERM ("Requested to terminate, exiting");
     // without it, it returns "finished without leader elect" as an error and exits 1 on every stop
-    // (issue 41). The Lease (kube-system/kube-scheduler) is renewed every 2 s, upstream's default.
+    // (issue 41), and it releases its Lease (kube-system/kube-scheduler) as it goes. A node has no
+    // other scheduler to hand over to, so the Lease is held through an API server that stalls for
+    // up to 40 s (upstream's 10 s made it exit 1, "Leaderelection lost", during a slow start under
+    // software emulation); after a crash the next one waits at most 60 s for the old Lease.
     "--leader-elect=true",
+    "--leader-elect-lease-duration=60s",
+    "--leader-elect-renew-deadline=40s",
+    "--leader-elect-retry-period=5s",
   ];
 }
 
