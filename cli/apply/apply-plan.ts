@@ -9,7 +9,7 @@ import type { Plan } from "../plan/plan";
 import { folders, generatePki, readPki, renderNode, type Pki, type RenderedFile } from "../render/index";
 import type { Context } from "../context";
 import type { Progress } from "../ui/progress";
-import { ensureDir, hashFile, switchSymlink } from "./files";
+import { ensureDir, hasRecordedContent, switchSymlink } from "./files";
 import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, phaseWords, readKubeconfig, waitForReady, type ReadyResult } from "./readiness";
 import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
@@ -144,7 +144,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       const modes = new Map(dirs.map((f) => [f.path, f.mode]));
       const created = await writeFiles(changes.write, (dir) => modes.get(dir) ?? 0o755, signal);
       for (const f of dirs) await ensureDir(f.path, f.mode);
-      await removeStale(changes.stale);
+      const keptStale = await removeStale(changes.stale);
       if (linkChanged) await switchSymlink(plan.paths.currentLink, plan.versions.id);
       await record({
         ...receipt,
@@ -156,7 +156,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
         ],
       });
       h.update(
-        `${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length ? `, ${changes.stale.length} removed` : ""}`,
+        `${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length > keptStale.length ? `, ${changes.stale.length - keptStale.length} removed` : ""}${keptStale.length ? `, kept ${keptStale.map((f) => f.path).join(", ")} (no longer rendered, but not as rootless-k8s wrote it: remove by hand if not needed)` : ""}`,
       );
       return { changes, linkChanged, files, pki, unchanged };
     });
@@ -282,8 +282,9 @@ async function showFailure(ctx: Context, systemd: SystemdUser, plan: Plan, e: un
   for (const l of report) ctx.out.err(l);
 }
 
+/** Every binary of the set is there with its recorded sha256 (an empty or malformed one never matches). */
 async function setIntact(set: ReceiptSet): Promise<boolean> {
-  for (const b of set.binaries) if ((await hashFile(b.path)) !== b.sha256) return false;
+  for (const b of set.binaries) if (!(await hasRecordedContent(b.path, b.sha256))) return false;
   return set.binaries.length > 0;
 }
 

@@ -21,6 +21,23 @@ export async function hashFile(p: string): Promise<string | null> {
   }
 }
 
+/**
+ * A sha256 as the tool records it in a receipt: 64 lower-case hex digits. Anything else (empty, cut
+ * short, upper case, not a string) proves nothing about a file, so every comparison with a receipt
+ * goes through this: a malformed hash never counts as "unchanged".
+ */
+export function isSha256(v: unknown): v is string {
+  return typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
+}
+
+/**
+ * True only when `recorded` is a well-formed sha256 (isSha256) and the file at `p` exists and has
+ * exactly that content: the file is provably the one the tool wrote. False otherwise (fail closed).
+ */
+export async function hasRecordedContent(p: string, recorded: unknown): Promise<boolean> {
+  return isSha256(recorded) && (await hashFile(p)) === recorded;
+}
+
 const TMP_MARK = ".rk8s-tmp-";
 
 /** A hidden, unique name beside `target` for a file on its way there: `.<name><mark><random hex>`. */

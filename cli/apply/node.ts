@@ -3,6 +3,7 @@
 import * as path from "node:path";
 import type { Plan } from "../plan/plan";
 import type { RenderedFile } from "../render/index";
+import { isSha256 } from "./files";
 import type { OwnedRoots } from "./receipt";
 
 /** Start order: the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher, the overlay, the approver. */
@@ -81,7 +82,7 @@ export function unitsWithNewBinaries(
   const old = new Map((from ?? []).map((b) => [rel(b.path, fromBinDir ?? ""), b.sha256]));
   for (const b of to) {
     const r = rel(b.path, toBinDir);
-    if (from && old.get(r) === b.sha256) continue;
+    if (from && isSha256(b.sha256) && old.get(r) === b.sha256) continue; // a malformed hash proves no sameness
     const unit = unitOfBinary(plan, path.basename(r), path.dirname(r) === "." ? null : path.dirname(r));
     if (unit) units.add(unit);
   }

@@ -6,7 +6,7 @@ import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { InterruptedError } from "../errors";
 import type { RenderedFile } from "../render/index";
-import { ensureDir, hashFile, modeOf, sha256, sweepTempFiles, writeFileAtomic } from "./files";
+import { ensureDir, hashFile, hasRecordedContent, modeOf, sha256, sweepTempFiles, writeFileAtomic } from "./files";
 import type { Receipt, ReceiptFile } from "./receipt";
 
 export interface FileChanges {
@@ -55,7 +55,22 @@ export async function writeFiles(
   return created;
 }
 
-/** Removes files an earlier plan wrote and this one does not (only paths the receipt lists). */
-export async function removeStale(stale: readonly ReceiptFile[]): Promise<void> {
-  for (const f of stale) await fsp.rm(f.path, { force: true });
+/**
+ * Removes files an earlier plan wrote and this one does not (only paths the receipt lists), each only
+ * while it is still the file the tool wrote: a regular file with the recorded sha256. One changed
+ * since, or whose receipt entry has an empty or malformed sha256 (nothing proves it is ours), is
+ * kept, as uninstall keeps it; those are returned.
+ */
+export async function removeStale(stale: readonly ReceiptFile[]): Promise<ReceiptFile[]> {
+  const kept: ReceiptFile[] = [];
+  for (const f of stale) {
+    const st = await fsp.lstat(f.path).catch(() => null);
+    if (!st) continue;
+    if (st.isDirectory() || (st.isFile() && !(await hasRecordedContent(f.path, f.sha256)))) {
+      kept.push(f);
+      continue;
+    }
+    await fsp.rm(f.path, { force: true });
+  }
+  return kept;
 }

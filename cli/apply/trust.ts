@@ -4,7 +4,8 @@
 //   from the receipt, and the receipt's `roots` must name exactly those;
 // - a path is removed only when the receipt lists it AND it lies, after resolving `..` and symlinks,
 //   inside one of those folders (a unit file: directly in the user's unit folder, named for the tool);
-// - a listed file whose content no longer has the recorded sha256 is kept (the tool did not write it);
+// - a listed file whose content no longer has the recorded sha256 is kept (the tool did not write it),
+//   and so is one whose recorded sha256 is empty or malformed (nothing proves the tool wrote it);
 // - the receipt itself must be the user's own: owned by them, not writable by others, in a folder not
 //   writable by others.
 import { lstatSync, realpathSync, statSync } from "node:fs";

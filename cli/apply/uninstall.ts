@@ -15,7 +15,7 @@ import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
 import { removeAddons } from "./addons";
 import { leaveCluster } from "./leave";
-import { exists, hashFile, isWithin, writeFileAtomic } from "./files";
+import { exists, hasRecordedContent, isSha256, isWithin, writeFileAtomic } from "./files";
 import { allUnits } from "./node";
 import { layout } from "../render/layout";
 import { readReceipt, receiptLocation, writeReceipt, type KubeconfigMerge, type Receipt } from "./receipt";
@@ -127,7 +127,8 @@ export async function removeNode(
     await removeTrees(present, currentIdentity, ctx.signal);
     removed.push(...present);
   };
-  // A listed file goes when it is still the file the tool wrote (same sha256); a folder never.
+  // A listed file goes when it is still the file the tool wrote (same sha256); a folder never. A
+  // receipt entry whose sha256 is empty or malformed proves nothing: the file is kept, like a changed one.
   const goneListed = async (files: Receipt["files"]) => {
     for (const f of files) {
       if (!mayRemovePath(f.path, own)) throw new UserError(`refusing to remove ${f.path}: it lies outside the tool's own folders`);
@@ -138,8 +139,12 @@ export async function removeNode(
         keptFiles.push(f.path);
         continue;
       }
-      if (st.isFile() && f.sha256 && (await hashFile(f.path)) !== f.sha256) {
-        notes.push(`kept ${f.path}: changed since rootless-k8s wrote it (remove it by hand if you do not need it)`);
+      if (st.isFile() && !(await hasRecordedContent(f.path, f.sha256))) {
+        notes.push(
+          isSha256(f.sha256)
+            ? `kept ${f.path}: changed since rootless-k8s wrote it (remove it by hand if you do not need it)`
+            : `kept ${f.path}: the receipt records no valid sha256 for it, so it cannot be shown to be the file rootless-k8s wrote (remove it by hand if you do not need it)`,
+        );
         keptFiles.push(f.path);
         continue;
       }

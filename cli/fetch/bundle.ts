@@ -5,15 +5,18 @@
 //                                    size and image names in the index; install --bundle loads them
 // Using a bundle needs no network at all. Every artifact is verified again while it is copied
 // into the cache, and the bundle's checksums must equal the pinned ones unless --trust-bundle.
+// No entry writes more than the size the index declares for it (a whole number of bytes, required):
+// a gzip'd tar is read too (node-tar's Parser), so a small bundle could otherwise fill the disk.
 import { createWriteStream, promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { printable } from "../text";
 import { VERSION } from "../version";
 import { fromCache, pinText, type CacheLayout } from "./cache";
 import { parseManifest } from "./manifest";
-import { HashingFileSink } from "./sink";
+import { BodyTooLongError, HashingFileSink } from "./sink";
 import type { FetchProgress } from "./progress";
 import { resolveArtifact } from "./select";
 import { StopWalk, UnsafeArchiveError, isRegularFile, walkTar, type ReadEntry } from "./tar";
@@ -180,10 +183,9 @@ export async function extractBundleImages(file: string, destDir: string, signal?
     wanted.delete(path);
     const dest = join(destDir, basename(im.path));
     const hash = createHash("sha256");
-    const sink = new HashingFileSink(dest, { append: false, mode: 0o600, hash });
-    await pipeline(entry as AsyncIterable<Buffer>, sink, { signal: walk });
+    await copyEntry(entry, dest, { mode: 0o600, hash, declared: im.size, name: im.path, file, walk });
     const actual = hash.digest("hex");
-    if (actual !== im.sha256 || sink.bytesWritten !== im.size) {
+    if (actual !== im.sha256) {
       await fsp.rm(dest, { force: true });
       throw new UserError(
         `bundle ${file}: the image archive ${im.path} does not match its checksum (expected sha256 ${im.sha256}, got ${actual})`,
@@ -220,7 +222,7 @@ export async function importFromBundle(
   opts: { trustBundle: boolean; signal?: AbortSignal | undefined; progress?: FetchProgress | undefined },
 ): Promise<FetchedArtifact[]> {
   const results = new Map<string, FetchedArtifact>();
-  const wanted = new Map<string, ResolvedArtifact>(); // bundle path → artifact to import
+  const wanted = new Map<string, { artifact: ResolvedArtifact; size: number }>(); // bundle path → artifact to import, its declared size
   let indexed = false;
   await walkBundle(file, opts.signal, async (entry, path, walk) => {
     if (!indexed) {
@@ -233,23 +235,23 @@ export async function importFromBundle(
           const r = { ...cached, verification: `${cached.verification} (bundle not needed)` };
           results.set(a.id, r);
           opts.progress?.done?.(r);
-        } else wanted.set(chosen.path, chosen.artifact);
+        } else wanted.set(chosen.path, { artifact: chosen.artifact, size: chosen.size });
       }
       return;
     }
-    const a = wanted.get(path);
-    if (!a) {
+    const w = wanted.get(path);
+    if (!w) {
       entry.resume();
       return;
     }
     if (!isRegularFile(entry)) throw new UnsafeArchiveError(`"${entry.path}" is a ${entry.type}, not a regular file`);
     wanted.delete(path);
-    const r = await copyVerified(entry, a, layout, file, walk);
-    results.set(a.id, r);
+    const r = await copyVerified(entry, w.artifact, w.size, path, layout, file, walk);
+    results.set(w.artifact.id, r);
     opts.progress?.done?.(r);
   });
   if (!indexed) throw notABundle(file, "it is empty");
-  const missing = [...wanted.values()];
+  const missing = [...wanted.values()].map((w) => w.artifact);
   if (missing.length > 0) {
     throw new UserError(`bundle ${file} lists ${missing.map((a) => a.label).join(", ")} but does not contain the file`, {
       exitCode: ExitCode.Verification,
@@ -265,7 +267,7 @@ function chooseArtifact(
   index: BundleIndex & { manifest: Manifest },
   file: string,
   trust: boolean,
-): { artifact: ResolvedArtifact; path: string } {
+): { artifact: ResolvedArtifact; path: string; size: number } {
   if (index.arch !== a.arch) {
     throw new UserError(`bundle ${file} is for ${index.arch}, but ${a.arch} is needed`, {
       exitCode: ExitCode.Refused,
@@ -280,7 +282,7 @@ function chooseArtifact(
       fix: "make the bundle with the same rootless-k8s version and --manifest as this install",
     });
   }
-  if (entry.algorithm === a.checksum.algorithm && entry.value === a.checksum.value) return { artifact: a, path: entry.path };
+  if (entry.algorithm === a.checksum.algorithm && entry.value === a.checksum.value) return sized(a, entry, file);
   if (!trust) {
     throw new UserError(
       `bundle ${file} does not match the pinned checksums: ${a.label} is ${entry.algorithm} ${entry.value} in the bundle, pinned as ${a.checksum.algorithm} ${a.checksum.value}`,
@@ -294,29 +296,38 @@ function chooseArtifact(
   if (own.checksum.algorithm !== entry.algorithm || own.checksum.value !== entry.value) {
     throw notABundle(file, `its file list and manifest disagree about ${a.id}`);
   }
-  return { artifact: own, path: entry.path };
+  return sized(own, entry, file);
+}
+
+/** `a` at `entry.path`, with the size the index declares for it, which a pinned size must equal. */
+function sized(a: ResolvedArtifact, entry: BundleFile, file: string): { artifact: ResolvedArtifact; path: string; size: number } {
+  if (a.checksum.size !== undefined && a.checksum.size !== entry.size) {
+    throw new UserError(
+      `bundle ${file}: its index declares ${entry.size} bytes for ${entry.path}, but ${a.label} is pinned at ${a.checksum.size} bytes`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "the bundle is damaged or was altered: nothing from it was installed. Copy it again or make a new one with `rootless-k8s bundle`",
+      },
+    );
+  }
+  return { artifact: a, path: entry.path, size: entry.size };
 }
 
 async function copyVerified(
-  entry: AsyncIterable<Buffer>,
+  entry: ReadEntry,
   a: ResolvedArtifact,
+  declared: number,
+  name: string,
   layout: CacheLayout,
   file: string,
-  signal: AbortSignal,
+  walk: AbortSignal,
 ): Promise<FetchedArtifact> {
   const part = layout.part(a.checksum);
   const dest = layout.blob(a.checksum);
   await fsp.mkdir(dirname(part), { recursive: true });
   await fsp.mkdir(dirname(dest), { recursive: true });
   const hash = createHash(a.checksum.algorithm);
-  const sink = new HashingFileSink(part, { append: false, mode: 0o644, hash });
-  try {
-    await pipeline(entry, sink, { signal });
-  } catch (e) {
-    await fsp.rm(part, { force: true });
-    throw e;
-  }
-  const size = sink.bytesWritten;
+  const size = await copyEntry(entry, part, { mode: 0o644, hash, declared, name, file, walk });
   const actual = hash.digest("hex");
   if (actual !== a.checksum.value) {
     await fsp.rm(part, { force: true });
@@ -330,6 +341,47 @@ async function copyVerified(
   }
   await fsp.rename(part, dest);
   return { artifact: a, file: dest, size, source: "bundle", verification: `${pinText(a)}, re-checked from the bundle` };
+}
+
+/**
+ * Writes one entry of the bundle to `dest`, hashing it, and never more than the `declared` size its
+ * index gives: an entry whose tar header says it is larger is refused before its first byte, and
+ * the sink stops at the first batch that would pass the size (in case the data runs past its
+ * header). A refused or failed copy leaves no file. Returns the bytes written.
+ */
+async function copyEntry(
+  entry: ReadEntry,
+  dest: string,
+  o: { mode: number; hash: Hash; declared: number; name: string; file: string; walk: AbortSignal },
+): Promise<number> {
+  const tooLarge = () =>
+    new UserError(`bundle ${o.file}: the entry ${printable(o.name)} is larger than the ${o.declared} bytes its index declares`, {
+      exitCode: ExitCode.Verification,
+      fix: "the bundle is damaged or was altered: nothing from it was kept. Copy it again or make a new one with `rootless-k8s bundle`",
+    });
+  if (entry.size > o.declared) {
+    entry.resume();
+    throw tooLarge();
+  }
+  const sink = new HashingFileSink(dest, { append: false, mode: o.mode, hash: o.hash, maxBytes: o.declared });
+  try {
+    await pipeline(entry as AsyncIterable<Buffer>, sink, { signal: o.walk });
+  } catch (e) {
+    await fsp.rm(dest, { force: true });
+    if (e instanceof BodyTooLongError) throw tooLarge();
+    throw e;
+  }
+  if (sink.bytesWritten !== o.declared) {
+    await fsp.rm(dest, { force: true });
+    throw new UserError(
+      `bundle ${o.file}: the entry ${printable(o.name)} holds ${sink.bytesWritten} bytes, not the ${o.declared} bytes its index declares`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "the bundle is truncated, damaged or was altered: nothing from it was kept. Copy it again or make a new one with `rootless-k8s bundle`",
+      },
+    );
+  }
+  return sink.bytesWritten;
 }
 
 async function walkBundle(
@@ -374,9 +426,9 @@ async function parseIndexEntry(file: string, entry: ReadEntry, path: string): Pr
       typeof f.id === "string" &&
       typeof f.path === "string" &&
       (f.algorithm === "sha256" || f.algorithm === "sha512") &&
-      typeof f.value === "string" &&
-      typeof f.size === "number";
+      typeof f.value === "string";
     if (!ok) throw notABundle(file, `its file list has a malformed entry (${JSON.stringify(f).slice(0, 80)})`);
+    if (!isByteCount(f.size)) throw notABundle(file, `its file list gives ${printable(String(f.path).slice(0, 200))} ${badSize(f.size)}`);
     return f as unknown as BundleFile;
   });
   let images: BundleImage[] | undefined;
@@ -391,14 +443,25 @@ async function parseIndexEntry(file: string, entry: ReadEntry, path: string): Pr
         !im.path.includes("..") &&
         typeof im.sha256 === "string" &&
         /^[0-9a-f]{64}$/.test(im.sha256) &&
-        typeof im.size === "number" &&
         Array.isArray(im.names) &&
         im.names.every((n) => typeof n === "string");
       if (!ok) throw notABundle(file, `its image list has a malformed entry (${JSON.stringify(im).slice(0, 80)})`);
+      if (!isByteCount(im.size)) throw notABundle(file, `its image list gives ${printable(String(im.path))} ${badSize(im.size)}`);
       return im as unknown as BundleImage;
     });
   }
   return { ...(data as unknown as BundleIndex), manifest, files, ...(images ? { images } : {}) };
+}
+
+/** A size as the index must give it (docs/manifest.md): a whole, non-negative number of bytes. */
+function isByteCount(n: unknown): n is number {
+  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+}
+
+function badSize(n: unknown): string {
+  return n === undefined
+    ? "no size (every entry declares its size in bytes)"
+    : `the size ${printable(typeof n === "number" ? String(n) : String(JSON.stringify(n)).slice(0, 40))}, not a byte count (a whole number from 0 to 2^53-1)`;
 }
 
 function cannotWrite(file: string, e: NodeJS.ErrnoException): UserError {

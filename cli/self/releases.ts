@@ -12,6 +12,7 @@ import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UsageError, UserError, messageOf } from "../errors";
 import { HttpStatusError, createHttpClient, downloadFailure, withRetries, type HttpOptions, type Response } from "../fetch/http";
 import { HashingFileSink } from "../fetch/sink";
+import { printable } from "../text";
 import { BIN_NAME, DEFAULT_DOWNLOAD_URL } from "../version";
 
 export type Arch = "amd64" | "arm64";
@@ -36,21 +37,43 @@ export function binaryName(arch: Arch): string {
  */
 export function resolveBaseUrl(flag: string | undefined, env: NodeJS.ProcessEnv, opts: { insecureHttp?: boolean } = {}): string {
   const raw = flag ?? (env.ROOTLESS_K8S_DOWNLOAD_URL || DEFAULT_DOWNLOAD_URL);
+  // Errors name the URL as it was given (whole, with its path), never a normalized or shortened
+  // form: only its credentials are taken out and its control characters escaped.
+  const given = `${shownUrl(raw)}${flag !== undefined ? " (--base-url)" : env.ROOTLESS_K8S_DOWNLOAD_URL ? " (ROOTLESS_K8S_DOWNLOAD_URL)" : ""}`;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new UsageError(`"${raw}" is not a URL (the release base, e.g. ${DEFAULT_DOWNLOAD_URL})`);
+    throw new UsageError(`"${shownUrl(raw)}" is not a URL (the release base, e.g. ${DEFAULT_DOWNLOAD_URL})`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new UsageError(`the release base must be an http(s) URL, not ${url.protocol}`);
+    throw new UsageError(`the release base must be an http(s) URL, not ${printable(url.protocol)}; got ${given}`);
   }
   if (url.protocol === "http:" && !opts.insecureHttp) {
     throw new UsageError(
-      `refused the plain-http release base ${url.origin}: anyone on the path could swap what is downloaded (only the signature would still stand in the way); use https, or pass --insecure-http to accept it`,
+      `refused the plain-http release base ${given}: anyone on the path could swap what is downloaded (only the signature would still stand in the way); use https, or pass --insecure-http to accept it`,
     );
   }
   return raw.replace(/\/+$/, "");
+}
+
+/**
+ * `raw` for a message, as the user wrote it, less its credentials: the authority's part up to its
+ * last "@" is taken out as written. Should the URL parser still find a user or password in what is
+ * left (a spelling the cut does not foresee), the parsed URL without them is shown instead. Control
+ * characters come out as visible escapes, so the message stays one inert line.
+ */
+export function shownUrl(raw: string): string {
+  const m = /^([^:/?#]*:[\\/\t\n\r]*)([^\\/?#]*)/.exec(raw);
+  const at = m ? (m[2] as string).lastIndexOf("@") : -1;
+  let shown = m && at >= 0 ? `${m[1]}${(m[2] as string).slice(at + 1)}${raw.slice(m[0].length)}` : raw;
+  try {
+    const u = new URL(shown);
+    if (u.username || u.password) shown = `${u.protocol}//${u.host}${u.pathname}${u.search}${u.hash}`;
+  } catch {
+    // not a URL: shown as written, less the cut above
+  }
+  return printable(shown);
 }
 
 export const releaseUrl = {

@@ -2,7 +2,7 @@
 // that records what it is told (and, when the node is started, brings up a loopback HTTPS "API
 // server" serving the certificate the write step just rendered), the real readiness wait through
 // the rendered admin kubeconfig (mutual TLS), and the real receipt.
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { promises as fsp, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import * as https from "node:https";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -363,6 +363,20 @@ describe("applyPlan", () => {
     await expect(run).rejects.toThrow(
       /the node is Ready, but rootless-k8s-kube-controller-manager\.service \(activating, auto-restart\) did not become active/,
     );
+  });
+
+  it("a version set whose receipt records no valid sha256 is not taken as intact, not even for a missing binary (issue 34)", async () => {
+    for (const recorded of [null, "", "0".repeat(63)]) {
+      const { first, previous } = await setUp();
+      const set = previous.sets[first.versions.id]!;
+      (set.binaries[0] as { sha256: unknown }).sha256 = recorded;
+      await fsp.rm(set.binaries[0]!.path); // hashFile gives null for it: must not equal a null sha256
+      const { run, systemd } = await apply(first, previous);
+      await expect(run, `sha256 ${JSON.stringify(recorded)}`).rejects.toThrow(
+        `step "fetch" failed: the binaries of version set ${first.versions.id} are missing or damaged`,
+      );
+      expect(systemd.calls).toEqual(["ensure-reachable"]);
+    }
   });
 
   it("a node that never gets ready fails the step, and the receipt says which step failed", async () => {

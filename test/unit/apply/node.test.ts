@@ -81,7 +81,7 @@ describe("binaries and versions → units", () => {
     expect(unitOfBinary(plan, "kubectl", null)).toBeNull();
   });
   it("a Kubernetes-only upgrade restarts the control plane and the node agents, never the runtime", () => {
-    const bin = (n: string, h: string, dir = "/v/a/bin") => ({ path: `${dir}/${n}`, sha256: h });
+    const bin = (n: string, h: string, dir = "/v/a/bin") => ({ path: `${dir}/${n}`, sha256: h.repeat(64) });
     const from = [bin("kubelet", "1"), bin("kube-apiserver", "2"), bin("containerd", "3"), bin("cni/bridge", "4"), bin("kubectl", "5")];
     const to = [
       bin("kubelet", "9", "/v/b/bin"),
@@ -93,6 +93,19 @@ describe("binaries and versions → units", () => {
     const changed = unitsWithNewBinaries(plan, from, to, "/v/b/bin", "/v/a/bin");
     expect([...changed].sort()).toEqual([u.apiServer, u.kubelet].sort());
     expect(restartsFor(plan, [], changed)).toEqual([u.apiServer, u.kubelet]);
+  });
+  it("a binary whose recorded sha256 is empty or malformed counts as new, even when both sides agree (issue 34)", () => {
+    const from = [
+      { path: "/v/a/bin/kubelet", sha256: "" },
+      { path: "/v/a/bin/etcd", sha256: "E".repeat(64) },
+      { path: "/v/a/bin/kube-apiserver", sha256: "a".repeat(64) },
+    ];
+    const to = [
+      { path: "/v/b/bin/kubelet", sha256: "" },
+      { path: "/v/b/bin/etcd", sha256: "E".repeat(64) },
+      { path: "/v/b/bin/kube-apiserver", sha256: "a".repeat(64) },
+    ];
+    expect([...unitsWithNewBinaries(plan, from, to, "/v/b/bin", "/v/a/bin")].sort()).toEqual([u.etcd, u.kubelet].sort());
   });
   it("a first install restarts everything it runs", () => {
     const to = [

@@ -76,6 +76,26 @@ describe("diffFiles and writeFiles", () => {
     expect(() => statSync(join(dir, "containerd/config.toml"))).toThrow();
     expect(readFileSync(join(dir, "users-own-file"), "utf8")).toBe("mine");
   });
+
+  it("keeps a stale file that is not provably the one it wrote: changed, or its sha256 empty or malformed (issue 34)", async () => {
+    const old = ["intact", "changed", "empty", "null", "short", "upper"].map((n) => file(`old/${n}.yaml`, `${n}\n`));
+    await writeFiles(old, () => 0o755);
+    writeFileSync(join(dir, "old/changed.yaml"), "edited by hand\n");
+    const r = receiptWith(old);
+    const entry = (n: string) => r.files.find((f) => f.path === join(dir, `old/${n}.yaml`))!;
+    entry("empty").sha256 = "";
+    (entry("null") as { sha256: unknown }).sha256 = null;
+    entry("short").sha256 = entry("short").sha256.slice(0, 63);
+    entry("upper").sha256 = entry("upper").sha256.toUpperCase();
+    const d = await diffFiles([], r);
+    const kept = await removeStale(d.stale);
+    expect(() => statSync(join(dir, "old/intact.yaml"))).toThrow();
+    for (const n of ["empty", "null", "short", "upper"]) expect(readFileSync(join(dir, `old/${n}.yaml`), "utf8")).toBe(`${n}\n`);
+    expect(readFileSync(join(dir, "old/changed.yaml"), "utf8")).toBe("edited by hand\n");
+    expect(kept.map((f) => f.path).sort()).toEqual(
+      ["changed", "empty", "null", "short", "upper"].map((n) => join(dir, `old/${n}.yaml`)).sort(),
+    );
+  });
 });
 
 describe("the receipt", () => {

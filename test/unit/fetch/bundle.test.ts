@@ -215,6 +215,58 @@ describe("offline bundles that carry image archives (bundle --image)", () => {
     expect(readdirSync(out)).toEqual(["1-busybox.tar"]);
   });
 
+  /** `bundle` again, its index changed by `edit` (issue 34): the same entries, in the same order. */
+  const rewritten = (work: string, bundle: string, edit: (index: Record<string, unknown> & { images: { size: unknown }[] }) => void) => {
+    const stage = tempDir();
+    execFileSync("tar", ["-xf", bundle, "-C", stage]);
+    const file = join(stage, "rootless-k8s-bundle.json");
+    const index = JSON.parse(readFileSync(file, "utf8"));
+    edit(index);
+    writeFileSync(file, JSON.stringify(index));
+    const out = join(work, "edited.tar");
+    execFileSync("tar", ["-cf", out, "-C", stage, "rootless-k8s-bundle.json", "artifacts", "images"]);
+    return out;
+  };
+
+  it("refuses an image archive larger than the size its index declares, before writing it (exit 4, issue 34)", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const { bundle } = await make(work);
+    const edited = rewritten(work, bundle, (index) => {
+      index.images[1]!.size = 100;
+    });
+    const out = tempDir("rk8s-bundle-out-");
+    const e = await userErrorOf(extractBundleImages(edited, out));
+    expect(e.exitCode).toBe(4);
+    expect(e.message).toMatch(/the entry images\/2-app\.tar is larger than the 100 bytes its index declares$/);
+    expect(readdirSync(out)).toEqual(["1-busybox.tar"]);
+  });
+
+  it("refuses an image archive shorter than the size its index declares, leaving nothing of it (exit 4)", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const { bundle } = await make(work);
+    const edited = rewritten(work, bundle, (index) => {
+      index.images[1]!.size = app.length + 1;
+    });
+    const out = tempDir("rk8s-bundle-out-");
+    const e = await userErrorOf(extractBundleImages(edited, out));
+    expect(e.exitCode).toBe(4);
+    expect(e.message).toContain(`the entry images/2-app.tar holds ${app.length} bytes, not the ${app.length + 1} bytes its index declares`);
+    expect(readdirSync(out)).toEqual(["1-busybox.tar"]);
+  });
+
+  it("refuses an index whose image size is missing or not a whole number of bytes (exit 4, issue 34)", async () => {
+    const work = tempDir("rk8s-bundle-img-");
+    const { bundle } = await make(work);
+    for (const size of [undefined, -1, 1.5, "7", 2 ** 60]) {
+      const edited = rewritten(work, bundle, (index) => {
+        index.images[0]!.size = size;
+      });
+      const e = await userErrorOf(extractBundleImages(edited, tempDir()));
+      expect(e.exitCode).toBe(4);
+      expect(e.message).toMatch(/its image list gives images\/1-busybox\.tar (no size|the size .*, not a byte count)/);
+    }
+  });
+
   it("refuses an index whose image entry points outside images/ (exit 4)", async () => {
     const work = tempDir("rk8s-bundle-img-");
     const index = { schema: 1, kind: "rootless-k8s-bundle", arch: "amd64", manifest: { schema: 1, name: "x", artifacts: arts }, files: [] };

@@ -70,6 +70,36 @@ describe("release layout", () => {
     expect(resolveBaseUrl("http://flag/", {}, { insecureHttp: true })).toBe("http://flag");
   });
 
+  it("names the refused base as given: its path kept, its credentials out, its control characters escaped (issue 34)", () => {
+    const refusal = (flag: string | undefined, env: NodeJS.ProcessEnv = {}) => {
+      try {
+        resolveBaseUrl(flag, env);
+      } catch (e) {
+        return (e as Error).message.replace(/: anyone on the path.*/, "");
+      }
+      return "accepted";
+    };
+    const base = "refused the plain-http release base";
+    expect(refusal("http://127.0.0.1:9/mirror/releases")).toBe(`${base} http://127.0.0.1:9/mirror/releases (--base-url)`);
+    expect(refusal(undefined, { ROOTLESS_K8S_DOWNLOAD_URL: "http://m/r/" })).toBe(`${base} http://m/r/ (ROOTLESS_K8S_DOWNLOAD_URL)`);
+    expect(refusal("http://user:s3cret@m/r")).toBe(`${base} http://m/r (--base-url)`);
+    expect(refusal("http://u:p@ss@m/r")).toBe(`${base} http://m/r (--base-url)`);
+    expect(refusal("http://u:p\n@m/r\u001b[2J")).toBe(`${base} http://m/r\\x1b[2J (--base-url)`);
+    // Spellings the URL parser takes with credentials: none of them shows the password.
+    for (const odd of [
+      "http:u:s3cret@m/r",
+      " http://u:s3cret@m/r",
+      "ht\ttp://u:s3cret@m/r",
+      "http:\\\\u:s3cret@m\\r",
+      "HTTP://U:s3cret@M/r",
+    ]) {
+      expect(new URL(odd).password, odd).toBe("s3cret");
+      expect(refusal(odd), odd).not.toMatch(/s3cret/);
+      expect(refusal(odd), odd).toMatch(/m\/r|m\\r|M\/r/);
+    }
+    expect(() => resolveBaseUrl("not a url\u001b[2J", {})).toThrow('"not a url\\x1b[2J" is not a URL');
+  });
+
   it("verifies SHA256SUMS against its ed25519 signature with the compiled-in key form (base64 SPKI DER)", () => {
     const { privateKey, publicKey } = generateKeyPairSync("ed25519");
     const pub = publicKey.export({ format: "der", type: "spki" }).toString("base64");
