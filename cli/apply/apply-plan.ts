@@ -164,6 +164,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
     const mergedContext = input.merge && written.pki ? await mergeAdminContext(plan, written.pki, receipt, record) : null;
 
     // start: daemon-reload only when a unit file changed; restart only what a change touches.
+    let kubeletStartedAt: number | undefined;
     const restarted = await progress.step("start", "Starting the node (systemctl --user)", async (h) => {
       const unitFilesChanged = written.changes.write.some((f) => f.kind === "unit") || written.changes.stale.some((f) => f.kind === "unit");
       if (unitFilesChanged) await systemd.daemonReload();
@@ -177,6 +178,8 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
           ? unitsWithNewBinaries(plan, before?.binaries ?? null, set.set.binaries, set.set.binDir, before?.binDir ?? null)
           : new Set<string>();
       const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
+      // A kubelet that starts now posts a new Ready; until then the API holds the old kubelet's.
+      if (restart.includes(plan.units.kubelet) || !running.has(plan.units.kubelet)) kubeletStartedAt = Date.now();
       await systemd.resetFailed(allUnits(plan));
       if (restart.length) await systemd.restart(restart);
       await systemd.start([plan.units.target]);
@@ -201,6 +204,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
                 order.filter((u) => u !== plan.units.kubeProxy),
               ),
               onPhase: (p: string) => h.update(p),
+              freshSince: kubeletStartedAt,
             };
             const r = await waitForWorkerReady(plan, w, input.until ?? "ready");
             const gaveUp = (await unitStates(systemd, order)).filter((x) => x.activeState === "failed" || x.activeState === "inactive");
@@ -243,6 +247,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
               signal,
               probe: () => probe(),
               expectVersion: plan.versions.components.kubernetes,
+              freshSince: kubeletStartedAt,
               until: input.until ?? "ready",
               onPhase: (phase) => {
                 h.update(phaseWords(phase, plan.node.name));

@@ -116,6 +116,9 @@ async function stop({ plan, systemd }: Node, progress: Progress): Promise<number
 async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, timeoutMs: number): Promise<number> {
   const t0 = Date.now();
   const order = startOrder(plan);
+  // A kubelet started now posts a new Ready; the one in the API may be from before the stop.
+  const kubeletRunning = (await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active";
+  const freshSince = kubeletRunning ? undefined : t0;
   try {
     await progress.step("start", "Starting the node (systemctl --user start)", async () => {
       // Clears a unit's failed state and its start count, so an old failure never stops this start.
@@ -124,7 +127,7 @@ async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, 
     });
     await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(timeoutMs / 1000)} s)`, async (h) => {
       const probe = unitProbe(systemd, order);
-      const w = { timeoutMs, signal: ctx.signal, probe, onPhase: (p: string) => h.update(p) };
+      const w = { timeoutMs, signal: ctx.signal, probe, freshSince, onPhase: (p: string) => h.update(p) };
       if (plan.role === "worker") await waitForWorkerReady(plan, w);
       else
         await waitForReady({

@@ -276,6 +276,8 @@ export interface NodeCondition {
   status: string;
   reason?: string;
   message?: string;
+  /** RFC 3339, whole seconds: when the kubelet last posted this condition. */
+  lastHeartbeatTime?: string;
 }
 
 export interface NodeView {
@@ -333,6 +335,13 @@ export interface WaitOptions {
    */
   expectVersion?: string;
   /**
+   * When the kubelet was (re)started (epoch ms): a Ready condition posted before it is the old
+   * kubelet's, left in the API while nothing updated it (a stop, a restart, a rollback to the same
+   * version), so it counts only once its lastHeartbeatTime is this second or later. A restarted
+   * kubelet always posts its status first thing (its last report time starts at zero).
+   */
+  freshSince?: number;
+  /**
    * A worker: the API server is another host's (its version is not this node's, and expectVersion
    * is the kubelet's only), and the node's own credential reads no ServiceAccount: Ready ends at the node.
    */
@@ -377,6 +386,13 @@ export class NotReadyError extends UserError {
     );
     this.name = "NotReadyError";
   }
+}
+
+/** The Ready condition was posted before `since` (whole seconds, as the kubelet writes it); no heartbeat counts as before. */
+export function readyPostedBefore(node: NodeView, since: number | undefined): boolean {
+  if (since === undefined) return false;
+  const at = Date.parse(node.conditions.find((c) => c.type === "Ready")?.lastHeartbeatTime ?? "");
+  return !(at >= Math.floor(since / 1000) * 1000);
 }
 
 /** Null when the API server reports `want`; otherwise what it reports instead. */
@@ -438,8 +454,9 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
         } else if (r.status === 200) {
           const node = parseNode(r.body);
           const versionOk = !o.expectVersion || node.kubeletVersion?.replace(/^v/, "") === o.expectVersion;
-          if (node.ready && versionOk && o.worker) return { node, apiMs, nodeMs: Date.now() - start };
-          if (node.ready && versionOk) {
+          const stale = node.ready && readyPostedBefore(node, o.freshSince);
+          if (node.ready && versionOk && !stale && o.worker) return { node, apiMs, nodeMs: Date.now() - start };
+          if (node.ready && versionOk && !stale) {
             ready = { node, nodeMs: Date.now() - start };
             phase = "account";
             o.onPhase?.("account", ready.nodeMs);
@@ -447,11 +464,13 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
             continue;
           }
           const rc = node.conditions.find((c) => c.type === "Ready");
-          last = node.ready
-            ? `the kubelet still reports ${node.kubeletVersion ?? "no version"}, not v${o.expectVersion}`
-            : rc
-              ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}`
-              : "no Ready condition yet";
+          last = stale
+            ? `Ready=True as posted at ${rc?.lastHeartbeatTime ?? "an unknown time"}, before the kubelet started again`
+            : node.ready
+              ? `the kubelet still reports ${node.kubeletVersion ?? "no version"}, not v${o.expectVersion}`
+              : rc
+                ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}`
+                : "no Ready condition yet";
         } else {
           last = r.status === 404 ? `node ${o.nodeName} not registered yet` : `HTTP ${r.status}`;
         }

@@ -17,6 +17,8 @@ export interface WorkerWait {
   /** Throws to stop waiting (a unit failed). */
   probe: () => Promise<void>;
   onPhase?: (what: string) => void;
+  /** When the kubelet was (re)started: an older Ready is the old kubelet's (see WaitOptions). */
+  freshSince?: number;
 }
 
 /** The node's own client, once TLS bootstrap wrote the kubelet's kubeconfig. */
@@ -49,6 +51,7 @@ export async function waitForWorkerReady(plan: Plan, w: WorkerWait, until: "read
     signal: w.signal,
     probe: w.probe,
     expectVersion: plan.versions.components.kubernetes,
+    freshSince: w.freshSince,
     worker: true,
     until,
   });

@@ -754,15 +754,29 @@ scenario_upgrade() {
   check upgrade "status is healthy" rk8s status
 }
 
+# ready_posted_since NODE EPOCH: the node's Ready is True and was posted at EPOCH or later (whole seconds).
+ready_posted_since() { [ "${1%% *}" = True ] && [ "$(date -u -d "${1#* }" +%s)" -ge "$2" ]; }
+
 scenario_rollback() {
-  local log=$STATE/rollback.log rc
+  local log=$STATE/rollback.log rc node t0 ready started
+  node=$(receipt_value .plan.node.name)
   rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_BROKEN.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?
+  # Read at once: the Ready the rollback waited for, and when the kubelet it restarted started.
+  ready=$(kc get node "$node" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}')
+  started=$(as_user systemctl --user show -p ActiveEnterTimestamp --value rootless-k8s-kubelet.service)
   check rollback "an upgrade whose API server crashes exits 1 (got $rc)" test "$rc" = 1
   check rollback "it shows the failing unit's last lines" grep -q "last .* lines of rootless-k8s-kube-apiserver.service" "$log"
   check rollback "it says it rolled back: $(grep -o 'rolled back[^;]*' "$log" | head -1)" grep -q "rolled back: the node is Ready on Kubernetes $V_UPGRADE" "$log"
   check rollback "the current link is back on the $V_UPGRADE set ($(as_user readlink "$SHARE/versions/current"))" current_is_kubernetes "$V_UPGRADE"
-  check rollback "status is healthy on $V_UPGRADE" rk8s status
+  # The kubelet restarted in the rollback posts its own Ready: the old one left in the API never counts.
+  check rollback "the Ready it ended on was posted by the kubelet it started (Ready ${ready#* }, kubelet started $started)" \
+    ready_posted_since "$ready" "$(date -u -d "$started" +%s)"
+  # The node controller may have marked pods not ready while the new kubelet started; it puts them back.
+  t0=$(ts)
+  wait_for 60 rk8s status
+  info rollback "status was healthy $(elapsed "$t0") s after the rollback ended"
+  check rollback "status is healthy on $V_UPGRADE (within 60 s)" rk8s status
   check rollback "every unit is active again" units_active
 }
 

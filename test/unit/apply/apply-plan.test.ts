@@ -103,7 +103,7 @@ class FakeManager implements SystemdUser {
       metadata: { name: this.plan.node.name, labels: {} as Record<string, string> },
       // The controller-manager's allocation (--allocate-node-cidrs).
       spec: { podCIDR: NODE_RANGE },
-      status: { conditions: [{ type: "Ready", status: "True" }], nodeInfo: { kubeletVersion: `v${k8s}` } },
+      status: { conditions: [{ type: "Ready", status: "True", lastHeartbeatTime: "" }], nodeInfo: { kubeletVersion: `v${k8s}` } },
     };
     const readyAt = Date.now() + this.notReadyMs;
     this.server = https.createServer(
@@ -122,6 +122,8 @@ class FakeManager implements SystemdUser {
           if (req.url === "/readyz") return res.writeHead(this.readyz).end(this.readyz === 200 ? "ok" : "etcd failed");
           if (req.url === "/version") return res.writeHead(200).end(JSON.stringify({ gitVersion: `v${k8s}` }));
           node.status.conditions[0]!.status = Date.now() >= readyAt ? "True" : "False";
+          // A running kubelet's heartbeat, in whole seconds as it writes it.
+          node.status.conditions[0]!.lastHeartbeatTime = new Date().toISOString().replace(/\.\d+Z$/, "Z");
           if (req.method === "PATCH")
             Object.assign(
               node.metadata.labels,

@@ -17,6 +17,8 @@ const seen: { path: string; cn: string }[] = [];
 let readyzFailures = 0;
 let nodeState: "absent" | "notready" | "ready" = "absent";
 let account = true;
+/** The Ready condition's lastHeartbeatTime; null: none. */
+let heartbeat: string | null = null;
 
 function node(ready: boolean) {
   return {
@@ -24,7 +26,14 @@ function node(ready: boolean) {
     apiVersion: "v1",
     metadata: { name: "n1", labels: { "rootless-k8s.io/resource-isolation": "none" } },
     status: {
-      conditions: [{ type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady" }],
+      conditions: [
+        {
+          type: "Ready",
+          status: ready ? "True" : "False",
+          reason: ready ? "KubeletReady" : "KubeletNotReady",
+          ...(heartbeat ? { lastHeartbeatTime: heartbeat } : {}),
+        },
+      ],
       nodeInfo: { kubeletVersion: "v1.36.0" },
     },
   };
@@ -167,6 +176,29 @@ describe("waitForReady", () => {
       /the node is Ready, but the default namespace got no ServiceAccount within 0 s \(last: no ServiceAccount default\/default yet\)/,
     );
     expect(e.fix).toContain("rootless-k8s logs kube-controller-manager");
+  });
+
+  it("after a kubelet restart, a Ready posted before it does not count until the new kubelet posts one (stop/start, rollback)", async () => {
+    readyzFailures = 0;
+    account = true;
+    nodeState = "ready";
+    const restartedAt = Date.now();
+    // The old kubelet's Ready, a minute before the restart, in whole seconds as the kubelet writes it.
+    heartbeat = new Date(restartedAt - 60_000).toISOString().replace(/\.\d+Z$/, "Z");
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    const timedOut = await waitForReady({ client, nodeName: "n1", timeoutMs: 300, pollMs: 50, freshSince: restartedAt }).catch((x) => x);
+    expect(timedOut).toBeInstanceOf(NotReadyError);
+    expect(timedOut.message).toContain(`Ready=True as posted at ${heartbeat}, before the kubelet started again`);
+    // The new kubelet posts within the same second as the restart: whole seconds count.
+    setTimeout(() => (heartbeat = new Date(restartedAt).toISOString().replace(/\.\d+Z$/, "Z")), 300);
+    const t0 = Date.now();
+    const r = await waitForReady({ client, nodeName: "n1", timeoutMs: 10_000, pollMs: 50, freshSince: restartedAt });
+    expect(r.node.ready).toBe(true);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    // Without a restart the same old Ready is the node's current state.
+    heartbeat = new Date(restartedAt - 60_000).toISOString();
+    expect((await waitForReady({ client, nodeName: "n1", timeoutMs: 2000, pollMs: 50 })).node.ready).toBe(true);
+    heartbeat = null;
   });
 
   it("never gets past the handshake with a client cert from another CA", async () => {
