@@ -1,6 +1,6 @@
 // Entry point of the rootless-k8s binary. Keeps imports minimal: each subcommand is loaded on demand,
 // so `--version` and `--help` start in about the time of `node -e 0`.
-import { printableLines, redactUrls } from "./text";
+import { printable, redactUrls } from "./text";
 import { dropPreviousBinary } from "./self/previous-binary";
 import { UPDATE_CHECK_ARG, afterCommand, runUpdateCheck } from "./self/update-check";
 import { asksForHelp, formatHelp, parseCommandArgs, suggest } from "./args";
@@ -61,7 +61,7 @@ export async function main(argv: string[], out: Output = createOutput()): Promis
           first,
           commands.flatMap((c) => [c.name, ...(c.aliases ?? [])]),
         );
-    out.err(`${out.errStyle.red("error:")} ${first.startsWith("-") ? `unknown option ${first}` : `unknown command "${first}"`}`);
+    out.err(`${out.errStyle.red("error:")} ${safe(first.startsWith("-") ? `unknown option ${first}` : `unknown command "${first}"`)}`);
     out.err(guess ? `Did you mean \`${BIN} ${guess}\`?` : `Run \`${BIN} --help\` for the list of commands.`);
     return ExitCode.Usage;
   }
@@ -123,10 +123,15 @@ function asInterruption(e: unknown): UserError {
   return new InterruptedError();
 }
 
-/** One line for the error, one for the fix; the usage line for bad usage. Never a stack trace. */
-/** Error text may quote what a server, a manifest or a path said: never a control character or a URL password. */
-const safe = (t: string) => redactUrls(printableLines(t));
+/**
+ * Error text may quote what a server, a manifest, a bundle, a path or a flag said: every control
+ * character becomes a visible escape (a newline too: the error and its fix are one line each, so a
+ * quoted "\nfix: ..." cannot add a line of its own), and no URL keeps its password. The one rule for
+ * every message and fix this presenter prints, whoever built them.
+ */
+const safe = (t: string) => redactUrls(printable(t));
 
+/** One line for the error, one for the fix; the usage line for bad usage. Never a stack trace. */
 export function reportError(e: unknown, out: Output, usage?: string, command?: string): number {
   const s = out.errStyle;
   if (e instanceof UsageError) {

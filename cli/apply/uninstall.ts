@@ -15,10 +15,11 @@ import type { Plan } from "../plan/plan";
 import { createPrompter } from "../ui/prompt";
 import { removeAddons } from "./addons";
 import { leaveCluster } from "./leave";
-import { exists, hasRecordedContent, isSha256, isWithin, writeFileAtomic } from "./files";
+import { exists, hasRecordedContent, isSha256, isWithin } from "./files";
+import { unmergeAdminContext } from "./kubeconfig-merge";
 import { allUnits } from "./node";
 import { layout } from "../render/layout";
-import { readReceipt, receiptLocation, writeReceipt, type KubeconfigMerge, type Receipt } from "./receipt";
+import { readReceipt, receiptLocation, writeReceipt, type Receipt } from "./receipt";
 import { currentIdentity, removeEmptyDirs, removeTrees } from "./remove";
 import { systemdUser } from "./systemd";
 import { checkReceiptPaths, mayRemoveEmptyDir, mayRemovePath, ownFolders, resolvedPath, type OwnFolders } from "./trust";
@@ -211,7 +212,7 @@ export async function removeNode(
     if (await exists(own.cache)) await gone([own.cache]);
   }
   const note = receipt.kubeconfigMerge
-    ? await unmergeKubeconfig({ ...receipt.kubeconfigMerge, file: own.kubeconfig }, own.home, removed)
+    ? await unmergeAdminContext({ ...receipt.kubeconfigMerge, file: own.kubeconfig }, own.home, removed)
     : null;
   if (note) notes.push(note);
 
@@ -263,39 +264,4 @@ async function removeEmptyTree(dir: string, keep: string[]): Promise<void> {
   if (!st?.isDirectory() || keep.includes(dir)) return;
   for (const n of await fsp.readdir(dir).catch(() => [] as string[])) await removeEmptyTree(path.join(dir, n), keep);
   await fsp.rmdir(dir).catch(() => {});
-}
-
-/**
- * Takes our context, cluster and user out of ~/.kube/config; removes the file (inside `home`) when
- * only ours was in it. A file that is no kubeconfig any more (not YAML, or no contexts list) is left
- * as it is, and the note returned says what to do by hand: it never stops the uninstall.
- */
-export async function unmergeKubeconfig(m: KubeconfigMerge, home: string, removed: string[]): Promise<string | null> {
-  const text = await fsp.readFile(m.file, "utf8").catch(() => null);
-  if (text === null) return null;
-  const YAML = await import("yaml");
-  type Doc = Record<string, unknown> & {
-    clusters?: { name: string }[];
-    users?: { name: string }[];
-    contexts?: { name: string }[];
-    "current-context"?: string;
-  };
-  let doc: Doc | null;
-  try {
-    const parsed: unknown = YAML.parse(text);
-    doc = parsed && typeof parsed === "object" && Array.isArray((parsed as Doc).contexts) ? (parsed as Doc) : null;
-  } catch {
-    doc = null;
-  }
-  if (!doc)
-    return `${m.file} is no kubeconfig any more, so it was left as it is: take the context ${m.context} (cluster ${m.cluster}, user ${m.user}) out by hand`;
-  const drop = <T extends { name: string }>(list: T[] | undefined, name: string) => (list ?? []).filter((e) => e.name !== name);
-  const next = { ...doc, clusters: drop(doc.clusters, m.cluster), users: drop(doc.users, m.user), contexts: drop(doc.contexts, m.context) };
-  if (next["current-context"] === m.context) delete next["current-context"];
-  if (next.clusters.length + next.users.length + next.contexts.length === 0 && isWithin(m.file, home)) {
-    await fsp.rm(m.file, { force: true });
-    await fsp.rmdir(path.dirname(m.file)).catch(() => {});
-  } else await writeFileAtomic(m.file, YAML.stringify(next, { lineWidth: 0 }), { mode: 0o600 });
-  removed.push(`${m.file} (context ${m.context})`);
-  return null;
 }

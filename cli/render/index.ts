@@ -19,7 +19,17 @@ import { renderUnits } from "./units";
 export { folders, layout } from "./layout";
 export { addons, ADDON_LABEL, type Addon, type KubeObject } from "./addons";
 export { generatePki, readPki, pkiPaths, certSpecs, type Pki, type KeyPairPem } from "./pki";
-export { mergeKubeconfig, bootstrapKubeconfig, renderKubeconfig, type MergeResult } from "./kubeconfig";
+export {
+  mergeKubeconfig,
+  unmergeKubeconfig,
+  entryDigest,
+  bootstrapKubeconfig,
+  renderKubeconfig,
+  type KeptEntry,
+  type KubeconfigDigests,
+  type MergeResult,
+  type UnmergeResult,
+} from "./kubeconfig";
 export { portsConfig, type PortsConfig } from "./ports";
 
 export type RenderedKind = "unit" | "config" | "pki" | "kubeconfig" | "env" | "cni" | "script" | "addon";

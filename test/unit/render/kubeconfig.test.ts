@@ -11,7 +11,7 @@ import YAML from "yaml";
 import { buildPlan } from "../../../cli/plan";
 import type { Plan } from "../../../cli/plan/plan";
 import { generatePki, mergeKubeconfig, renderNode, type Pki } from "../../../cli/render/index";
-import { adminKubeconfig, renderKubeconfig } from "../../../cli/render/kubeconfig";
+import { adminKubeconfig, entryDigest, renderKubeconfig, unmergeKubeconfig } from "../../../cli/render/kubeconfig";
 import { freePort, listen, type Listening } from "../../helpers/net";
 import { tempDir } from "../../helpers/temp";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
@@ -125,5 +125,84 @@ describe("merging the admin context into ~/.kube/config", () => {
 
   it("refuses a file that is not a kubeconfig", () => {
     expect(() => mergeKubeconfig("- a\n- b\n", admin)).toThrow(/not a kubeconfig/);
+    expect(() => mergeKubeconfig("clusters: [\n  - name: x\n bad", admin)).toThrow();
+    expect(() => mergeKubeconfig("clusters: prod\n", admin)).toThrow(/not a kubeconfig/);
+  });
+
+  // What kubectl writes: its own key order, lists at the key's column, null for an empty list.
+  const kubectlStyle = `# my clusters
+apiVersion: v1
+clusters:
+- cluster:
+    server: https://prod.example:6443 # production
+  name: prod
+contexts: null
+current-context: ""
+kind: Config
+users: []
+`;
+
+  it("keeps the file's comments and style, and fills kubectl's empty lists", () => {
+    const r = mergeKubeconfig(kubectlStyle, admin);
+    expect(r.content!.startsWith("# my clusters\napiVersion: v1\nclusters:\n- cluster:\n")).toBe(true);
+    expect(r.content).toContain("\n    server: https://prod.example:6443 # production\n  name: prod\n- name: rootless-k8s\n");
+    const doc = YAML.parse(r.content!) as Record<string, { name: string }[] | string>;
+    expect((doc.contexts as { name: string }[]).map((c) => c.name)).toEqual(["rootless-k8s"]);
+    expect((doc.users as { name: string }[]).map((c) => c.name)).toEqual(["rootless-k8s-admin"]);
+    expect(doc["current-context"]).toBe("rootless-k8s");
+    expect(r.content).toContain("\ncurrent-context: rootless-k8s\n");
+  });
+
+  it("records the digest of each entry as merged, and knows them again after kubectl reordered their keys", () => {
+    const r = mergeKubeconfig(kubectlStyle, admin);
+    const doc = YAML.parse(r.content!) as Record<string, { name: string }[]>;
+    const entry = (list: string, name: string) => doc[list]!.find((e) => e.name === name)!;
+    expect(r.digests).toEqual({
+      cluster: entryDigest(entry("clusters", "rootless-k8s")),
+      user: entryDigest(entry("users", "rootless-k8s-admin")),
+      context: entryDigest(entry("contexts", "rootless-k8s")),
+    });
+    // kubectl writes each entry's keys sorted (cluster before name): still ours, so a second merge changes nothing.
+    const sorted = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(sorted)
+        : v && typeof v === "object"
+          ? Object.fromEntries(
+              Object.keys(v)
+                .sort()
+                .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+            )
+          : v;
+    const rewritten = YAML.stringify(sorted(doc), { indentSeq: false });
+    expect(mergeKubeconfig(rewritten, admin)).toMatchObject({ content: null, renamed: false, digests: r.digests });
+    const u = unmergeKubeconfig(rewritten, r.names, r.digests)!;
+    expect(u.removed).toEqual(["cluster rootless-k8s", "user rootless-k8s-admin", "context rootless-k8s"]);
+    expect(u.kept).toEqual([]);
+    expect(u.empty).toBe(false); // the prod cluster is the user's
+    expect(YAML.parse(u.content!)).toMatchObject({ clusters: [{ name: "prod" }], users: [], contexts: [] });
+  });
+
+  it("takes out only entries whose digest matches, keeps what a remaining context uses, and nothing without digests", () => {
+    const r = mergeKubeconfig(kubectlStyle, admin);
+    const changed = r.content!.replace("- name: rootless-k8s\n  context:\n", "- name: rootless-k8s\n  context:\n    namespace: dev\n");
+    expect(changed).not.toBe(r.content);
+    const u = unmergeKubeconfig(changed, r.names, r.digests)!;
+    expect(u.content).toBeNull();
+    expect(u.kept.map((k) => `${k.kind} ${k.name}: ${k.why}`)).toEqual([
+      "context rootless-k8s: changed since install",
+      "cluster rootless-k8s: used by context rootless-k8s",
+      "user rootless-k8s-admin: used by context rootless-k8s",
+    ]);
+    const legacy = unmergeKubeconfig(r.content!, r.names, null)!;
+    expect(legacy.content).toBeNull();
+    expect(legacy.kept.map((k) => k.why)).toEqual(Array(3).fill("the receipt does not record what install merged"));
+    expect(unmergeKubeconfig("just some notes\n", r.names, r.digests)).toBeNull();
+  });
+
+  it("says a file is empty once ours is out only when nothing of the user's, not even a comment, is left", () => {
+    const fresh = mergeKubeconfig(null, admin);
+    expect(unmergeKubeconfig(fresh.content!, fresh.names, fresh.digests)).toMatchObject({ empty: true });
+    expect(unmergeKubeconfig(`# mine\n${fresh.content!}`, fresh.names, fresh.digests)).toMatchObject({ empty: false });
+    expect(unmergeKubeconfig(`${fresh.content!}extensions: [x]\n`, fresh.names, fresh.digests)).toMatchObject({ empty: false });
   });
 });
