@@ -16,18 +16,23 @@ export class FileTooLargeError extends Error {
 export function readSmallFileSync(path: string, max: number): string {
   const fd = openSync(path, "r");
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, max + 1 - total));
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      chunks.push(buf.subarray(0, n));
-      total += n;
-      if (total > max) throw new FileTooLargeError(path, max);
-    }
-    return Buffer.concat(chunks, total).toString("utf8");
+    return readSmallFdSync(fd, max, path);
   } finally {
     closeSync(fd);
   }
+}
+
+/** The text of an open file (`path` names it in the error), read as readSmallFileSync reads; the caller closes it. */
+export function readSmallFdSync(fd: number, max: number, path: string): string {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const buf = Buffer.allocUnsafe(Math.min(64 * 1024, max + 1 - total));
+    const n = readSync(fd, buf, 0, buf.length, null);
+    if (n === 0) break;
+    chunks.push(buf.subarray(0, n));
+    total += n;
+    if (total > max) throw new FileTooLargeError(path, max);
+  }
+  return Buffer.concat(chunks, total).toString("utf8");
 }

@@ -1,8 +1,9 @@
 #!/bin/sh
 # rootless-k8s installer: downloads the release's SHA256SUMS and checks its ed25519 signature with
-# the release key written into this script (with openssl 3; without it, says so and checks the
-# SHA-256 only), downloads the binary, verifies its SHA-256, installs it in a folder of yours, then
-# hands over to `rootless-k8s install`.
+# the release key written into this script (with OpenSSL 3; without it, refuses unless told
+# ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1), downloads the binary, verifies its SHA-256, installs it in a
+# folder of yours, then hands over to `rootless-k8s install`. Every download has a size cap and a
+# deadline.
 #
 #   curl -fsSL https://dl.rootless-k8s.dev/install.sh | sh
 #   curl -fsSL https://dl.rootless-k8s.dev/install.sh | sh -s -- --version 0.2.0 --no-start
@@ -20,6 +21,12 @@
 #   ROOTLESS_K8S_DOWNLOAD_URL  <base> of the release layout (default https://dl.rootless-k8s.dev)
 #   ROOTLESS_K8S_INSTALL_DIR   where the binary goes (default ~/.local/bin)
 #   ROOTLESS_K8S_FORCE_ROOT=1  install even when run as root (the node itself still refuses root)
+#   ROOTLESS_K8S_MAX_BINARY_MIB      size cap of the binary's download in MiB (default 256; the
+#                                    small files latest.txt, SHA256SUMS, SHA256SUMS.sig: 1 MiB)
+#   ROOTLESS_K8S_DOWNLOAD_TIMEOUT    deadline of the binary's download in seconds (default 1800; the
+#                                    small files: 60, or this when it is less)
+#   ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1  where no OpenSSL 3 is installed (OpenSSL 1.1 cannot verify
+#                                    ed25519), install with the SHA-256 check only instead of refusing
 # Exit codes: 0 ok, 1 failure, 2 bad usage, 3 refused, 4 verification failed, 5 download failed.
 #
 # The whole script is one { ... } block of function definitions with the call to `main` at its end:
@@ -58,10 +65,14 @@ Options:
   -- ARGS...      pass the rest to `rootless-k8s install` (e.g. -- --runtime crio)
 
 Environment:
-  ROOTLESS_K8S_VERSION       same as --version
-  ROOTLESS_K8S_DOWNLOAD_URL  base URL of the releases (mirrors)
-  ROOTLESS_K8S_INSTALL_DIR   where the binary goes (default ~/.local/bin)
-  ROOTLESS_K8S_FORCE_ROOT=1  install even when run as root
+  ROOTLESS_K8S_VERSION               same as --version
+  ROOTLESS_K8S_DOWNLOAD_URL          base URL of the releases (mirrors)
+  ROOTLESS_K8S_INSTALL_DIR           where the binary goes (default ~/.local/bin)
+  ROOTLESS_K8S_FORCE_ROOT=1          install even when run as root
+  ROOTLESS_K8S_MAX_BINARY_MIB        size cap of the binary's download, MiB (default 256)
+  ROOTLESS_K8S_DOWNLOAD_TIMEOUT      deadline of the binary's download, seconds (default 1800)
+  ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1  without OpenSSL 3, install on the SHA-256 check alone
+                                     (the release signature is then NOT checked)
 EOF
 }
 
@@ -136,29 +147,112 @@ sha256_of() {
   "$@" | cut -d ' ' -f 1
 }
 
-# fetch_to URL FILE: downloads URL into FILE; fails (status 1) without a message of its own.
-fetch_to() {
-  dl_url=$1
-  dl_file=$2
+# Sets the limits of the downloads: $binary_cap (bytes) and $binary_deadline (seconds) for the
+# binary, from ROOTLESS_K8S_MAX_BINARY_MIB and ROOTLESS_K8S_DOWNLOAD_TIMEOUT; $small_cap (1 MiB) and
+# $small_deadline (60 s, or less) for latest.txt, SHA256SUMS and SHA256SUMS.sig.
+read_limits() {
+  max_mib=${ROOTLESS_K8S_MAX_BINARY_MIB:-256}
+  binary_deadline=${ROOTLESS_K8S_DOWNLOAD_TIMEOUT:-1800}
+  whole_number "$max_mib" ||
+    die "ROOTLESS_K8S_MAX_BINARY_MIB must be a whole number of MiB (1 to 999999), not \"$max_mib\"" "unset it (the default is 256), or set e.g. ROOTLESS_K8S_MAX_BINARY_MIB=512" 2
+  whole_number "$binary_deadline" ||
+    die "ROOTLESS_K8S_DOWNLOAD_TIMEOUT must be a whole number of seconds (1 to 999999), not \"$binary_deadline\"" "unset it (the default is 1800), or set e.g. ROOTLESS_K8S_DOWNLOAD_TIMEOUT=3600" 2
+  binary_cap=$((max_mib * 1048576))
+  small_cap=1048576
+  small_deadline=60
+  if [ "$binary_deadline" -lt "$small_deadline" ]; then small_deadline=$binary_deadline; fi
+}
+
+whole_number() {
+  case $1 in '' | *[!0-9]* | 0*) return 1 ;; esac
+  [ ${#1} -le 6 ]
+}
+
+# fetch_stream URL CAP DEADLINE: writes the body of URL to stdout; the downloader's exit status.
+# Without a terminal, its error line goes to $workdir/download.err (for the one-line error).
+fetch_stream() {
+  fs_url=$1
+  fs_cap=$2
+  fs_deadline=$3
   case $downloader in
     curl)
-      # Over https, neither the request nor a redirect may use anything else. A progress bar only on a terminal.
-      set -- --fail --location --retry 3 --connect-timeout 20 --show-error --output "$dl_file" "$dl_url"
-      case $dl_url in https://*) set -- --proto '=https' --proto-redir '=https' "$@" ;; esac
-      if [ -t 2 ]; then set -- --progress-bar "$@"; else set -- --silent "$@"; fi
-      curl "$@"
+      # Over https, neither the request nor a redirect may use anything else. --max-time bounds each
+      # try and --retry-max-time the retries, so DEADLINE bounds the whole download; a connection
+      # that sends nothing for 30 s is dropped. A progress bar only on a terminal.
+      set -- --fail --location --retry 3 --retry-max-time "$fs_deadline" --max-time "$fs_deadline" --connect-timeout 20 \
+        --speed-limit 1 --speed-time 30 --max-filesize "$fs_cap" --show-error "$fs_url"
+      case $fs_url in https://*) set -- --proto '=https' --proto-redir '=https' "$@" ;; esac
+      if [ -t 2 ]; then
+        curl --progress-bar "$@"
+      else
+        curl --silent "$@" 2>"$workdir/download.err"
+      fi
       ;;
     wget)
-      set -- --quiet --tries=3 --timeout=20 --output-document="$dl_file" "$dl_url"
+      # wget has no deadline of its own: timeout(1) (coreutils, busybox) gives it one.
+      set -- --quiet --tries=3 --timeout=20 --output-document=- "$fs_url"
       if [ -t 2 ]; then set -- --show-progress "$@"; fi
-      wget "$@"
+      if command -v timeout >/dev/null 2>&1; then set -- timeout "$fs_deadline" wget "$@"; else set -- wget "$@"; fi
+      if [ -t 2 ]; then "$@"; else "$@" 2>"$workdir/download.err"; fi
       ;;
   esac
 }
 
-# download URL FILE: fails with the network exit code and the URL.
+# fetch_to KIND URL FILE: downloads URL into FILE within the limits of KIND (binary or small).
+# Status: 0 done, 2 larger than the cap, 3 past the deadline or stalled, 1 any other failure; no
+# message of its own.
+fetch_to() {
+  if [ "$1" = binary ]; then dl_cap=$binary_cap dl_deadline=$binary_deadline; else dl_cap=$small_cap dl_deadline=$small_deadline; fi
+  dl_url=$2
+  dl_file=$3
+  : >"$workdir/download.err"
+  rm -f "$workdir/download.rc"
+  # The body goes through head -c, which stops one byte past the cap (the downloader then fails
+  # writing): --max-filesize alone trusts a Content-Length, which an endless body does not send.
+  {
+    if fetch_stream "$dl_url" "$dl_cap" "$dl_deadline"; then dl_rc=0; else dl_rc=$?; fi
+    printf '%s\n' "$dl_rc" >"$workdir/download.rc"
+  } | head -c $((dl_cap + 1)) >"$dl_file"
+  dl_rc=$(cat "$workdir/download.rc" 2>/dev/null) || dl_rc=1
+  dl_size=$(wc -c <"$dl_file" | tr -d ' ')
+  [ "$dl_size" -le "$dl_cap" ] || return 2
+  case $dl_rc in
+    0) return 0 ;;
+    63) return 2 ;;        # curl: the Content-Length is over --max-filesize
+    28 | 124) return 3 ;;  # curl: --max-time or --speed-time; timeout(1): the deadline
+  esac
+  return 1
+}
+
+# download KIND URL FILE: fetch_to, or a one-line error and its fix (exit 5).
 download() {
-  fetch_to "$1" "$2" || die "could not download $1" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+  dl_status=0
+  fetch_to "$@" || dl_status=$?
+  [ "$dl_status" = 0 ] || download_failed "$dl_status" "$1" "$2"
+}
+
+# download_failed STATUS KIND URL: dies saying why the download of URL failed (fetch_to's status).
+download_failed() {
+  case $1 in
+    2)
+      if [ "$2" = binary ]; then
+        die "$3 is larger than $max_mib MiB, far more than a rootless-k8s binary; stopped there and removed what came, nothing was installed" \
+          "the download URL ($base) serves something else: use the official one; if a real release is this large, raise the cap, e.g. ROOTLESS_K8S_MAX_BINARY_MIB=$((max_mib * 2))" 5
+      fi
+      die "$3 is larger than 1 MiB, far more than that file of a release; stopped there and removed what came, nothing was installed" \
+        "the download URL ($base) does not serve a rootless-k8s release: use the official one (unset ROOTLESS_K8S_DOWNLOAD_URL)" 5
+      ;;
+    3)
+      if [ "$2" = binary ]; then
+        die "$3 did not finish within ${binary_deadline} s (or stalled); removed what came, nothing was installed" \
+          "check the network (and https_proxy); on a slow link allow more time, e.g. ROOTLESS_K8S_DOWNLOAD_TIMEOUT=$((binary_deadline * 2))" 5
+      fi
+      die "$3 did not finish within ${small_deadline} s (or stalled); nothing was installed" \
+        "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
+      ;;
+  esac
+  dl_err=$(tail -n 1 "$workdir/download.err" 2>/dev/null | tr -d '\r') || dl_err=""
+  die "could not download $3${dl_err:+ ($dl_err)}" "check the network (and https_proxy), or ROOTLESS_K8S_DOWNLOAD_URL ($base)" 5
 }
 
 # Refuses a download URL that is not https, unless --insecure-http.
@@ -181,30 +275,53 @@ require_release_key() {
       "use the install.sh of the release base: curl -fsSL $base/install.sh | sh" 4
 }
 
-# Whether `openssl` is OpenSSL 3 or newer (its pkeyutl verifies ed25519 with -rawin).
-have_openssl3() {
-  command -v openssl >/dev/null 2>&1 || return 1
-  case $(openssl version 2>/dev/null) in
-    "OpenSSL "[3-9].* | "OpenSSL "[1-9][0-9]*) return 0 ;;
-  esac
-  return 1
+# Sets $openssl to a command that can verify the release signature: OpenSSL 3 or newer, as
+# `openssl` or as `openssl3` (EPEL's package on RHEL 8). ed25519 verification from the command line
+# needs `pkeyutl -rawin`, new in OpenSSL 3.0: OpenSSL 1.1.1 (Debian 10/11, Ubuntu 20.04, RHEL 8) has
+# no -rawin and its `dgst` refuses ed25519 ("only oneshot supported"), and no other tool those
+# systems ship verifies a raw ed25519 signature. Without one this refuses, before any download,
+# unless ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1 (then $openssl stays empty and a warning says so).
+pick_verifier() {
+  openssl=""
+  found=""
+  for c in openssl openssl3; do
+    command -v "$c" >/dev/null 2>&1 || continue
+    v=$("$c" version 2>/dev/null | awk 'NR == 1 { print $1, $2 }') || v=""
+    case $v in
+      "OpenSSL "[3-9].* | "OpenSSL "[1-9][0-9]*)
+        openssl=$c
+        return 0
+        ;;
+    esac
+    found="${found:+$found, }${v:-$c (no version)}"
+  done
+  [ "${ROOTLESS_K8S_SKIP_SIGNATURE_CHECK:-}" = 1 ] && return 0
+  die "the release signature (ed25519) can only be checked with OpenSSL 3 or newer, and this machine has ${found:-no openssl}; nothing was downloaded or installed" \
+    "install OpenSSL 3 (RHEL 8: the openssl3 package of EPEL), or accept the SHA-256 check alone: curl -fsSL $base/install.sh | ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1 sh" 4
 }
 
-# Checks SHA256SUMS.sig against the release key of this script, with openssl 3; without it, says
-# plainly that only the SHA-256 is checked. Sets $signature_checked.
+# Checks SHA256SUMS.sig against the release key of this script, with OpenSSL 3; where there is
+# none and ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1 (see pick_verifier), says plainly that it does not.
 verify_signature() {
-  fetch_to "$base/$version/SHA256SUMS.sig" "$workdir/SHA256SUMS.sig" ||
-    die "release $version at $base is not signed: $base/$version/SHA256SUMS.sig could not be downloaded; nothing was installed" \
-      "use the official download URL, or a mirror that copies SHA256SUMS.sig too" 4
-  if have_openssl3; then
-    printf -- '-----BEGIN PUBLIC KEY-----\n%s\n-----END PUBLIC KEY-----\n' "$ROOTLESS_K8S_RELEASE_KEY" >"$workdir/release-key.pem"
-    openssl pkeyutl -verify -pubin -inkey "$workdir/release-key.pem" -rawin -in "$workdir/SHA256SUMS" -sigfile "$workdir/SHA256SUMS.sig" >/dev/null 2>&1 ||
-      die "the signature of $base/$version/SHA256SUMS does not verify with the release key in this install.sh; nothing was installed" \
-        "the download URL ($base) serves checksums the release key did not sign: use the official one, or report it" 4
-    say "verified the ed25519 signature of SHA256SUMS"
-  else
-    printf 'warning: %s\n' "openssl 3 is not installed, so the release signature cannot be checked here: only the SHA-256 of the binary is checked, against a SHA256SUMS only as trustworthy as $base; install openssl 3 to have the signature checked" >&2
+  if [ -z "$openssl" ]; then
+    printf 'warning: %s\n' "ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1 and no OpenSSL 3: the release signature is NOT checked; the binary is checked only against the SHA-256 in a SHA256SUMS as trustworthy as $base" >&2
+    return 0
   fi
+  sig_status=0
+  fetch_to small "$base/$version/SHA256SUMS.sig" "$workdir/SHA256SUMS.sig" || sig_status=$?
+  case $sig_status in
+    0) ;;
+    1)
+      die "release $version at $base is not signed: $base/$version/SHA256SUMS.sig could not be downloaded; nothing was installed" \
+        "use the official download URL, or a mirror that copies SHA256SUMS.sig too" 4
+      ;;
+    *) download_failed "$sig_status" small "$base/$version/SHA256SUMS.sig" ;;
+  esac
+  printf -- '-----BEGIN PUBLIC KEY-----\n%s\n-----END PUBLIC KEY-----\n' "$ROOTLESS_K8S_RELEASE_KEY" >"$workdir/release-key.pem"
+  "$openssl" pkeyutl -verify -pubin -inkey "$workdir/release-key.pem" -rawin -in "$workdir/SHA256SUMS" -sigfile "$workdir/SHA256SUMS.sig" >/dev/null 2>&1 ||
+    die "the signature of $base/$version/SHA256SUMS does not verify with the release key in this install.sh; nothing was installed" \
+      "the download URL ($base) serves checksums the release key did not sign: use the official one, or report it" 4
+  say "verified the ed25519 signature of SHA256SUMS"
 }
 
 valid_version() {
@@ -224,7 +341,7 @@ resolve_version() {
     version_source=pinned
     return
   fi
-  download "$base/latest.txt" "$workdir/latest.txt"
+  download small "$base/latest.txt" "$workdir/latest.txt"
   version=$(tr -d ' \t\r\n' <"$workdir/latest.txt")
   valid_version "$version" || die "$base/latest.txt does not hold a release version" "check ROOTLESS_K8S_DOWNLOAD_URL ($base), or pin one with --version X" 4
   version_source=latest
@@ -232,7 +349,7 @@ resolve_version() {
 
 # Sets $expected: the SHA-256 of our binary, from the release's SHA256SUMS.
 read_expected_sum() {
-  download "$base/$version/SHA256SUMS" "$workdir/SHA256SUMS"
+  download small "$base/$version/SHA256SUMS" "$workdir/SHA256SUMS"
   expected=$(awk -v f="$binary_name" '$2 == f || $2 == "*" f { print $1; exit }' "$workdir/SHA256SUMS")
   case $expected in
     [0-9a-f]*) [ ${#expected} -eq 64 ] || expected="" ;;
@@ -367,6 +484,8 @@ main() {
   base=${base%/}
   check_base
   require_release_key
+  read_limits
+  pick_verifier
   binary_name=rootless-k8s-linux-$arch
   resolve_install_dir
   workdir=$(mktemp -d)
@@ -378,7 +497,7 @@ main() {
   if [ -f "$dir/rootless-k8s" ] && [ "$(sha256_of "$dir/rootless-k8s")" = "$expected" ]; then
     say "$dir/rootless-k8s is already this version (same SHA-256)"
   else
-    download "$base/$version/$binary_name" "$workdir/$binary_name"
+    download binary "$base/$version/$binary_name" "$workdir/$binary_name"
     actual=$(sha256_of "$workdir/$binary_name")
     [ "$actual" = "$expected" ] || die "checksum mismatch for $binary_name: got $actual, SHA256SUMS says $expected; nothing was installed" \
       "run this again (a download may have been cut); if it persists, the mirror ($base) serves a tampered or broken file" 4

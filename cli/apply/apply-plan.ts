@@ -23,6 +23,7 @@ import { freshReceipt } from "./fresh-receipt";
 import { waitForWorkerReady } from "./worker-ready";
 import { withNodeRange } from "../plan/network";
 import { mergeAdminContext } from "./kubeconfig-merge";
+import { ensureRuntimeDir } from "./runtime-dir";
 
 export interface ApplyInput {
   plan: Plan;
@@ -100,6 +101,8 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
 
   // The set the node runs now (before this install), to restart only units whose binary changes.
   const previousSet = receipt.current ? (receipt.sets[receipt.current] ?? null) : null;
+  // The folder of the node's sockets and pid files: the user's own, 0700, or refused (exit 3) before anything else.
+  await ensureRuntimeDir(plan.paths.runtimeDir);
   try {
     await systemd.ensureReachable();
 

@@ -1,6 +1,7 @@
 // `install --dry-run --output DIR`: every rendered file written below DIR at its mirrored target path,
 // and nowhere else. DIR must be a new folder, an empty one, or one an earlier --output made (it holds
-// the marker file); never /, the home folder or a parent of it. Below DIR no symbolic link is
+// the marker file), owned by the user and writable by nobody else (neither its group nor others,
+// sticky bit or not); never /, the home folder or a parent of it. Below DIR no symbolic link is
 // followed: a link planted there (DIR/home -> /home) would otherwise turn the dry run into a real
 // install over the live files.
 import { promises as fsp } from "node:fs";
@@ -32,6 +33,11 @@ export function checkOutputDir(dir: string, home: string, command = "install"): 
     );
 }
 
+/** Permission bits as chmod takes them: 0755, 1777. */
+function modeText(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, "0");
+}
+
 function refuse(dir: string, why: string, fix: string): never {
   throw new UserError(`refusing to write below --output ${dir}: ${why}`, { exitCode: ExitCode.Refused, fix });
 }
@@ -48,7 +54,16 @@ export async function openOutputDir(dir: string): Promise<{
     if (st.isSymbolicLink()) refuse(root, `${root} is a symbolic link`, "give --output a real folder (or the folder the link points at)");
     if (!st.isDirectory()) refuse(root, "it exists and is not a folder", "choose a new folder");
     if (st.uid !== uid) refuse(root, `it belongs to uid ${st.uid}, not to you`, "choose a folder of your own");
-    if (st.mode & 0o002 && !(st.mode & 0o1000)) refuse(root, "anyone may write in it", "choose a folder of your own");
+    // Others (even with the sticky bit, as /tmp has it) or the group could plant a file or a link in
+    // it while the dry run writes: the folder must be writable by its owner only.
+    const open = st.mode & 0o002 ? "anyone" : st.mode & 0o020 ? "its group" : null;
+    if (open) {
+      refuse(
+        root,
+        `${open} may write in it (mode ${modeText(st.mode)}): another user could plant a link or a file there`,
+        `chmod 0755 ${root}, or give --output a new folder (it is made 0755)`,
+      );
+    }
     const names = await fsp.readdir(root);
     if (names.length && !names.includes(OUTPUT_MARKER)) {
       refuse(root, `it is not empty and no earlier --output made it (no ${OUTPUT_MARKER} in it)`, "choose a new or empty folder");

@@ -40,7 +40,8 @@ valid, the server's certificate naming the address, the node name free. The toke
 ROOTLESS_K8S_TOKEN or --token-file, never from the command line; it is sent to the server only
 once the CA matches the pin and cluster-info carries the token's signature.
 
-Exit status: 0 when no check failed (warnings allowed), 1 when any check failed, 2 for bad usage.`,
+Exit status: 0 when no check failed (warnings allowed), 1 when any check failed, 2 for bad usage
+(also a --token-file its group or others may read).`,
   options: {
     json: { type: "boolean", description: "Print the result as JSON (schemaVersion 1, see docs/doctor-json.md)" },
     "root-script": { type: "boolean", description: "Print only the root-side fixes as one script, for review then `| sudo sh`" },
@@ -69,7 +70,7 @@ Exit status: 0 when no check failed (warnings allowed), 1 when any check failed,
     "token-file": {
       type: "string",
       valueName: "FILE",
-      description: `With --join: read the token (ID.SECRET) from FILE (- for standard input) instead of ${TOKEN_ENV}`,
+      description: `With --join: read the token (ID.SECRET) from FILE (- for standard input) instead of ${TOKEN_ENV}; a file its group or others may read is refused (chmod 600 FILE)`,
     },
     token: {
       type: "string",

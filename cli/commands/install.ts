@@ -38,7 +38,8 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
     output: {
       type: "string",
       valueName: "DIR",
-      description: "With --dry-run: write every rendered file below DIR, mirroring its target path",
+      description:
+        "With --dry-run: write every rendered file below DIR, mirroring its target path (DIR: new, or yours and writable by you alone)",
     },
     json: { type: "boolean", description: "With --dry-run: print the plan and the files as JSON" },
     mode: {

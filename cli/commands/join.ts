@@ -43,13 +43,14 @@ The control plane reaches the kubelet at this host's address (--node-ip, default
 not loopback), on port 10250, which RootlessKit publishes: open it to the control plane's host.
 
 Exit status: 0 joined and Ready, 1 failed while joining (re-run the same line to resume),
-2 bad usage, 3 refused (a failing check, a worker newer than the control plane).`,
+2 bad usage (also a --token-file its group or others may read), 3 refused (a failing check, a
+worker newer than the control plane).`,
   options: {
     "ca-hash": { type: "string", valueName: "sha256:HASH", description: "The pin of the cluster's CA, from the join line" },
     "token-file": {
       type: "string",
       valueName: "FILE",
-      description: `Read the token (ID.SECRET) from FILE (- for standard input) instead of ${TOKEN_ENV}`,
+      description: `Read the token (ID.SECRET) from FILE (- for standard input) instead of ${TOKEN_ENV}; a file its group or others may read is refused (chmod 600 FILE)`,
     },
     "node-ip": {
       type: "string",

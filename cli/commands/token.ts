@@ -11,6 +11,14 @@ import type { Context } from "../context";
 
 const ACTIONS = ["create", "list", "delete"] as const;
 const DEFAULT_TTL = "24h";
+/**
+ * The longest --ttl: 7 days. A token is a bearer secret: until it expires it gets any host that
+ * holds it a kubelet certificate of the cluster. kubeadm's --ttl has no upper bound (0: never
+ * expires); its default became 24 h in 1.8 instead of never (kubernetes/kubeadm#343, area/security).
+ * A week covers a join planned ahead; a later join gets a new token.
+ */
+export const MAX_TTL_SECONDS = 7 * 24 * 3600;
+const MAX_TTL = "168h";
 
 export const spec: CommandSpec = {
   name: "token",
@@ -19,21 +27,28 @@ export const spec: CommandSpec = {
     "rootless-k8s token create [--ttl DURATION] [--description TEXT] [--server URL] [--json]  |  token list [--json]  |  token delete ID",
   description: `
 A bootstrap token lets another host prove it may join this node's cluster, as kubeadm's do: a
-Secret in kube-system that expires (--ttl, default ${DEFAULT_TTL}; the controller-manager deletes it
-then). \`create\` also publishes cluster-info in kube-public (the CA and the server, readable by
-anyone: nothing secret) and waits until the controller-manager has signed it with the new token,
-then prints two lines to run on the other host: its preflight (it changes nothing), and the join,
+Secret in kube-system that expires (--ttl, default ${DEFAULT_TTL}, at most ${MAX_TTL}: 7 days; the
+controller-manager deletes it then). \`create\` also publishes cluster-info in kube-public (the CA
+and the server, readable by anyone: nothing secret) and waits until the controller-manager has
+signed it with the new token, then prints two lines to run on the other host: its preflight (it
+changes nothing), and the join,
 
   ${TOKEN_ENV}=ID.SECRET rootless-k8s doctor --join https://ADDRESS:PORT --ca-hash sha256:HASH
   ${TOKEN_ENV}=ID.SECRET rootless-k8s join https://ADDRESS:PORT --ca-hash sha256:HASH
 
-The token goes in the environment, never on a command line, where \`ps\` shows it to every user.
-The CA hash (sha256 of the CA's public key) lets the other host check it talks to this API server.
+The token goes in the environment, never on a command line, where \`ps\` shows it to every user,
+or in a file only you may read (chmod 600 FILE, then \`join --token-file FILE\`): join and doctor
+--join refuse a token file its group or others may read (exit 2). The CA hash (sha256 of the CA's
+public key) lets the other host check it talks to this API server.
 
 Exit status: 0 done, 1 the API server refused, 2 bad usage, 3 no node installed or not running
 (or this host has no address but loopback: pass --server).`,
   options: {
-    ttl: { type: "string", valueName: "DURATION", description: `How long the token is valid: 90s, 30m, 24h (default ${DEFAULT_TTL})` },
+    ttl: {
+      type: "string",
+      valueName: "DURATION",
+      description: `How long the token is valid: 90s, 30m, 24h, at most ${MAX_TTL} (7 days) (default ${DEFAULT_TTL})`,
+    },
     description: { type: "string", valueName: "TEXT", description: "A note kept with the token (shown by `token list`)" },
     server: {
       type: "string",
@@ -64,6 +79,11 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const ttlText = opt.str(parsed, "ttl") ?? DEFAULT_TTL;
   const ttlSeconds = parseDuration(ttlText);
   if (ttlSeconds === null) throw new UsageError(`--ttl "${ttlText}" is not a duration (use 90s, 30m or 24h)`, spec.name);
+  if (ttlSeconds > MAX_TTL_SECONDS)
+    throw new UsageError(
+      `--ttl "${ttlText}" is longer than ${MAX_TTL} (7 days), the longest a join token may live: use --ttl ${MAX_TTL} or less, and a new token for a later join`,
+      spec.name,
+    );
   const server = opt.str(parsed, "server");
   if (server !== undefined && !isServerUrl(server)) throw new UsageError(`--server "${server}" is not an https://HOST:PORT URL`, spec.name);
   if (action !== "create")

@@ -75,8 +75,19 @@ export interface UserFacts {
   /** The evaluated user is not the one running this process (doctor --user). */
   evaluatedOther: boolean;
   homeWritable: boolean | null;
-  /** XDG_RUNTIME_DIR as set (or /run/user/UID for --user), and whether it exists and is ours. */
-  runtimeDir: { path: string | null; fromEnv: boolean; exists: boolean; ownedByUser: boolean; writable: boolean | null };
+  /**
+   * XDG_RUNTIME_DIR as set (or /run/user/UID for --user), and whether it exists and is ours; its
+   * owner and permission bits (st_mode & 0o7777), null when it does not exist.
+   */
+  runtimeDir: {
+    path: string | null;
+    fromEnv: boolean;
+    exists: boolean;
+    ownedByUser: boolean;
+    writable: boolean | null;
+    uid: number | null;
+    mode: number | null;
+  };
   /** Came in through su/sudo (SUDO_USER set, or no XDG_RUNTIME_DIR though a session exists). */
   viaSuOrSudo: boolean;
   subuid: SubIdFacts;

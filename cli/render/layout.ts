@@ -74,11 +74,12 @@ export type Layout = ReturnType<typeof layout>;
 export function folders(plan: Plan): { path: string; mode: number }[] {
   const l = layout(plan);
   const p = plan.paths;
-  // etcd refuses to share its data: 0700 like the secrets.
-  const secret = [p.configDir, p.pkiDir, ...(plan.role === "worker" ? [] : [l.data.etcd])];
+  // etcd refuses to share its data: 0700 like the secrets. The sockets' and pid files' folder is the
+  // user's alone (RootlessKit's API socket, child_pid, the runtime's socket): 0700 too.
+  const secret = [p.configDir, p.pkiDir, p.runtimeDir, ...(plan.role === "worker" ? [] : [l.data.etcd])];
   // Volumes (the storage add-on): only the user (root in the node's user namespace) goes through.
   if (plan.addons?.storage?.enabled) secret.push(plan.addons.storage.path);
-  const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, p.runtimeDir, l.cniConfDir, l.addonsDir];
+  const open = [p.shareDir, p.versionsDir, p.libexecDir, p.dataDir, p.unitDir, l.cniConfDir, l.addonsDir];
   open.push(l.data.kubelet, l.data.kubeletPlugins, l.data.cni, l.data.log);
   if (plan.logging.to === "file") open.push(p.logDir);
   if (plan.runtime.name === "containerd") open.push(path.dirname(l.containerdConfig), l.data.containerd, l.run.containerd);

@@ -250,6 +250,22 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
   };
 }
 
+/**
+ * The owner unit's first command: the folder of the node's sockets and pid files made, or tightened
+ * to, 0700 at every start. RootlessKit makes its --state-dir with its parents 0755, so after a reboot
+ * (XDG_RUNTIME_DIR is a tmpfs) the folder would come back 0755; a link there stops the start, and so
+ * does another user's folder (chmod fails). cli/apply/runtime-dir.ts does the same at install.
+ */
+export function runtimeDirCommand(plan: Plan): string[] {
+  return [
+    "/bin/sh",
+    "-c",
+    'if [ -L "$1" ]; then echo "$1 is a symbolic link: remove it" >&2; exit 1; fi; umask 077 && mkdir -p -- "$1" && chmod 0700 -- "$1"',
+    "rootless-k8s-runtime-dir",
+    plan.paths.runtimeDir,
+  ];
+}
+
 function ownerUnit(plan: Plan): UnitFile {
   const rt = plan.runtime;
   return {
@@ -278,6 +294,7 @@ function ownerUnit(plan: Plan): UnitFile {
           ["Delegate", true],
           ["KillMode", "mixed"],
           ...environmentFiles(plan),
+          ["ExecStartPre", commandLine(runtimeDirCommand(plan))],
           ["ExecStart", commandLine(rootlesskitArgs(plan))],
           ["Restart", "on-failure"],
           ["RestartSec", 2],

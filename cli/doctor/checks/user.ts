@@ -87,6 +87,29 @@ function idMapCheck(tool: "newuidmap" | "newgidmap"): Check {
   };
 }
 
+/** "XDG_RUNTIME_DIR=/run/user/1000" as set, or the path alone when it is the default (not set, or --user). */
+function runtimeDirName(f: Facts): string {
+  const rt = f.user.runtimeDir;
+  return rt.fromEnv ? `XDG_RUNTIME_DIR=${rt.path}` : `${rt.path}`;
+}
+
+/**
+ * XDG_RUNTIME_DIR holds the node's sockets and pid files (RootlessKit's API socket and child_pid,
+ * containerd's socket): a folder its group or others may write in (sticky bit or not) lets another
+ * user create $XDG_RUNTIME_DIR/rootless-k8s, or what is in it, before the node does. systemd-logind
+ * makes /run/user/UID 0700. Null when it is the user's own and writable by the user alone.
+ */
+function runtimeDirUnsafe(f: Facts): CheckResult | null {
+  const rt = f.user.runtimeDir;
+  if (rt.mode === null) return null;
+  const who = rt.mode & 0o002 ? "anyone" : rt.mode & 0o020 ? "its group" : null;
+  if (!who) return null;
+  const mode = rt.mode.toString(8).padStart(4, "0");
+  return fail(`${who} may write in ${runtimeDirName(f)} (mode ${mode}): another user could plant the node's sockets or pid files there`, {
+    user: [`chmod 0700 ${rt.path}`],
+  });
+}
+
 export const userChecks: Check[] = [
   {
     id: "not-root",
@@ -121,6 +144,13 @@ export const userChecks: Check[] = [
       const rt = f.user.runtimeDir;
       const u = f.user.name;
       const expected = `/run/user/${f.user.uid}`;
+      const su = f.user.viaSuOrSudo ? " (this shell came through su or sudo)" : "";
+      // The node's sockets and pid files go there: it must be the user's own, and writable by the user alone.
+      if (rt.exists && !rt.ownedByUser) {
+        return fail(`${runtimeDirName(f)} belongs to another user (uid ${rt.uid})${su}`, { user: [`# ${LOGIN_HINT(u)}`] });
+      }
+      const unsafe = rt.exists ? runtimeDirUnsafe(f) : null;
+      if (unsafe) return unsafe;
       if (f.user.evaluatedOther) {
         return rt.exists
           ? ok(`${rt.path} exists`)
@@ -128,11 +158,7 @@ export const userChecks: Check[] = [
               root: [`loginctl enable-linger ${u}`],
             });
       }
-      const su = f.user.viaSuOrSudo ? " (this shell came through su or sudo)" : "";
       if (rt.fromEnv && rt.exists && rt.ownedByUser && rt.writable !== false) return ok(rt.path!);
-      if (rt.fromEnv && rt.exists && !rt.ownedByUser) {
-        return fail(`XDG_RUNTIME_DIR=${rt.path} belongs to another user${su}`, { user: [`# ${LOGIN_HINT(u)}`] });
-      }
       if (!rt.fromEnv && rt.exists && rt.ownedByUser) {
         return warn(`XDG_RUNTIME_DIR is not set, though ${expected} exists${su}`, {
           user: [`export XDG_RUNTIME_DIR=${expected}`, `# better: ${LOGIN_HINT(u)}`],

@@ -120,6 +120,8 @@ async function runtimeDir(ctx: ProbeContext): Promise<UserFacts["runtimeDir"]> {
     exists: st?.type === "dir",
     ownedByUser: !!st && st.uid === user.uid,
     writable: user.other ? null : st ? await host.writable(p) : false,
+    uid: st ? st.uid : null,
+    mode: st ? st.mode & 0o7777 : null,
   };
 }
 

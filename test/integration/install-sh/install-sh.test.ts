@@ -392,14 +392,22 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     }
   });
 
-  it("says plainly that only the SHA-256 is checked where openssl 3 is missing", async () => {
+  it("refuses where openssl 3 is missing, and installs on the SHA-256 alone only with ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1, saying so", async () => {
     const home = newHome();
-    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: binWithout("openssl") }));
-    expect(r.code, r.stderr).toBe(0);
+    const env = envFor(home, userDir("tmp"), { PATH: binWithout("openssl") });
+    const from = server.requests.length;
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], env);
+    expect(r.code).toBe(4);
     expect(r.stderr).toContain(
-      "warning: openssl 3 is not installed, so the release signature cannot be checked here: only the SHA-256 of the binary is checked",
+      "error: the release signature (ed25519) can only be checked with OpenSSL 3 or newer, and this machine has no openssl; nothing was downloaded or installed",
     );
-    expect(r.stdout).not.toContain("verified the ed25519 signature");
+    expect(r.stderr).toContain("ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1 sh");
+    expect(newRequests(from)).toEqual([]);
+    expect(listFiles(home)).toEqual([]);
+    const skipped = await runAs(user, "sh", [released, INSECURE, "--no-start"], { ...env, ROOTLESS_K8S_SKIP_SIGNATURE_CHECK: "1" });
+    expect(skipped.code, skipped.stderr).toBe(0);
+    expect(skipped.stderr).toContain("warning: ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1 and no OpenSSL 3: the release signature is NOT checked");
+    expect(skipped.stdout).not.toContain("verified the ed25519 signature");
     expect(sha256File(join(home, ".local", "bin", "rootless-k8s"))).toBe(binSum);
     const withSsl = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(newHome(), userDir("tmp")));
     expect(withSsl.stdout).toContain("verified the ed25519 signature of SHA256SUMS");

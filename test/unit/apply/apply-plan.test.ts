@@ -2,9 +2,9 @@
 // that records what it is told (and, when the node is started, brings up a loopback HTTPS "API
 // server" serving the certificate the write step just rendered), the real readiness wait through
 // the rendered admin kubeconfig (mutual TLS), and the real receipt.
-import { promises as fsp, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { promises as fsp, chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import * as https from "node:https";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyPlan } from "../../../cli/apply/apply-plan";
 import { sha256 } from "../../../cli/apply/files";
@@ -282,6 +282,27 @@ describe("applyPlan", () => {
     expect(statSync(join(first.paths.pkiDir, "ca.key")).mode & 0o777).toBe(0o600);
     expect(statSync(first.paths.pkiDir).mode & 0o777).toBe(0o700);
     expect(readFileSync(join(home, ".kube", "config"), "utf8")).toContain("name: rootless-k8s");
+  });
+
+  it("makes the folder of the node's sockets 0700, tightening the user's own (issue 34)", async () => {
+    const { first, previous } = await setUp();
+    mkdirSync(first.paths.runtimeDir, { recursive: true });
+    chmodSync(first.paths.runtimeDir, 0o777);
+    await (await apply(first, previous)).run;
+    expect(statSync(first.paths.runtimeDir).mode & 0o7777).toBe(0o700);
+  });
+
+  it("a link in place of the sockets' folder stops it before anything is written or started (issue 34)", async () => {
+    const { first, previous, home } = await setUp();
+    const elsewhere = join(home, "elsewhere");
+    mkdirSync(elsewhere);
+    mkdirSync(dirname(first.paths.runtimeDir), { recursive: true, mode: 0o700 });
+    symlinkSync(elsewhere, first.paths.runtimeDir);
+    const { run, systemd } = await apply(first, previous);
+    await expect(run).rejects.toMatchObject({ exitCode: 3, message: expect.stringMatching(/: it is a symbolic link \(to /) });
+    expect(systemd.calls).toEqual([]);
+    expect(await readReceipt(first.paths.receipt)).toBeNull();
+    expect(readdirSync(elsewhere)).toEqual([]);
   });
 
   it("a node without its pod range yet takes two passes: registered with the range, then its CNI network, then Ready", async () => {

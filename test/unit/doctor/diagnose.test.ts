@@ -10,7 +10,7 @@ import { doctorJson } from "../../../cli/doctor/json";
 import { renderReport } from "../../../cli/doctor/report";
 import { gatherFacts, type GatherOptions } from "../../../cli/host/gather";
 import { makeStyle } from "../../../cli/ui/output";
-import { FIXTURE_HOSTS, fixtureHost } from "../../helpers/fixture-host";
+import { FIXTURE_HOSTS, fixtureHost, type HostJson } from "../../helpers/fixture-host";
 import { tempDir } from "../../helpers/temp";
 
 async function run(name: string, opts: GatherOptions = {}, dir?: string) {
@@ -118,6 +118,57 @@ describe("the verdict says why", () => {
       summary: "evaluating user1 (uid 1000) on its behalf",
     });
     expect(d.mode).toBe("delegated");
+  });
+});
+
+describe("runtime-dir: XDG_RUNTIME_DIR holds the node's sockets, so it must be the user's alone (issue 34)", () => {
+  /** debian-12 with /run/user/1000 recorded with another mode or owner. */
+  const withRuntimeDir = (mode: string, uid = 1000, opts: GatherOptions = {}, ids = { uid: 1000, gid: 1000 }) => {
+    const json = JSON.parse(readFileSync(join(FIXTURE_HOSTS, "debian-12", "host.json"), "utf8")) as HostJson;
+    const stat = { ...json.stat, "/run/user/1000": { type: "dir" as const, mode, uid, gid: uid } };
+    return gatherFacts(fixtureHost("debian-12", { stat, ids }), opts);
+  };
+  const outcome = async (...a: Parameters<typeof withRuntimeDir>) => {
+    const facts = await withRuntimeDir(...a);
+    return { facts, o: diagnose(facts).outcomes.find((o) => o.id === "runtime-dir")! };
+  };
+
+  it.each([
+    ["1777", "anyone"],
+    ["0777", "anyone"],
+    ["0770", "its group"],
+    ["0720", "its group"],
+  ])("mode %s: fails, with chmod 0700 as the fix", async (mode, who) => {
+    const { facts, o } = await outcome(mode);
+    expect(facts.user.runtimeDir).toMatchObject({ path: "/run/user/1000", uid: 1000, mode: parseInt(mode, 8) });
+    expect(o).toMatchObject({
+      status: "fail",
+      summary: `${who} may write in XDG_RUNTIME_DIR=/run/user/1000 (mode ${mode}): another user could plant the node's sockets or pid files there`,
+      fix: { root: [], user: ["chmod 0700 /run/user/1000"] },
+    });
+  });
+
+  it.each(["0700", "0755", "0500"])("mode %s: no finding of this kind", async (mode) => {
+    const { o } = await outcome(mode);
+    expect(o.summary).not.toMatch(/may write in/);
+  });
+
+  it("another user's: fails, naming the owner", async () => {
+    const { o } = await outcome("0700", 1001);
+    // Someone else's XDG_RUNTIME_DIR in the environment is what su and sudo leave behind.
+    expect(o).toMatchObject({
+      status: "fail",
+      summary: "XDG_RUNTIME_DIR=/run/user/1000 belongs to another user (uid 1001) (this shell came through su or sudo)",
+    });
+  });
+
+  it("root evaluating a user (--user) judges /run/user/UID the same way", async () => {
+    const open = await outcome("1777", 1000, { user: "user1" }, { uid: 0, gid: 0 });
+    expect(open.o).toMatchObject({ status: "fail", summary: expect.stringContaining("anyone may write in /run/user/1000 (mode 1777)") });
+    const other = await outcome("0700", 1001, { user: "user1" }, { uid: 0, gid: 0 });
+    expect(other.o).toMatchObject({ status: "fail", summary: "/run/user/1000 belongs to another user (uid 1001)" });
+    const fine = await outcome("0700", 1000, { user: "user1" }, { uid: 0, gid: 0 });
+    expect(fine.o).toMatchObject({ status: "ok", summary: "/run/user/1000 exists" });
   });
 });
 

@@ -33,7 +33,7 @@ export function baseFacts(): Facts {
       isRoot: false,
       evaluatedOther: false,
       homeWritable: true,
-      runtimeDir: { path: "/run/user/1000", fromEnv: true, exists: true, ownedByUser: true, writable: true },
+      runtimeDir: { path: "/run/user/1000", fromEnv: true, exists: true, ownedByUser: true, writable: true, uid: 1000, mode: 0o700 },
       viaSuOrSudo: false,
       subuid: {
         file: "/etc/subuid",
