@@ -2,7 +2,9 @@
 // its own file (several runs may share the tree), announced to the test workers through RK8S_TEST_CLI.
 import { execFileSync } from "node:child_process";
 import { renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CREATED_USERS_ENV, removeCreatedUsers } from "./created-users";
 
 export default function setup(): () => void {
   const root = join(import.meta.dirname, "..", "..");
@@ -10,5 +12,13 @@ export default function setup(): () => void {
   execFileSync(process.execPath, [join(root, "scripts", "bundle.mjs"), `${file}.tmp`], { stdio: "inherit" });
   renameSync(`${file}.tmp`, file);
   process.env.RK8S_TEST_CLI = file;
-  return () => rmSync(file, { force: true });
+  // The users this run creates (test/helpers/user.ts) are listed here and removed at its end.
+  const users = join(tmpdir(), `rootless-k8s-test-users-${process.pid}`);
+  rmSync(users, { force: true });
+  process.env[CREATED_USERS_ENV] = users;
+  return () => {
+    rmSync(file, { force: true });
+    const kept = removeCreatedUsers(users);
+    if (kept.length) console.error(`test users still running a process, not removed: ${kept.join(", ")} (userdel --remove NAME)`);
+  };
 }

@@ -5,6 +5,7 @@
 // simply run as that user.
 import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from "node:child_process";
 import { chownSync, lchownSync, lstatSync, readdirSync } from "node:fs";
+import { CREATED_USERS_ENV, USERADD_LOCK, removeTestUser } from "./created-users";
 import { join } from "node:path";
 import { runProcess, type ProcessResult } from "./process";
 import { tempDir } from "./temp";
@@ -13,9 +14,6 @@ export const isRoot = process.getuid?.() === 0;
 
 /** The PATH of an ordinary login: what the user finds (not root's own PATH). */
 export const USER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-/** useradd and usermod of parallel test files would collide on /etc/passwd's lock. */
-const USERADD_LOCK = "/tmp/rootless-k8s-test-useradd.lock";
 
 export interface TestUserOptions {
   /** Login shell (default /usr/sbin/nologin). */
@@ -107,21 +105,22 @@ export function runAs(
   });
 }
 
-/** Removes a test user and its home, if it exists (as root). */
-export function removeTestUser(name: string): void {
-  spawnSync("flock", [USERADD_LOCK, "userdel", "--remove", name], { stdio: "ignore" });
-}
+export { removeTestUser };
 
 function createUser(name: string, opts: TestUserOptions): void {
   const useradd = [opts.home ? "--create-home" : "--no-create-home", "--shell", opts.shell ?? "/usr/sbin/nologin"];
   if (opts.subIds !== undefined) useradd.push("-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0");
   const range = opts.subIds === undefined ? "" : `${opts.subIds}-${opts.subIds + 65535}`;
   // $0 is the user name, "$@" useradd's options; SUBIDS the range to add when the user has none.
+  // A user made here is listed for the run's teardown (test/helpers/global-setup.ts), which removes it.
   const script = [
-    'id -u "$0" >/dev/null 2>&1 || useradd "$@" "$0" || exit 1',
+    'id -u "$0" >/dev/null 2>&1 || { useradd "$@" "$0" && { [ -z "$CREATED" ] || echo "$0" >>"$CREATED"; }; } || exit 1',
     '[ -n "$SUBIDS" ] || exit 0',
     'grep -q "^$0:" /etc/subuid 2>/dev/null || usermod --add-subuids "$SUBIDS" "$0" || exit 1',
     'grep -q "^$0:" /etc/subgid 2>/dev/null || usermod --add-subgids "$SUBIDS" "$0"',
   ].join("\n");
-  execFileSync("flock", [USERADD_LOCK, "sh", "-c", script, name, ...useradd], { env: { ...process.env, SUBIDS: range }, stdio: "pipe" });
+  execFileSync("flock", [USERADD_LOCK, "sh", "-c", script, name, ...useradd], {
+    env: { ...process.env, SUBIDS: range, CREATED: process.env[CREATED_USERS_ENV] ?? "" },
+    stdio: "pipe",
+  });
 }
