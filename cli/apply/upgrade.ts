@@ -24,6 +24,7 @@ import { clusterParameters } from "../render/join";
 import { workerClient } from "./worker-ready";
 import { type ClusterParameters, workerAvoids, workerPlan, workerSkewProblem } from "../plan/worker";
 import { diffFiles } from "./sync";
+import { evictionOptions } from "../plan/eviction";
 
 export interface UpgradeOptions {
   /** --to VERSION: the Kubernetes version the chosen set must carry. */
@@ -56,6 +57,8 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     // A node installed before ports were published gets the default address.
     publishAddress: p.publish?.bindAddress,
     pkiAlgorithm: p.pki.algorithm,
+    // The thresholds chosen at install stay (the defaults are re-applied, so new ones reach old nodes).
+    ...evictionOptions(p.kubelet.eviction),
     // A worker's namespace keeps clear of its control plane, as when it joined.
     ...(p.join ? { avoidCidrs: workerAvoids(p.join.server, p.cidrs) } : {}),
     env,

@@ -15,6 +15,7 @@ import { unknownCheckIds } from "../doctor/index";
 import { showOutcomes } from "../doctor/present";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { describePlan, tildify } from "../plan/describe";
+import { isGoDuration, parseEvictionSpec } from "../plan/eviction";
 import { folders, generatePki, readPki, renderNode, type RenderedFile } from "../render/index";
 import { installNode, type InstallRequest } from "../apply/install";
 import { prepareNode } from "../apply/prepare";
@@ -89,6 +90,22 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
       choices: ["0.0.0.0", "127.0.0.1"],
       description: "Host address for Services' and pods' published ports (default 0.0.0.0; 127.0.0.1: this host only)",
     },
+    "eviction-hard": {
+      type: "string",
+      valueName: "SIGNAL<VALUE,...",
+      description:
+        "The kubelet's hard eviction thresholds, over the defaults (memory.available<100Mi,nodefs.available<5%,nodefs.inodesFree<5%,imagefs.available<5%); 0% turns a signal off",
+    },
+    "eviction-soft": {
+      type: "string",
+      valueName: "SIGNAL<VALUE,...",
+      description: "Soft eviction thresholds: pods are evicted once one holds for --eviction-soft-grace (none by default)",
+    },
+    "eviction-soft-grace": {
+      type: "string",
+      valueName: "DURATION",
+      description: "How long a soft threshold must hold before pods are evicted (default 1m30s)",
+    },
     "pki-algorithm": {
       type: "string",
       valueName: "ALG",
@@ -155,6 +172,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     metrics: opt.bool(parsed, "no-metrics") ? false : undefined,
     publishAddress: opt.str(parsed, "publish-address") as PlanOptions["publishAddress"],
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
+    ...evictionFlags(parsed),
     env: ctx.env,
   };
   const ignoreChecks = opt.list(parsed, "ignore-check");
@@ -182,6 +200,28 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     },
     mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
   };
+}
+
+/** --eviction-hard, --eviction-soft and --eviction-soft-grace, checked as the kubelet checks them (exit 2 otherwise). */
+function evictionFlags(parsed: Parsed): Pick<PlanOptions, "evictionHard" | "evictionSoft" | "evictionSoftGrace"> {
+  const out: Pick<PlanOptions, "evictionHard" | "evictionSoft" | "evictionSoftGrace"> = {};
+  for (const [flag, key] of [
+    ["eviction-hard", "evictionHard"],
+    ["eviction-soft", "evictionSoft"],
+  ] as const) {
+    const text = opt.str(parsed, flag);
+    if (text === undefined) continue;
+    const spec = parseEvictionSpec(text);
+    if (typeof spec === "string") throw new UsageError(`--${flag} "${text}": ${spec}`, "install");
+    out[key] = spec;
+  }
+  const grace = opt.str(parsed, "eviction-soft-grace");
+  if (grace !== undefined) {
+    if (!out.evictionSoft) throw new UsageError("--eviction-soft-grace works with --eviction-soft only", "install");
+    if (!isGoDuration(grace)) throw new UsageError(`--eviction-soft-grace "${grace}" is not a duration (e.g. 90s, 1m30s, 5m)`, "install");
+    out.evictionSoftGrace = grace;
+  }
+  return out;
 }
 
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {

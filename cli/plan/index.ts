@@ -11,6 +11,7 @@ import { NFTABLES_PROXY, nftablesProxyBlocker } from "../host/kube-proxy";
 import { decideAddons } from "./addons";
 import { overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
+import { evictionProblem } from "./eviction";
 import { decideMode } from "./mode";
 import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
 import { decideNode, decideNodeIP } from "./node";
@@ -132,7 +133,7 @@ function decideProxy(facts: Facts): Plan["proxy"] {
 }
 
 export interface Problem {
-  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "kube-proxy-backend";
+  id: "port-in-use" | "port-privileged" | "cidr-overlap" | "runtime-too-old" | "kube-proxy-backend" | "eviction-threshold";
   message: string;
   fix: string;
 }
@@ -212,6 +213,15 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
       id: "runtime-too-old",
       message: `containerd ${rt.version} cannot run Kubernetes ${k8s}: ${CONTAINERD_2_FOR_KUBERNETES.why}`,
       fix: `drop --runtime-bin to use the bundled containerd ${plan.versions.components.containerd ?? "2.x"}, or point --runtime-bin at a containerd 2.x`,
+    });
+  }
+  const mem = facts.features.memTotalKiB;
+  const eviction = plan.kubelet.eviction ? evictionProblem(plan.kubelet.eviction, mem === null ? null : mem * 1024) : null;
+  if (eviction) {
+    problems.push({
+      id: "eviction-threshold",
+      message: eviction,
+      fix: "give --eviction-hard a memory.available below the machine's memory (e.g. memory.available<500Mi)",
     });
   }
   if (plan.proxy.mode === "nftables") {

@@ -4,6 +4,7 @@
 // 1.34: from then on the kubelet takes its cgroup driver from the runtime.
 import type { Facts } from "../host/facts";
 import { fsStats } from "../host/fs-stats";
+import { evictionDecision } from "./eviction";
 import type { KubeletPlan, Mode, PlanOptions, VersionSet } from "./plan";
 import { FAIL_CGROUP_V1_SINCE, KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast } from "./rules";
 
@@ -15,6 +16,8 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
   const k8s = versions.components.kubernetes ?? "0";
   const failCgroupV1 = onV1 ? false : null;
   const stats = fsStats(facts.disk);
+  const { eviction, reasons: evictionReasons } = evictionDecision(options);
+  reasons.push(...evictionReasons);
   const localStorageCapacityIsolation = stats.readable;
   reasons.push(
     stats.readable
@@ -41,6 +44,7 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
       featureGates,
       localStorageCapacityIsolation,
       probe,
+      eviction,
       reasons,
     };
   }
@@ -70,6 +74,7 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
     featureGates,
     localStorageCapacityIsolation,
     probe,
+    eviction,
     reasons,
   };
 }

@@ -227,6 +227,15 @@ export interface KubeletPlan extends Reasoned {
   localStorageCapacityIsolation: boolean;
   /** How the cgroup driver was found: probed from the binary, or the binary is not there yet. */
   probe: "probed" | "not-installed";
+  /** The eviction thresholds (cli/plan/eviction.ts); absent from plans written before they could be chosen. */
+  eviction?: EvictionPlan;
+}
+
+/** The kubelet's evictionHard, evictionSoft and evictionSoftGracePeriod: { signal: value }. */
+export interface EvictionPlan {
+  hard: Record<string, string>;
+  soft: Record<string, string>;
+  softGracePeriod: Record<string, string>;
 }
 
 export interface Paths {
@@ -402,6 +411,12 @@ export interface PlanOptions {
   avoidCidrs?: string[];
   /** XDG_* variables of the user's environment. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** --eviction-hard, parsed: { signal: value } over the defaults (cli/plan/eviction.ts). */
+  evictionHard?: Record<string, string>;
+  /** --eviction-soft, parsed. */
+  evictionSoft?: Record<string, string>;
+  /** --eviction-soft-grace: how long a soft threshold must hold (default 1m30s). */
+  evictionSoftGrace?: string;
 }
 
 /** Probed from the kubelet binary (cli/host/kubelet.ts). */

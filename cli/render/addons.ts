@@ -244,6 +244,9 @@ function storageObjects(plan: Plan): KubeObject[] {
         template: {
           metadata: { labels: { ...labels, ...app } },
           spec: {
+            // As CoreDNS and metrics-server: under pressure the kubelet never evicts a critical pod, so
+            // volumes keep being provisioned and removed (k3s's local-storage does the same).
+            priorityClassName: "system-cluster-critical",
             serviceAccountName: LOCAL_PATH_SA,
             tolerations: ownTolerations(plan),
             containers: [

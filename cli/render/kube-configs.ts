@@ -40,7 +40,11 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
     localStorageCapacityIsolation: k.localStorageCapacityIsolation,
     // Flexvolume's default /usr/libexec/kubernetes is not writable rootless (k3s-io/k3s#4216).
     volumePluginDir: layout(plan).data.kubeletPlugins,
-    evictionHard: { "memory.available": "100Mi", "nodefs.available": "5%", "imagefs.available": "5%" },
+    // A plan from before the thresholds could be chosen keeps the ones it was installed with.
+    evictionHard: k.eviction?.hard ?? { "memory.available": "100Mi", "nodefs.available": "5%", "imagefs.available": "5%" },
+    ...(k.eviction && Object.keys(k.eviction.soft).length
+      ? { evictionSoft: k.eviction.soft, evictionSoftGracePeriod: k.eviction.softGracePeriod }
+      : {}),
     clusterDomain: plan.addons?.dns.domain ?? "cluster.local",
     // Pods resolve through CoreDNS at the tenth service address (without it: the node's resolv.conf).
     ...(plan.addons?.dns.enabled ? { clusterDNS: [plan.addons.dns.serviceIP] } : {}),

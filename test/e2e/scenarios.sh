@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits restart reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge matrix crio port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits restart reinstall changed-plan interrupt-start upgrade rollback skew eviction uninstall purge matrix crio port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -788,6 +788,82 @@ scenario_skew() {
   check skew "${V_UPGRADE%.*} → ${V_SKEW%.*} is refused with exit 3 (got $rc): $(head -1 "$log")" test "$rc" = 3
   check skew "the refusal names the rule (one minor at a time)" grep -q "one minor at a time" "$log"
   check skew "nothing was downloaded (requests: $(mirror_stat requests))" test "$(mirror_stat requests)" = 0
+}
+
+# Eviction (issue 43): in mode none the kubelet's eviction manager is all that protects the host.
+# Thresholds set through install's own option just past what the machine has must turn the pressure
+# conditions True, taint the node and evict a BestEffort pod; the defaults back must clear them; an
+# emptyDir that outgrows its pod's ephemeral-storage limit is evicted; and the manager logs no error.
+node_condition() { kc get node "$1" -o "jsonpath={.status.conditions[?(@.type==\"$2\")].status}" 2>/dev/null; }
+condition_is() { [ "$(node_condition "$1" "$2")" = "$3" ]; }
+node_taints() { kc get node "$1" -o 'jsonpath={.spec.taints[*].key}' 2>/dev/null; }
+pressure_gone() { condition_is "$1" MemoryPressure False && condition_is "$1" DiskPressure False && ! grep -q pressure <<<"$(node_taints "$1")"; }
+pod_field() { kc -n "$1" get pod "$2" -o "jsonpath={$3}" 2>/dev/null; }
+evicted() { [ "$(pod_field "$1" "$2" .status.reason)" = Evicted ]; }
+running_in() { [ "$(pod_field "$1" "$2" .status.phase)" = Running ]; }
+pressure_tainted() { local t; t=$(node_taints "$1"); grep -q memory-pressure <<<"$t" && grep -q disk-pressure <<<"$t"; }
+# The eviction manager's errors: it cannot read the file systems and gives up its cycle (kubernetes#141119).
+manager_errors() { rk8s logs kubelet -n 10000000 2>/dev/null | grep -cE 'failed to synchronize|cannot find filesystem info|failed to get HasDedicatedImageFs'; }
+
+scenario_eviction() {
+  local bb node cur flags log=$STATE/eviction.log mem_kib thr t0 errs0 errs1 st
+  bb=$(image_name busybox) || { fail eviction "no busybox image"; return; }
+  node=$(receipt_value .plan.node.name)
+  cur=$(receipt_value .plan.versions.components.kubernetes)
+  # The set the node runs now (after an upgrade, not the first one), so only the kubelet restarts.
+  flags=(--yes --manifest "$MANIFESTS/k8s-$cur.json" --timeout "$TIMEOUT" "${SOURCE[@]}")
+  errs0=$(manager_errors)
+  kc create namespace e2e-evict >/dev/null 2>&1
+  check eviction "kubectl apply: pod filler (ephemeral-storage limit 16Mi, writes 40 MiB to an emptyDir) and pod idle (BestEffort)" apply <<YAML || return
+apiVersion: v1
+kind: Pod
+metadata: {name: filler, namespace: e2e-evict}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: $bb
+    imagePullPolicy: Never
+    command: ["sh", "-c", "dd if=/dev/zero of=/data/fill bs=1M count=40 && sleep 86400"]
+    resources: {limits: {ephemeral-storage: 16Mi}}
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, emptyDir: {}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: idle, namespace: e2e-evict}
+spec:
+  containers:
+  - {name: c, image: $bb, imagePullPolicy: Never, command: ["sleep", "86400"]}
+YAML
+  t0=$(ts)
+  wait_for 180 evicted e2e-evict filler
+  check eviction "the pod whose emptyDir outgrew its ephemeral-storage limit was evicted after $(elapsed "$t0") s: $(pod_field e2e-evict filler .status.message)" \
+    evicted e2e-evict filler
+  check eviction "the BestEffort pod idle runs" wait_for 120 running_in e2e-evict idle
+  mem_kib=$(as_user sed -n 's/^MemTotal: *\([0-9]*\) kB$/\1/p' /proc/meminfo)
+  thr="memory.available<$((mem_kib - 1024))Ki,nodefs.available<99%"
+  check eviction "install --eviction-hard '$thr' (just under the machine's memory, 99% of its disk) exits 0" \
+    install_to "$log" "${flags[@]}" --eviction-hard "$thr" || return
+  t0=$(ts)
+  wait_for 120 condition_is "$node" MemoryPressure True
+  check eviction "MemoryPressure turned True $(elapsed "$t0") s after install returned" condition_is "$node" MemoryPressure True
+  wait_for 120 condition_is "$node" DiskPressure True
+  check eviction "DiskPressure turned True $(elapsed "$t0") s after install returned" condition_is "$node" DiskPressure True
+  wait_for 60 pressure_tainted "$node"
+  check eviction "the node carries the pressure taints ($(node_taints "$node"))" pressure_tainted "$node"
+  wait_for 180 evicted e2e-evict idle
+  check eviction "the BestEffort pod was evicted $(elapsed "$t0") s after install returned: $(pod_field e2e-evict idle .status.message)" evicted e2e-evict idle
+  st=$(rk8s status 2>&1)
+  check eviction "status shows the pressure ($(grep -m1 'conditions' <<<"$st" | sed 's/^ *//'))" grep -q 'MemoryPressure=True.*DiskPressure=True' <<<"$st"
+  check eviction "install with the default thresholds exits 0" install_to "$log" "${flags[@]}"
+  t0=$(ts)
+  wait_for 120 pressure_gone "$node"
+  check eviction "the defaults back cleared the conditions and the taints in $(elapsed "$t0") s (MemoryPressure=$(node_condition "$node" MemoryPressure), DiskPressure=$(node_condition "$node" DiskPressure))" \
+    pressure_gone "$node"
+  errs1=$(manager_errors)
+  check eviction "the eviction manager logged no error during the scenario ($((errs1 - errs0)) new lines)" test "$errs1" = "$errs0"
+  kc delete namespace e2e-evict --wait=false >/dev/null 2>&1
 }
 
 scenario_uninstall() {

@@ -109,6 +109,29 @@ describe("install --dry-run on this machine", () => {
     expect(out.blockingChecks.map((c) => c.id).sort()).toEqual([...want.failing].sort());
   });
 
+  it("--eviction-hard and --eviction-soft reach the kubelet's configuration, over the defaults", () => {
+    const r = cli([
+      "install",
+      "--dry-run",
+      "--json",
+      "--api-port",
+      apiPort,
+      "--eviction-hard",
+      "memory.available<300Mi,imagefs.available<0%",
+      "--eviction-soft",
+      "nodefs.available<15%",
+      "--eviction-soft-grace",
+      "2m",
+    ]);
+    const out = JSON.parse(r.stdout) as { plan: { kubelet: { eviction: unknown; reasons: string[] } } };
+    expect(out.plan.kubelet.eviction).toMatchObject({
+      hard: { "memory.available": "300Mi", "nodefs.available": "5%", "nodefs.inodesFree": "5%", "imagefs.available": "0%" },
+      soft: { "nodefs.available": "15%" },
+      softGracePeriod: { "nodefs.available": "2m" },
+    });
+    expect(out.plan.kubelet.reasons.join("\n")).toMatch(/eviction soft nodefs.available<15% after 2m/);
+  });
+
   it("--output DIR writes every file at its mirrored path with its mode, and nothing else changes", () => {
     const out = join(work, "out");
     const r = cli(["install", "--dry-run", "--output", out, "--api-port", apiPort]);
@@ -170,6 +193,11 @@ describe("install refuses bad input before anything is written", () => {
     [["install", "--dry-run", "--runtime", "docker"], 3, /--runtime docker: /],
     [["install", "--dry-run", "--runtime-bin", "/nonexistent/containerd"], 3, /no such program/],
     [["install", "--dry-run", "--trust-bundle"], 2, /--trust-bundle needs --bundle FILE/],
+    [["install", "--dry-run", "--eviction-hard", "memory.free<1Gi"], 2, /"memory.free" is not an eviction signal of the kubelet/],
+    [["install", "--dry-run", "--eviction-hard", "nodefs.available<120%"], 2, /a percentage is 0% \(off\) to 100%/],
+    [["install", "--dry-run", "--eviction-soft-grace", "2m"], 2, /--eviction-soft-grace works with --eviction-soft only/],
+    [["install", "--dry-run", "--eviction-soft", "memory.available<1Gi", "--eviction-soft-grace", "soon"], 2, /is not a duration/],
+    [["install", "--dry-run", "--eviction-hard", "memory.available<64Ei"], 3, /more than this machine's memory .* would not start/],
   ])("%j → exit %i", (args, code, message) => {
     const r = cli(args as string[]);
     expect(r.code).toBe(code);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
+import { DEFAULT_EVICTION_HARD, decideEviction } from "../../../cli/plan/eviction";
 import type { Plan } from "../../../cli/plan/plan";
 import { layout } from "../../../cli/render/layout";
 import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/render/kube-configs";
@@ -65,6 +66,24 @@ describe("Kubernetes 1.36 config fields", () => {
       expect(unknownFields(doc, "KubeletConfiguration"), name).toEqual([]);
       for (const gate of Object.keys(doc.featureGates as object)) expect(db.featureGates, `${name}: gate ${gate}`).toContain(gate);
     }
+  });
+
+  it("soft eviction thresholds render with their grace periods, as fields the kubelet knows; none without", () => {
+    const { plan } = plans[0]!;
+    const soft = {
+      ...plan,
+      kubelet: { ...plan.kubelet, eviction: decideEviction({ evictionSoft: { "memory.available": "1Gi" }, evictionSoftGrace: "2m" }) },
+    };
+    const doc = YAML.parse(YAML.stringify(kubeletConfiguration(soft))) as Record<string, unknown>;
+    expect(doc).toMatchObject({
+      evictionHard: DEFAULT_EVICTION_HARD,
+      evictionSoft: { "memory.available": "1Gi" },
+      evictionSoftGracePeriod: { "memory.available": "2m" },
+    });
+    expect(unknownFields(doc, "KubeletConfiguration")).toEqual([]);
+    const plain = YAML.parse(YAML.stringify(kubeletConfiguration(plan))) as Record<string, unknown>;
+    expect(plain.evictionHard).toEqual(DEFAULT_EVICTION_HARD);
+    expect(plain).not.toHaveProperty("evictionSoft");
   });
 
   it("every KubeProxyConfiguration key is a v1alpha1 field, with a real proxy mode", () => {
