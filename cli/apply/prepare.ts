@@ -4,6 +4,7 @@
 // installed node's receipt; the dry run reports what it returns, install and upgrade act on it.
 import { realpathSync } from "node:fs";
 import * as path from "node:path";
+import { checkPrefixFolder } from "./prefix";
 import { isSea } from "node:sea";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
@@ -79,7 +80,10 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   const diagnosis = diagnose(facts);
 
   // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
-  const receipt = await readReceipt(planPaths(facts, req.plan, versions).receipt);
+  const paths = planPaths(facts, req.plan, versions);
+  // Once planPaths has refused / and the home folder (exit 2): a prefix holding the user's own files.
+  if (paths.prefix) await checkPrefixFolder(paths.prefix);
+  const receipt = await readReceipt(paths.receipt);
   const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
   const conflict = roleConflict(req.command, previous);
   if (conflict) throw conflict;

@@ -20,6 +20,8 @@ import type { OwnedRoots, Receipt } from "./receipt";
 /** The tool's folders for this user, from the environment and --prefix alone (the plan's rule, cli/plan/paths.ts). */
 export interface OwnFolders {
   home: string;
+  /** --prefix, resolved; null for the XDG folders. */
+  prefix: string | null;
   roots: Required<OwnedRoots>;
   /** The download cache (removed by --purge). */
   cache: string;
@@ -40,6 +42,7 @@ export function ownFolders(env: NodeJS.ProcessEnv, prefix: string | null, uid: n
   const runtimeBase = env.XDG_RUNTIME_DIR && path.isAbsolute(env.XDG_RUNTIME_DIR) ? env.XDG_RUNTIME_DIR : `/run/user/${uid}`;
   return {
     home,
+    prefix: p,
     roots: {
       state: share,
       data: path.join(share, "data"),

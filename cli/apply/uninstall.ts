@@ -8,6 +8,7 @@
 import { promises as fsp } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
+import { PREFIX_MARKER } from "../plan/paths";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Context } from "../context";
 import { acquireInstallLock } from "../fetch/index";
@@ -71,7 +72,7 @@ export async function uninstallNode(ctx: Context, o: UninstallOptions): Promise<
     });
   }
   const what = o.purge
-    ? `Remove the node and ALL its data (etcd, images, volumes, PKI, download cache) from ${home}?`
+    ? `Remove the node and ALL its data (etcd, images, volumes, PKI, download cache) from ${own.prefix ?? home}?`
     : `Stop and remove the node (units, binaries, configuration)? Data and PKI are kept.`;
   if (!(await prompter.confirm(what, { default: false, unattended: true }))) {
     out.err("Nothing was changed.");
@@ -219,9 +220,15 @@ export async function removeNode(
   // 5. The receipt: gone with a purge; otherwise it records what was kept, for a later --purge.
   const kept = [...(!purge && (await exists(r.data)) ? [r.data] : []), ...(keepPki ? [r.pki] : []), ...keptFiles];
   if (purge) {
-    const leftovers = (await fsp.readdir(r.state).catch(() => [] as string[]))
-      .map((n) => path.join(r.state, n))
-      .filter((p) => p !== lockDir && p !== receiptFile);
+    // The XDG folder is named rootless-k8s: all of it is ours. A --prefix may have got files of the
+    // user's since: only what rootless-k8s makes there goes.
+    const ours = new Set(
+      [r.data, r.config, r.versions, r.libexec, r.logs, own.cache, path.join(r.state, PREFIX_MARKER)].map((p) => path.resolve(p)),
+    );
+    const entries = (await fsp.readdir(r.state).catch(() => [] as string[])).map((n) => path.join(r.state, n));
+    const leftovers = entries.filter((p) => p !== lockDir && p !== receiptFile && (!own.prefix || ours.has(path.resolve(p))));
+    const foreign = entries.filter((p) => p !== lockDir && p !== receiptFile && !leftovers.includes(p));
+    if (foreign.length) notes.push(`kept in --prefix ${own.prefix}: ${foreign.join(", ")} (not made by rootless-k8s)`);
     await gone(leftovers);
     await fsp.rm(receiptFile, { force: true });
   } else {

@@ -27,6 +27,13 @@ export function refuseControl(what: string, value: string | undefined, exitCode:
 }
 
 /**
+ * The file install writes in a --prefix: the folder is rootless-k8s's own. install takes a prefix
+ * that is new, empty or marked (cli/apply/prefix.ts), and uninstall --purge removes only what
+ * rootless-k8s makes there.
+ */
+export const PREFIX_MARKER = ".rootless-k8s-prefix";
+
+/**
  * A --prefix must be a folder of its own: never /, the home folder or one of its parents (uninstall
  * removes the prefix's folders; the home folder is never the tool's).
  */

@@ -4,6 +4,7 @@
 // generatePki(plan, {existing}) is separate so a re-install reuses the keys it already has.
 import * as path from "node:path";
 import type { Plan } from "../plan/plan";
+import { PREFIX_MARKER } from "../plan/paths";
 import { addonYaml, addons } from "./addons";
 import { kubeProxyConfiguration, kubeletConfiguration, renderYaml } from "./kube-configs";
 import { adminKubeconfig, componentKubeconfig, hostClientKubeconfig, renderKubeconfig, workerKubeProxyKubeconfig } from "./kubeconfig";
@@ -54,9 +55,17 @@ const EXECUTABLE = 0o755;
 /** Every file of a node: `pki` is the server's PKI; a worker has none of its own (null). */
 export function renderNode(plan: Plan, pki: Pki | null): RenderedFile[] {
   if (plan.role === "worker")
-    return [...renderUnitFiles(plan), ...renderScripts(plan), renderEnv(plan), ...renderConfigs(plan), ...renderWorkerTrust(plan)];
+    return [
+      ...renderUnitFiles(plan),
+      ...renderScripts(plan),
+      renderEnv(plan),
+      ...renderConfigs(plan),
+      ...renderWorkerTrust(plan),
+      ...renderPrefixMarker(plan),
+    ];
   if (!pki) throw new Error("a server's files need its PKI");
   return [
+    ...renderPrefixMarker(plan),
     ...renderUnitFiles(plan),
     ...renderScripts(plan),
     renderEnv(plan),
@@ -65,6 +74,15 @@ export function renderNode(plan: Plan, pki: Pki | null): RenderedFile[] {
     ...renderKubeconfigs(plan, pki),
     ...renderAddons(plan),
   ];
+}
+
+/** With --prefix: the marker that makes the folder rootless-k8s's own (PREFIX_MARKER). */
+function renderPrefixMarker(plan: Plan): RenderedFile[] {
+  if (!plan.paths.prefix) return [];
+  const content =
+    "This folder is the --prefix of a rootless-k8s node: rootless-k8s made what is in it.\n" +
+    "`rootless-k8s uninstall --purge --prefix` removes only what rootless-k8s made here.\n";
+  return [{ path: path.join(plan.paths.prefix, PREFIX_MARKER), content, mode: PUBLIC, kind: "config" }];
 }
 
 /** What the add-ons that are on apply (cli/apply/addons.ts applies the same objects); no restart. */

@@ -327,6 +327,47 @@ describe("hostile receipts: uninstall removes nothing outside the tool's folders
     });
   });
 
+  it("install --prefix ~/Documents, a folder of the user's own: refused before anything is written", async () => {
+    await attempt("receipt", "install --dry-run --prefix ~/Documents (not empty, not rootless-k8s's)", 3, (w) => ({
+      args: ["install", "--dry-run", "--prefix", join(w.home, "Documents")],
+      after: (_w, r) => expect(r.stderr).toMatch(/refusing --prefix .*Documents: it holds 1 entry \(thesis.txt\) and no rootless-k8s node/),
+    }));
+  });
+
+  it("uninstall --purge of a node in --prefix ~/Documents removes only what rootless-k8s made there", async () => {
+    await attempt("receipt", "uninstall --purge --prefix ~/Documents keeps the user's files", 0, (w) => {
+      const prefix = join(w.home, "Documents");
+      const r = installedReceipt(w);
+      for (const d of ["data", "versions", "config/pki", "logs"]) mkdirSync(join(prefix, d), { recursive: true });
+      writeFileSync(join(prefix, "data", "etcd.db"), "etcd");
+      writeFileSync(join(prefix, ".rootless-k8s-prefix"), "marker\n");
+      r.roots = {
+        state: prefix,
+        data: join(prefix, "data"),
+        config: join(prefix, "config"),
+        pki: join(prefix, "config/pki"),
+        runtime: join(w.run, "rootless-k8s"),
+        versions: join(prefix, "versions"),
+        logs: join(prefix, "logs"),
+        libexec: join(prefix, "libexec"),
+      };
+      r.files = [];
+      r.currentLink = join(prefix, "versions/current");
+      r.plan.paths = { ...r.plan.paths, prefix, cacheDir: join(prefix, "cache"), logDir: join(prefix, "logs") };
+      writeFileSync(join(prefix, "receipt.json"), JSON.stringify(r));
+      chmodSync(join(prefix, "receipt.json"), 0o600);
+      return {
+        args: ["uninstall", "--yes", "--purge", "--prefix", prefix],
+        allow: [prefix],
+        after: (_w, out) => {
+          expect(readFileSync(join(prefix, "thesis.txt"), "utf8")).toBe("years of work");
+          expect(readdirSync(prefix)).toEqual(["thesis.txt"]);
+          expect(out.stderr).toMatch(/kept in --prefix .*Documents: .*thesis.txt \(not made by rootless-k8s\)/);
+        },
+      };
+    });
+  });
+
   it("a receipt anyone may write", async () => {
     await attempt("receipt", "receipt mode 0666", 3, (w) => {
       const r = installedReceipt(w);
