@@ -19,6 +19,7 @@ export function startOrder(plan: Plan): string[] {
     ...(u.ports ? [u.ports] : []),
     ...(u.overlay ? [u.overlay] : []),
     ...(u.csrApprover ? [u.csrApprover] : []),
+    ...(u.logRotate ? [u.logRotate] : []),
   ];
 }
 

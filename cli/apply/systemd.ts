@@ -1,10 +1,10 @@
 // The `systemctl --user` / `journalctl --user` driver. Every call has a timeout and never throws for
 // a non-zero exit: callers decide. Where the user manager has no journal (no journald: containers,
 // hosts without a systemd PID 1), unit output goes to log files, and `unitLogs` reads those instead.
-import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { UserError } from "../errors";
 import { runCommand, type RunResult } from "../host/host";
+import { lastLogLines } from "./log-files";
 
 export interface UnitState {
   unit: string;
@@ -177,25 +177,7 @@ export function parseUnitState(unit: string, text: string): UnitState {
   };
 }
 
-/** The last `n` non-empty lines of a file (reads at most the last 256 KiB); null if unreadable. */
+/** The last `n` lines of a unit's log file, across its rotations (cli/apply/log-files.ts); null when there is none. */
 export async function tailFile(file: string, n: number): Promise<string[] | null> {
-  let fh;
-  try {
-    fh = await fsp.open(file, "r");
-  } catch {
-    return null;
-  }
-  try {
-    const { size } = await fh.stat();
-    const len = Math.min(size, 256 * 1024);
-    const buf = Buffer.alloc(len);
-    await fh.read(buf, 0, len, size - len);
-    const lines = buf
-      .toString("utf8")
-      .split("\n")
-      .filter((l) => l.trim() !== "");
-    return lines.slice(-n);
-  } finally {
-    await fh.close();
-  }
+  return lastLogLines(file, n);
 }

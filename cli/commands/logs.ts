@@ -6,6 +6,8 @@ import { spawn } from "node:child_process";
 import { requireReceipt } from "../apply/receipt";
 import { startOrder } from "../apply/node";
 import { unitLogFile } from "../apply/systemd";
+import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, lastLogLines, rotateLogFiles } from "../apply/log-files";
+import * as path from "node:path";
 import type { UnitNames } from "../plan/plan";
 import type { Context } from "../context";
 
@@ -39,7 +41,8 @@ export const spec: CommandSpec = {
   description: `
 Shows the output of the node's units: all of them, or one component. Uses \`journalctl --user\`;
 where the user manager has no journal (no journald), the units write to log files instead, and
-these are shown (with -f, followed like tail -F).
+these are shown (with -f, followed like tail -F). Each file is rotated past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB, with
+${LOG_GENERATIONS} older generations kept (<unit>.log.1, .2): the shown lines are read across them.
 
 Components: rootlesskit (also: runtime, containerd), etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (docker runtime only).`,
@@ -47,6 +50,10 @@ kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (
     follow: { type: "boolean", short: "f", description: "Keep printing new lines (Ctrl-C stops)" },
     lines: { type: "string", short: "n", valueName: "N", description: "How many lines to show first (default 100)" },
     prefix: { type: "string", valueName: "DIR", description: "The --prefix the node was installed with" },
+    rotate: {
+      type: "boolean",
+      description: `Rotate the log files past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB now (a timer of the node does it every 5 minutes)`,
+    },
   },
   positionals: [{ name: "COMPONENT", description: "One component (default: every unit of the node)" }],
   examples: ["rootless-k8s logs kubelet", "rootless-k8s logs -f", "rootless-k8s logs kube-apiserver -n 20"],
@@ -60,17 +67,40 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
     throw new UsageError(`no component "${name}" (one of: ${[...new Set(Object.keys(COMPONENTS))].join(", ")})`, spec.name);
   }
   const { plan } = await requireReceipt(ctx.env, opt.str(parsed, "prefix"));
+  if (opt.bool(parsed, "rotate")) {
+    if (plan.logging.to !== "file") {
+      ctx.out.out("Nothing to rotate: the node's units log to the journal (journald bounds it).");
+      return ExitCode.Ok;
+    }
+    const rotated = await rotateLogFiles(plan.paths.logDir);
+    ctx.out.out(
+      rotated.length
+        ? rotated.map((r) => `rotated ${path.basename(r.file)} (${(r.bytes / 2 ** 20).toFixed(1)} MiB)`).join("\n")
+        : `No log file past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB.`,
+    );
+    return ExitCode.Ok;
+  }
   const unit = role ? plan.units[role] : null;
   if (role && !unit) throw new UsageError(`${name} is not part of this node (runtime ${plan.runtime.name})`, spec.name);
   const units = unit ? [unit] : startOrder(plan);
   const follow = opt.bool(parsed, "follow");
+  if (plan.logging.to === "file") {
+    // Each file's last lines across its rotations, headed as tail heads them when there are several.
+    const files = units.map((u) => unitLogFile(plan.paths.logDir, u));
+    for (const f of files) {
+      const shown = (await lastLogLines(f, lines)) ?? [];
+      if (files.length > 1) ctx.out.out(`==> ${f} <==`);
+      if (shown.length) ctx.out.out(shown.join("\n"));
+    }
+    if (!follow) return ExitCode.Ok;
+  }
   const args =
     plan.logging.to === "journal"
       ? {
           cmd: "journalctl",
           argv: ["--user", ...units.flatMap((u) => ["-u", u]), "-n", String(lines), "--no-pager", ...(follow ? ["-f"] : [])],
         }
-      : { cmd: "tail", argv: ["-n", String(lines), ...(follow ? ["-F"] : []), ...units.map((u) => unitLogFile(plan.paths.logDir, u))] };
+      : { cmd: "tail", argv: ["-n", "0", "-F", ...units.map((u) => unitLogFile(plan.paths.logDir, u))] };
   return new Promise((resolve) => {
     const child = spawn(args.cmd, args.argv, { stdio: "inherit", env: ctx.env });
     const stop = () => child.kill("SIGTERM");

@@ -36,6 +36,7 @@ export async function nodeFacts(receipt: Receipt & { plan: Plan }, env: NodeJS.P
       ? { keeps: plan.publish.keepsSourceIP, reasons: plan.publish.reasons.filter((r) => /^(TCP|UDP): /.test(r)) }
       : null,
     linger,
+    eviction: st.eviction ? { ...st.eviction, expected: plan.kubelet.localStorageCapacityIsolation } : null,
   };
 }
 

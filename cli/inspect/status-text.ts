@@ -50,7 +50,18 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
       `${n.ready ? s.green("Ready") : s.red("NotReady")}${ready?.reason ? ` (${ready.reason})` : ""}, kubelet ${n.kubeletVersion ?? "?"}`,
     );
     const other = n.conditions.filter((c) => c.type !== "Ready").map((c) => `${c.type}=${c.status}`);
-    if (other.length) row("conditions", other.join(", "));
+    // The pressure conditions mean something only while the eviction manager observes the node.
+    const blind = st.eviction?.observing === false;
+    if (other.length) row("conditions", blind ? s.yellow(`${other.join(", ")} (unknown: nothing is observed)`) : other.join(", "));
+    if (st.eviction)
+      row(
+        "eviction",
+        st.eviction.observing === true
+          ? `observing: ${st.eviction.detail}`
+          : st.eviction.observing === false
+            ? s.yellow(`not observing: ${st.eviction.detail}`)
+            : s.yellow(`not read (${st.eviction.detail})`),
+      );
     row(
       "labels",
       Object.entries(n.labels)

@@ -13,6 +13,7 @@ import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd"
 import { portsStatus, type PortsStatus } from "./ports-status";
 import { readOverlayState } from "../apply/worker-ready";
 import type { OverlayState } from "../apply/overlay-agent";
+import { evictionStatus, type EvictionStatus } from "./eviction-status";
 
 export interface NodeStatus {
   schemaVersion: 1;
@@ -29,6 +30,8 @@ export interface NodeStatus {
   versions: { set: string | null; previous: string | null; components: Record<string, string> };
   api: { url: string; ready: boolean; detail: string };
   nodeView: NodeView | null;
+  /** Whether the kubelet's eviction manager observes the node (its summary API); null on a worker or without an answer. */
+  eviction: EvictionStatus | null;
   /** Each add-on that is on, and whether it runs (not part of `healthy`: the node works without). */
   addons: AddonReadiness[];
   /** The ports the plan publishes itself (the API server's; with pasta every node port). */
@@ -61,6 +64,7 @@ export async function nodeStatus(
 
   const api = { url: "", ready: false, detail: "" };
   let nodeView: NodeView | null = null;
+  let eviction: EvictionStatus | null = null;
   let addons: AddonReadiness[] = [];
   try {
     // A worker sees its control plane with the node's own credential (it holds no admin one).
@@ -75,6 +79,8 @@ export async function nodeStatus(
       if (n.status === 200) nodeView = parseNode(n.body);
       else problems.push(`the node ${plan.node.name} is not registered (HTTP ${n.status})`);
       if (plan.role !== "worker") addons = await addonReadiness(client, plan);
+      // A worker's own credential may not read its kubelet's summary (nodes/proxy).
+      if (nodeView && plan.role !== "worker") eviction = await evictionStatus(client, plan.node.name);
     }
   } catch (e) {
     api.detail = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
@@ -121,6 +127,7 @@ export async function nodeStatus(
     versions: { set: receipt.current, previous: receipt.previous, components: { ...plan.versions.components } },
     api,
     nodeView,
+    eviction,
     addons,
     ports: plan.network.published,
     publishing,
@@ -149,6 +156,7 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
     versions: { set: receipt.current, previous: receipt.previous, components: { ...plan.versions.components } },
     api: { url: "", ready: false, detail: "stopped" },
     nodeView: null,
+    eviction: null,
     addons: [],
     ports: plan.network.published,
     publishing: { publisher: null, published: null, unpublished: [], updated: null, detail: "stopped" },

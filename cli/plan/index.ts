@@ -28,11 +28,16 @@ export { PLAN_SCHEMA_VERSION } from "./plan";
 export { versionSetOf } from "./versions";
 export { planPaths } from "./paths";
 
+import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS } from "./logging";
+
 export const UNIT_PREFIX = "rootless-k8s";
 
 export const APPROVER_UNIT = `${UNIT_PREFIX}-csr-approver.service`;
 
-export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "overlay">): UnitNames {
+/** The timer that rotates the units' log files where there is no journal (its service has the same name, .service). */
+export const LOGROTATE_TIMER = `${UNIT_PREFIX}-logrotate.timer`;
+
+export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "overlay" | "logging">): UnitNames {
   const docker = plan.runtime.name === "docker";
   return {
     target: `${UNIT_PREFIX}.target`,
@@ -47,6 +52,7 @@ export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "ove
     ports: plan.publish?.enabled ? PORTS_UNIT : null,
     csrApprover: plan.role === "worker" ? null : APPROVER_UNIT,
     overlay: plan.overlay?.enabled ? OVERLAY_UNIT : null,
+    logRotate: plan.logging.to === "file" ? LOGROTATE_TIMER : null,
   };
 }
 
@@ -92,7 +98,12 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
     paths,
     logging:
       facts.systemd.journal === false
-        ? { to: "file", reasons: [`the user manager has no journal: each unit appends to ${paths.logDir}/<unit>.log`] }
+        ? {
+            to: "file",
+            reasons: [
+              `the user manager has no journal: each unit appends to ${paths.logDir}/<unit>.log, rotated past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB every 5 minutes (${LOGROTATE_TIMER}; ${LOG_GENERATIONS} older generations kept)`,
+            ],
+          }
         : { to: "journal", reasons: ["unit output goes to the journal (journalctl --user -u UNIT)"] },
   };
   return { ...plan, units: unitNames(plan) };

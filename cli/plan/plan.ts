@@ -364,6 +364,8 @@ export interface UnitNames {
   criDockerd: string | null;
   /** The port publisher, when plan.publish is on; absent from plans written before it existed. */
   ports?: string | null;
+  /** The timer that rotates the units' log files (logging to files only); absent from plans written before it existed. */
+  logRotate?: string | null;
   /**
    * The kubelet serving-certificate approver (`rootless-k8s approver run`, on the host): a server
    * approves its workers' kubelet-serving CSRs. Null on a worker; absent from older plans.

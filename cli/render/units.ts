@@ -11,6 +11,7 @@ import { layout } from "./layout";
 import { pkiPaths } from "./pki";
 import { rootlesskitArgs } from "./rootlesskit";
 import { GATE_TIMEOUT_S, START_LIMIT, startGate } from "../plan/start";
+import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, LOG_ROTATE_EVERY } from "../plan/logging";
 import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
 
 export const HEADER = [
@@ -327,6 +328,58 @@ function targetUnit(plan: Plan, members: string[]): UnitFile {
   };
 }
 
+/**
+ * Where the units log to files: a oneshot service that rotates them (`rootless-k8s logs --rotate`,
+ * cli/apply/log-files.ts) and the timer that runs it every LOG_ROTATE_EVERY, a member of the target.
+ */
+function logRotateUnits(plan: Plan, timer: string): RenderedUnit[] {
+  const service = timer.replace(/\.timer$/, ".service");
+  const prefix = plan.paths.prefix ? ["--prefix", plan.paths.prefix] : [];
+  const description = `rootless-k8s: rotate the node's log files past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB (${LOG_GENERATIONS} older generations kept)`;
+  return [
+    {
+      name: service,
+      content: renderUnit({
+        header: HEADER,
+        sections: [
+          ["Unit", [["Description", description]]],
+          [
+            "Service",
+            [
+              ["Type", "oneshot"],
+              ["ExecStart", commandLine([...selfCommand(plan), "logs", "--rotate", ...prefix])],
+              ...output(plan, service),
+            ],
+          ],
+        ],
+      }),
+    },
+    {
+      name: timer,
+      content: renderUnit({
+        header: HEADER,
+        sections: [
+          [
+            "Unit",
+            [
+              ["Description", `${description}, every ${LOG_ROTATE_EVERY}`],
+              ["PartOf", plan.units.target],
+            ],
+          ],
+          [
+            "Timer",
+            [
+              ["OnActiveSec", LOG_ROTATE_EVERY],
+              ["OnUnitActiveSec", LOG_ROTATE_EVERY],
+              ["AccuracySec", "30s"],
+            ],
+          ],
+        ],
+      }),
+    },
+  ];
+}
+
 export interface RenderedUnit {
   name: string;
   content: string;
@@ -335,9 +388,11 @@ export interface RenderedUnit {
 export function renderUnits(plan: Plan): RenderedUnit[] {
   const components = componentUnits(plan);
   const ours = plan.runtime.name !== "docker";
-  const members = [plan.units.owner, ...components.map((c) => c.unit)];
+  const timer = plan.units.logRotate ?? null;
+  const members = [plan.units.owner, ...components.map((c) => c.unit), ...(timer ? [timer] : [])];
   const units: RenderedUnit[] = [{ name: plan.units.target, content: renderUnit(targetUnit(plan, members)) }];
   if (ours) units.push({ name: plan.units.owner, content: renderUnit(ownerUnit(plan)) });
   for (const c of components) units.push({ name: c.unit, content: renderUnit(componentUnit(plan, c)) });
+  if (timer) units.push(...logRotateUnits(plan, timer));
   return units;
 }

@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits restart reinstall changed-plan interrupt-start upgrade rollback skew eviction uninstall purge matrix crio port-taken offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh workloads services publish dns storage metrics join worker limits restart reinstall changed-plan interrupt-start upgrade rollback skew eviction logs uninstall purge matrix crio port-taken offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -814,7 +814,7 @@ scenario_eviction() {
   flags=(--yes --manifest "$MANIFESTS/k8s-$cur.json" --timeout "$TIMEOUT" "${SOURCE[@]}")
   errs0=$(manager_errors)
   kc create namespace e2e-evict >/dev/null 2>&1
-  check eviction "kubectl apply: pod filler (ephemeral-storage limit 16Mi, writes 40 MiB to an emptyDir) and pod idle (BestEffort)" apply <<YAML || return
+  check eviction "kubectl apply: pod filler (ephemeral-storage limit 16Mi, writes 40 MiB to an emptyDir), pods idle and tolerant (BestEffort; tolerant tolerates the pressure taints)" apply <<YAML || return
 apiVersion: v1
 kind: Pod
 metadata: {name: filler, namespace: e2e-evict}
@@ -835,27 +835,52 @@ metadata: {name: idle, namespace: e2e-evict}
 spec:
   containers:
   - {name: c, image: $bb, imagePullPolicy: Never, command: ["sleep", "86400"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: tolerant, namespace: e2e-evict}
+spec:
+  tolerations:
+  - {key: node.kubernetes.io/memory-pressure, operator: Exists}
+  - {key: node.kubernetes.io/disk-pressure, operator: Exists}
+  containers:
+  - {name: c, image: $bb, imagePullPolicy: Never, command: ["sleep", "86400"]}
 YAML
   t0=$(ts)
-  wait_for 180 evicted e2e-evict filler
+  wait_for 300 evicted e2e-evict filler
   check eviction "the pod whose emptyDir outgrew its ephemeral-storage limit was evicted after $(elapsed "$t0") s: $(pod_field e2e-evict filler .status.message)" \
     evicted e2e-evict filler
-  check eviction "the BestEffort pod idle runs" wait_for 120 running_in e2e-evict idle
+  check eviction "the BestEffort pods idle and tolerant run" wait_for 120 running_in e2e-evict idle
+  wait_for 60 running_in e2e-evict tolerant
   mem_kib=$(as_user sed -n 's/^MemTotal: *\([0-9]*\) kB$/\1/p' /proc/meminfo)
-  thr="memory.available<$((mem_kib - 1024))Ki,nodefs.available<99%"
-  check eviction "install --eviction-hard '$thr' (just under the machine's memory, 99% of its disk) exits 0" \
+  # Memory first, alone: under memory pressure only, the restarted kubelet admits its pods again
+  # but rejects a BestEffort one that does not tolerate it; the eviction manager itself then evicts
+  # the one that does, ranked by its use of memory over its requests.
+  thr="memory.available<$((mem_kib - 1024))Ki"
+  check eviction "install --eviction-hard '$thr' (just under the machine's memory) exits 0" \
     install_to "$log" "${flags[@]}" --eviction-hard "$thr" || return
   t0=$(ts)
   wait_for 120 condition_is "$node" MemoryPressure True
   check eviction "MemoryPressure turned True $(elapsed "$t0") s after install returned" condition_is "$node" MemoryPressure True
+  wait_for 60 has memory-pressure node_taints "$node"
+  check eviction "the node carries the memory-pressure taint ($(node_taints "$node"))" has memory-pressure node_taints "$node"
+  wait_for 180 evicted e2e-evict idle
+  check eviction "the BestEffort pod was refused on re-admission $(elapsed "$t0") s after install returned: $(pod_field e2e-evict idle .status.message)" \
+    evicted e2e-evict idle
+  wait_for 180 evicted e2e-evict tolerant
+  check eviction "the pod that tolerates the pressure was evicted by the eviction manager $(elapsed "$t0") s after install returned: $(pod_field e2e-evict tolerant .status.message)" \
+    has 'low on resource: memory' pod_field e2e-evict tolerant .status.message
+  # Then the disk, with memory: 99% of the disk must stay free, which no used disk has.
+  thr="memory.available<$((mem_kib - 1024))Ki,nodefs.available<99%"
+  check eviction "install --eviction-hard '$thr' (and 99% of its disk) exits 0" install_to "$log" "${flags[@]}" --eviction-hard "$thr" || return
+  t0=$(ts)
   wait_for 120 condition_is "$node" DiskPressure True
   check eviction "DiskPressure turned True $(elapsed "$t0") s after install returned" condition_is "$node" DiskPressure True
   wait_for 60 pressure_tainted "$node"
-  check eviction "the node carries the pressure taints ($(node_taints "$node"))" pressure_tainted "$node"
-  wait_for 180 evicted e2e-evict idle
-  check eviction "the BestEffort pod was evicted $(elapsed "$t0") s after install returned: $(pod_field e2e-evict idle .status.message)" evicted e2e-evict idle
+  check eviction "the node carries both pressure taints ($(node_taints "$node"))" pressure_tainted "$node"
   st=$(rk8s status 2>&1)
   check eviction "status shows the pressure ($(grep -m1 'conditions' <<<"$st" | sed 's/^ *//'))" grep -q 'MemoryPressure=True.*DiskPressure=True' <<<"$st"
+  check eviction "status says the eviction manager observes the node ($(grep -m1 ' eviction ' <<<"$st" | sed 's/^ *//'))" grep -q 'eviction *observing:' <<<"$st"
   check eviction "install with the default thresholds exits 0" install_to "$log" "${flags[@]}"
   t0=$(ts)
   wait_for 120 pressure_gone "$node"
@@ -864,6 +889,44 @@ YAML
   errs1=$(manager_errors)
   check eviction "the eviction manager logged no error during the scenario ($((errs1 - errs0)) new lines)" test "$errs1" = "$errs0"
   kc delete namespace e2e-evict --wait=false >/dev/null 2>&1
+}
+
+# Log files (issue 43): where the user manager has no journal, each unit appends to its file and a
+# timer of the node rotates them past the cap; `logs` reads across the rotation.
+file_size() { as_user stat -c %s "$1" 2>/dev/null || echo 0; }
+no_rotation_timer() { ! as_user systemctl --user cat rootless-k8s-logrotate.timer >/dev/null 2>&1; }
+scenario_logs() {
+  local to dir f log=$STATE/logs.log cap=$((10 * 1024 * 1024)) before after
+  to=$(receipt_value .plan.logging.to)
+  if [ "$to" != file ]; then
+    check logs "with a journal there is no log file to rotate: $(rk8s logs --rotate 2>&1)" has 'Nothing to rotate' rk8s logs --rotate
+    check logs "and no rotation timer" no_rotation_timer
+    return
+  fi
+  dir=$(receipt_value .plan.paths.logDir)
+  f=$dir/rootless-k8s-kubelet.service.log
+  check logs "the rotation timer is active, a member of the node's target" \
+    test "$(as_user systemctl --user is-active rootless-k8s-logrotate.timer)" = active
+  # 11 MiB of lines appended to the kubelet's log, as a chatty kubelet would write them; the same to
+  # the rotation's own log, which systemd keeps open with O_APPEND while the rotation truncates it.
+  local own=$dir/rootless-k8s-logrotate.service.log
+  for x in "$f" "$own"; do
+    as_user "$E2E_OPT/node" -e 'const fs=require("fs");const fd=fs.openSync(process.argv[1],"a");const l="e2e filler line ".padEnd(1023,"x")+"\n";for(let i=0;i<11*1024;i++)fs.writeSync(fd,l);fs.writeSync(fd,"e2e last filler line\n");fs.closeSync(fd)' "$x"
+  done
+  before=$(file_size "$f")
+  check logs "the timer's service runs the rotation (systemctl --user start rootless-k8s-logrotate.service)" \
+    as_user systemctl --user start rootless-k8s-logrotate.service
+  after=$(file_size "$f")
+  check logs "the kubelet's log past the cap ($before bytes) was rotated: now $after bytes, $(file_size "$f.1") in .1" \
+    test "$after" -lt "$cap" -a "$(file_size "$f.1")" -ge "$before"
+  # What the rotation printed after emptying its own log went through systemd's descriptor: at the start of the file, no hole before it.
+  check logs "a unit's output after the rotation lands at the start of its emptied file ($(file_size "$own") bytes: $(as_user head -c 80 "$own" | tr '\n\0' '|@'))" \
+    has '^rotated rootless-k8s-kubelet.service.log' as_user head -c 200 "$own"
+  rk8s logs kubelet -n 100000 >"$log" 2>&1
+  check logs "logs kubelet reads across the rotation ($(wc -l <"$log") lines, the filler's last line among them)" grep -q '^e2e last filler line$' "$log"
+  local big
+  big=$(as_user find "$dir" -name '*.log' -size +$((cap / 1024))k)
+  check logs "no live log file is past the cap (${big:-none})" test -z "$big"
 }
 
 scenario_uninstall() {

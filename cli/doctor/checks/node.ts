@@ -27,6 +27,11 @@ export interface NodeFacts {
   /** What pods see of a client of a published Service port (the plan's decision); null when rootless-k8s publishes none. */
   clientAddress: ClientAddress | null;
   linger: boolean;
+  /**
+   * Whether the kubelet's eviction manager observes the node (its summary API, as `status` reads it;
+   * null: not read, as on a worker), and whether the plan expected it to (localStorageCapacityIsolation).
+   */
+  eviction: { observing: boolean | null; detail: string; expected: boolean } | null;
 }
 
 /** Whether pods see the client's own address through the port driver, per protocol, and why. */
@@ -133,6 +138,23 @@ export const nodeChecks: Check<NodeFacts>[] = [
       n.clientAddress
         ? ok(clientAddressWords(n.clientAddress.keeps), n.clientAddress.reasons)
         : skip("rootless-k8s publishes no Service port on this node (see the plan's Services line)"),
+  },
+  {
+    id: "node-eviction",
+    group: "node",
+    label: "eviction",
+    run: (n) => {
+      const e = n.eviction;
+      if (!e || e.observing === null)
+        return skip(e ? `not read: ${e.detail}` : "not read on a worker (its credential may not read its kubelet's summary)");
+      if (e.observing) return ok(`the eviction manager observes the node: ${e.detail}`);
+      // Planned off (no block device under the data folder): what doctor's eviction check said before install.
+      if (!e.expected)
+        return warn(`${e.detail}; the data folder's file system has no block device, so the plan left it off`, {
+          user: ["# reinstall with the data on a file system with a block device (ext4, xfs): rootless-k8s install --prefix DIR"],
+        });
+      return fail(e.detail, { user: ["rootless-k8s logs kubelet", "rootless-k8s restart"] });
+    },
   },
   {
     id: "node-linger",

@@ -85,6 +85,28 @@ describe.skipIf(!hasAnalyze)("systemd-analyze --user verify, as an ordinary user
     expect(`${r.stdout}${r.stderr}`).toBe("");
   }, 60_000);
 
+  it("without a journal: the units append to log files, and the rotation timer and its service verify", async () => {
+    const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
+    const root = join(work, "nojournal");
+    const home = join(root, "home");
+    const runtimeDir = join(root, "run");
+    mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
+    const facts = relocated(await comboFacts(combo), home, runtimeDir);
+    const plan = planCombo(combo, { ...facts, systemd: { ...facts.systemd, journal: false } }).plan!;
+    expect(plan.logging.to).toBe("file");
+    expect(plan.units.logRotate).toBe("rootless-k8s-logrotate.timer");
+    const units = materialize(plan, pki ?? (await generatePki(plan)));
+    const timer = readFileSync(units.find((u) => u.endsWith("rootless-k8s-logrotate.timer"))!, "utf8");
+    const service = readFileSync(units.find((u) => u.endsWith("rootless-k8s-logrotate.service"))!, "utf8");
+    expect(timer).toMatch(/^OnUnitActiveSec=5min$/m);
+    expect(service).toMatch(/^ExecStart=\S*\/rootless-k8s logs --rotate$/m);
+    expect(readFileSync(units.find((u) => u.endsWith(plan.units.target))!, "utf8")).toMatch(/^Wants=.*rootless-k8s-logrotate\.timer/m);
+    user.own(root);
+    const r = verify(home, runtimeDir, units);
+    expect(`${r.stdout}${r.stderr}`).toBe("");
+    expect(r.status).toBe(0);
+  }, 60_000);
+
   it("fails a unit that systemd would reject (the check can fail)", async () => {
     const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns")!;
     const { root, home, runtimeDir, result } = await planBelow("broken", combo);

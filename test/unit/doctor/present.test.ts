@@ -138,6 +138,7 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
       reasons: ["TCP: pods see the client's own address: …", "UDP: pods see an address of the node, …"],
     },
     linger: true,
+    eviction: { observing: true, detail: "memory 900 MiB available, disk 40% available, images 40% available", expected: true },
   };
   const by = (f: NodeFacts) => Object.fromEntries(runChecks(nodeChecks, f).map((o) => [o.id, o]));
 
@@ -150,6 +151,7 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
       ["node-snapshotter", "ok"],
       ["node-ports", "ok"],
       ["node-client-address", "ok"],
+      ["node-eviction", "ok"],
       ["node-linger", "ok"],
     ]);
     expect(new Set(r.map((o) => o.group))).toEqual(new Set(["node"]));
@@ -191,6 +193,23 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
     expect(r.details).toEqual(healthy.clientAddress!.reasons);
     const neither = by({ ...healthy, clientAddress: { keeps: { tcp: false, udp: false }, reasons: [] } })["node-client-address"]!;
     expect(neither.summary).toBe("pods see an address of the node over TCP, an address of the node over UDP");
+  });
+
+  it("says whether the eviction manager observes the node: fails when the plan expected it, warns when the plan left it off", () => {
+    const blind = { observing: false, detail: "the kubelet's summary lacks the node's file system", expected: true };
+    expect(by({ ...healthy, eviction: blind })["node-eviction"]).toMatchObject({
+      status: "fail",
+      summary: "the kubelet's summary lacks the node's file system",
+      fix: { user: ["rootless-k8s logs kubelet", "rootless-k8s restart"] },
+    });
+    expect(by({ ...healthy, eviction: { ...blind, expected: false } })["node-eviction"]!.status).toBe("warn");
+    expect(by({ ...healthy, eviction: null })["node-eviction"]!.status).toBe("skip");
+    expect(
+      by({ ...healthy, eviction: { observing: null, detail: "the kubelet's summary: HTTP 503", expected: true } })["node-eviction"],
+    ).toMatchObject({
+      status: "skip",
+      summary: "not read: the kubelet's summary: HTTP 503",
+    });
   });
 
   it("skips what does not apply: the cgroup in mode none, a runtime's own storage choice, no published port", () => {

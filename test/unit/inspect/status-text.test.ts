@@ -72,3 +72,42 @@ describe("status: the overlay", () => {
     expect(lines(st)).toEqual(["  overlay     VTEP 10.244.0.0; no other node"]);
   });
 });
+
+describe("status: the eviction manager", () => {
+  const node = {
+    name: "w1",
+    ready: true,
+    conditions: [
+      { type: "Ready", status: "True", reason: "KubeletReady" },
+      { type: "MemoryPressure", status: "False" },
+      { type: "DiskPressure", status: "False" },
+    ],
+    kubeletVersion: "v1.36.3",
+    labels: {},
+    taints: [],
+    podCidr: "10.244.0.0/24",
+  };
+  const rows = (eviction: NodeStatus["eviction"]) =>
+    renderStatus({ ...base, nodeView: node, eviction }, "/home/u", makeStyle(false)).filter((l) => /^ {2}(conditions|eviction) /.test(l));
+
+  it("shows what it observes, and the conditions as they are", () => {
+    expect(rows({ observing: true, detail: "memory 900 MiB available, disk 40% available, images 40% available" })).toEqual([
+      "  conditions  MemoryPressure=False, DiskPressure=False",
+      "  eviction    observing: memory 900 MiB available, disk 40% available, images 40% available",
+    ]);
+  });
+
+  it("marks the pressure conditions unknown when it observes nothing", () => {
+    expect(rows({ observing: false, detail: "the kubelet's summary lacks the node's file system" })).toEqual([
+      "  conditions  MemoryPressure=False, DiskPressure=False (unknown: nothing is observed)",
+      "  eviction    not observing: the kubelet's summary lacks the node's file system",
+    ]);
+  });
+
+  it("says when it could not read it, and keeps the conditions", () => {
+    expect(rows({ observing: null, detail: "the kubelet's summary: HTTP 503" })).toEqual([
+      "  conditions  MemoryPressure=False, DiskPressure=False",
+      "  eviction    not read (the kubelet's summary: HTTP 503)",
+    ]);
+  });
+});
