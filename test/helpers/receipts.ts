@@ -22,3 +22,31 @@ export function testReceipt<T extends Record<string, unknown>>(fields: T) {
     ...fields,
   };
 }
+
+/**
+ * The part of an installed node's plan that uninstall reads from a hand-written receipt: the
+ * runtime, the unit names, and the paths (`paths` over the defaults below `home`).
+ */
+export function testUninstallPlan(paths: { home: string; unitDir: string; logDir: string; prefix?: string | null; cacheDir?: string }) {
+  return {
+    runtime: { name: "containerd" },
+    units: {
+      target: "rootless-k8s.target",
+      owner: "rootless-k8s-rootlesskit.service",
+      etcd: "e.service",
+      apiServer: "a.service",
+      controllerManager: "c.service",
+      scheduler: "s.service",
+      kubelet: "k.service",
+      kubeProxy: "p.service",
+      criDockerd: null,
+    },
+    paths: {
+      home: paths.home,
+      prefix: paths.prefix ?? null,
+      unitDir: paths.unitDir,
+      cacheDir: paths.cacheDir ?? `${paths.home}/.cache/rootless-k8s`,
+      logDir: paths.logDir,
+    } as Record<string, string | null>,
+  };
+}

@@ -9,7 +9,7 @@
 // in the same millisecond has a later ctimeMs than a Date.now() taken after it; measured here in 9
 // of 10 write-then-stat pairs, and it failed the suite with every decoy "touched".) Each attempt's exit code
 // is recorded and asserted; docs/security.md carries the table (printed at the end of the run).
-import { testReceipt } from "../helpers/receipts";
+import { testReceipt, testUninstallPlan } from "../helpers/receipts";
 import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
 import { tmpdir } from "node:os";
@@ -123,27 +123,7 @@ function installedReceipt(w: World) {
     currentLink: join(w.share, "versions/current"),
     roots,
     kubeconfigMerge: null as null | Record<string, unknown>,
-    plan: {
-      runtime: { name: "containerd" },
-      units: {
-        target: "rootless-k8s.target",
-        owner: "rootless-k8s-rootlesskit.service",
-        etcd: "e.service",
-        apiServer: "a.service",
-        controllerManager: "c.service",
-        scheduler: "s.service",
-        kubelet: "k.service",
-        kubeProxy: "p.service",
-        criDockerd: null,
-      },
-      paths: {
-        home: w.home,
-        prefix: null,
-        unitDir: w.unitDir,
-        cacheDir: join(w.home, ".cache/rootless-k8s"),
-        logDir: roots.logs,
-      } as Record<string, string | null>,
-    },
+    plan: testUninstallPlan({ home: w.home, unitDir: w.unitDir, logDir: roots.logs }),
   });
 }
 type Receipt = ReturnType<typeof installedReceipt>;

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import YAML from "yaml";
 import { CLI_BUNDLE } from "../helpers/cli";
 import { sha256 } from "../helpers/hash";
-import { testReceipt } from "../helpers/receipts";
+import { testReceipt, testUninstallPlan } from "../helpers/receipts";
 import { systemctlDouble } from "../helpers/systemctl-double";
 import { tempDir } from "../helpers/temp";
 import { runAs, testUser, USER_PATH } from "../helpers/user";
@@ -112,21 +112,7 @@ function installed(place: (home: string) => void): Node {
       files: [{ path: join(unitDir, "rootless-k8s.target"), sha256: sha256("[Unit]\n"), mode: 0o644, kind: "unit" }],
       currentLink: join(share, "versions/current"),
       roots,
-      plan: {
-        runtime: { name: "containerd" },
-        units: {
-          target: "rootless-k8s.target",
-          owner: "rootless-k8s-rootlesskit.service",
-          etcd: "e.service",
-          apiServer: "a.service",
-          controllerManager: "c.service",
-          scheduler: "s.service",
-          kubelet: "k.service",
-          kubeProxy: "p.service",
-          criDockerd: null,
-        },
-        paths: { home, prefix: null, unitDir, cacheDir: join(home, ".cache/rootless-k8s"), logDir: roots.logs },
-      },
+      plan: testUninstallPlan({ home, unitDir, logDir: roots.logs }),
     }),
     kubeconfigMerge: {
       file: kubeconfig,

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI_BUNDLE } from "../helpers/cli";
 import { sha256 } from "../helpers/hash";
-import { testReceipt } from "../helpers/receipts";
+import { testReceipt, testUninstallPlan } from "../helpers/receipts";
 import { systemctlDouble } from "../helpers/systemctl-double";
 import { tempDir } from "../helpers/temp";
 import { runAs, testUser, USER_PATH } from "../helpers/user";
@@ -55,21 +55,7 @@ function installed(sha: unknown) {
     }),
     currentLink: join(share, "versions/current"),
     roots,
-    plan: {
-      runtime: { name: "containerd" },
-      units: {
-        target: "rootless-k8s.target",
-        owner: "rootless-k8s-rootlesskit.service",
-        etcd: "e.service",
-        apiServer: "a.service",
-        controllerManager: "c.service",
-        scheduler: "s.service",
-        kubelet: "k.service",
-        kubeProxy: "p.service",
-        criDockerd: null,
-      },
-      paths: { home, prefix: null, unitDir, cacheDir: join(home, ".cache/rootless-k8s"), logDir: roots.logs },
-    },
+    plan: testUninstallPlan({ home, unitDir, logDir: roots.logs }),
   });
   writeFileSync(join(share, "receipt.json"), JSON.stringify(receipt));
   chmodSync(join(share, "receipt.json"), 0o600);

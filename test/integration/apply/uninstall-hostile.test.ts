@@ -2,7 +2,7 @@
 // the tool's own folders (computed from the environment and --prefix, never from the receipt), nor a
 // file the tool did not write. Run through the bundled CLI as an ordinary user, with a stand-in
 // systemctl (this machine has no user manager) so the removal step is really reached.
-import { testReceipt } from "../../helpers/receipts";
+import { testReceipt, testUninstallPlan } from "../../helpers/receipts";
 import { createHash } from "node:crypto";
 import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -83,21 +83,7 @@ function layout(prefix?: (home: string) => string): Layout {
     })),
     currentLink: join(share, "versions/current"),
     roots,
-    plan: {
-      runtime: { name: "containerd" },
-      units: {
-        target: "rootless-k8s.target",
-        owner: "rootless-k8s-rootlesskit.service",
-        etcd: "e.service",
-        apiServer: "a.service",
-        controllerManager: "c.service",
-        scheduler: "s.service",
-        kubelet: "k.service",
-        kubeProxy: "p.service",
-        criDockerd: null,
-      },
-      paths: { home, prefix: p ?? null, unitDir, cacheDir: p ? join(p, "cache") : join(home, ".cache/rootless-k8s"), logDir: roots.logs },
-    },
+    plan: testUninstallPlan({ home, prefix: p ?? null, unitDir, logDir: roots.logs, ...(p ? { cacheDir: join(p, "cache") } : {}) }),
   });
   return { home, run, share, config, unitDir, receiptFile: join(share, "receipt.json"), receipt };
 }
