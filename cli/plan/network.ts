@@ -149,14 +149,15 @@ export function decideNetwork(
   }
 
   const forwardsAllPorts = chosen.driver === "pasta";
+  const api = apiServerAddress(options);
   const published = forwardsAllPorts
     ? namespacePorts(ports).map((p) => ({ hostIP: "0.0.0.0", hostPort: p, namespacePort: p, protocol: "tcp" as const }))
-    : [{ hostIP: "0.0.0.0", hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" as const }];
+    : [{ hostIP: api.hostIP, hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" as const }];
   if (forwardsAllPorts)
     reasons.push(
-      "pasta forwards every port a program of the node listens on to the host (RootlessKit's implicit port driver); NodePort, LoadBalancer and hostPort ports are iptables rules, not sockets, so they are not reachable from the host",
+      "pasta forwards every port a program of the node listens on to the host, on every address of the host (RootlessKit's implicit port driver; the API server's too, whatever --node-ip says); NodePort, LoadBalancer and hostPort ports are iptables rules, not sockets, so they are not reachable from the host",
     );
-  else reasons.push(`RootlessKit's builtin port driver publishes the API server on host port ${ports.apiServer}`);
+  else reasons.push(`RootlessKit's builtin port driver publishes the API server on ${api.hostIP}:${ports.apiServer}: ${api.why}`);
   return {
     driver: chosen.driver,
     binary: chosen.binary,
@@ -168,6 +169,21 @@ export function decideNetwork(
     forwardsAllPorts,
     reasons,
   };
+}
+
+/**
+ * Where the API server is published on the host. A node alone: on loopback, so neither other users
+ * of the host nor other machines reach it (kind does the same); its users and agents reach it at
+ * 127.0.0.1. A node that other hosts join (--node-ip, which `token create` requires): on every
+ * address, since workers reach it at the host's address.
+ */
+export function apiServerAddress(options: Pick<PlanOptions, "nodeIP">): { hostIP: string; why: string } {
+  return options.nodeIP
+    ? { hostIP: "0.0.0.0", why: `--node-ip ${options.nodeIP}: the hosts that join reach it at this host's address` }
+    : {
+        hostIP: "127.0.0.1",
+        why: "this host only, as kind does: no other machine reaches it (other users of this host do, and without a certificate only its health endpoints answer them); install --node-ip ADDR publishes it for hosts that join",
+      };
 }
 
 /**
@@ -189,11 +205,11 @@ export function dockerNetwork(options: PlanOptions, ports: Ports): NetworkPlan {
     mtu: MTU,
     namespaceCidr,
     namespaceIP: nthAddress(namespaceCidr, 100),
-    published: [{ hostIP: "0.0.0.0", hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" }],
+    published: [{ hostIP: apiServerAddress(options).hostIP, hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" }],
     forwardsAllPorts: false,
     reasons: [
       "dockerd's RootlessKit (dockerd-rootless.sh) owns the network namespace the node joins",
-      `the API server port ${ports.apiServer} is published through that RootlessKit's API (rootlessctl add-ports)`,
+      `the API server port ${ports.apiServer} is published on ${apiServerAddress(options).hostIP} through that RootlessKit's API (rootlessctl add-ports): ${apiServerAddress(options).why}`,
     ],
   };
 }

@@ -68,6 +68,12 @@ export const ROOTLESSKIT_NETWORK_FLOORS: Record<NetworkDriver, Floor> = {
  */
 export const KUBELET_CGROUP_DRIVER_FROM_CRI = "1.34.0";
 
+/**
+ * The API server takes anonymous.conditions in --authentication-config (AnonymousAuthConfigurableEndpoints,
+ * GA and locked on in 1.34; apiserver.config.k8s.io/v1 AuthenticationConfiguration, GA in 1.34).
+ */
+export const ANONYMOUS_CONDITIONS_SINCE = "1.34.0";
+
 /** Kubelet >= 1.35 refuses cgroup v1 unless failCgroupV1 is false (kubernetes/kubernetes#134298). */
 export const FAIL_CGROUP_V1_SINCE = "1.35.0";
 

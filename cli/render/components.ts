@@ -5,6 +5,7 @@ import { advertisedIP } from "../plan/node";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
 import { FRONT_PROXY_CLIENT, pkiPaths } from "./pki";
+import { hasAuthenticationConfig } from "./authentication";
 
 export type Component = "etcd" | "kube-apiserver" | "kube-controller-manager" | "kube-scheduler" | "kubelet" | "kube-proxy" | "cri-dockerd";
 
@@ -52,6 +53,8 @@ export function apiServerArgs(plan: Plan): string[] {
     // Bootstrap tokens (`rootless-k8s token create`): a joining host's kubelet asks for its certificate with one.
     "--enable-bootstrap-token-auth=true",
     `--client-ca-file=${pki.cas.ca.cert}`,
+    // Anonymous requests on the health endpoints and cluster-info only (cli/render/authentication.ts).
+    ...(hasAuthenticationConfig(plan) ? [`--authentication-config=${layout(plan).authenticationConfig}`] : []),
     `--tls-cert-file=${pki.certs.apiServer.cert}`,
     `--tls-private-key-file=${pki.certs.apiServer.key}`,
     `--etcd-servers=https://127.0.0.1:${plan.ports.etcdClient}`,

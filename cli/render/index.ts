@@ -16,6 +16,7 @@ import { APPROVER_USER } from "./approver-rbac";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
 import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
 import { renderUnits } from "./units";
+import { hasAuthenticationConfig, renderAuthenticationConfig } from "./authentication";
 
 export { folders, layout } from "./layout";
 export { addons, ADDON_LABEL, type Addon, type KubeObject } from "./addons";
@@ -144,6 +145,8 @@ function renderConfigs(plan: Plan): RenderedFile[] {
     { path: l.kubeletConfig, content: renderYaml(kubeletConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubelet },
     { path: l.kubeProxyConfig, content: renderYaml(kubeProxyConfiguration(plan)), mode: PUBLIC, kind: "config", unit: u.kubeProxy },
   ];
+  if (hasAuthenticationConfig(plan))
+    files.push({ path: l.authenticationConfig, content: renderAuthenticationConfig(), mode: PUBLIC, kind: "config", unit: u.apiServer });
   // The runtime re-reads its CNI folder by itself: no restart. Written once the controller-manager
   // gave the node its pod range (until then the kubelet reports the network not ready).
   if (plan.cidrs.node !== null)

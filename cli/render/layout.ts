@@ -10,6 +10,8 @@ export function layout(plan: Plan) {
   return {
     kubeletConfig: config("kubelet-config.yaml"),
     kubeProxyConfig: config("kube-proxy-config.yaml"),
+    /** The API server's --authentication-config (anonymous requests on the health endpoints only). */
+    authenticationConfig: config("authentication-config.yaml"),
     containerdConfig: config("containerd", "config.toml"),
     crioConfig: config("crio", "crio.conf"),
     crioPolicy: config("crio", "policy.json"),

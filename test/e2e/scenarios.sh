@@ -299,6 +299,23 @@ scenario_fresh() {
   check fresh "--merge-kubeconfig added a context that works: kubectl --context rootless-k8s get nodes" merged_context_works
   assert_images_and_sandbox fresh
   assert_eviction_observes fresh
+  assert_api_exposure fresh
+}
+
+# A node alone publishes its API server on loopback only, and without a certificate only its health
+# endpoints answer (issue 34): /version and the rest get 401 before RBAC is asked.
+api_listeners() { as_user ss -Hltn "sport = :$(receipt_value .plan.ports.apiServer)" | awk '{ print $4 }' | sort -u | paste -sd' '; }
+anonymous_api() { # anonymous_api PATH: "STATUS BODY" of an anonymous request to the node's API server
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  as_user env NODE_TLS_REJECT_UNAUTHORIZED=0 "$E2E_OPT/node" --no-warnings -e 'fetch(process.argv[1]).then(async (r) => process.stdout.write(`${r.status} ${(await r.text()).trim()}`))' \
+    "https://127.0.0.1:$(receipt_value .plan.ports.apiServer)$1"
+}
+assert_api_exposure() { # assert_api_exposure SCOPE
+  local scope=$1 l
+  l=$(api_listeners)
+  check "$scope" "the API server is published on 127.0.0.1 only (listening: $l)" test "$l" = "127.0.0.1:$(receipt_value .plan.ports.apiServer)"
+  check "$scope" "an anonymous /readyz answers ($(anonymous_api /readyz))" has '^200 ok$' anonymous_api /readyz
+  check "$scope" "an anonymous /version is refused ($(anonymous_api /version | head -c 60))" has '^401 ' anonymous_api /version
 }
 
 # The kubelet's eviction manager observes (issue 43): the summary API has the node's file systems,
@@ -1651,8 +1668,9 @@ YAML
     has "^on-first$" from_pod on-worker "http://$(svc_ip on-first)/hostname"
   check worker "the worker's pod resolves a Service name through the cluster's DNS (CoreDNS on the first node)" \
     has "on-first.e2e.svc" kc -n e2e exec on-worker -- getent hosts on-first.e2e.svc.cluster.local
+  # /readyz: anonymous requests reach the health endpoints only (and cluster-info), not /version.
   check worker "the worker's pod reaches the API server through the \`kubernetes\` Service (its endpoint: the control plane's host address $a_ip)" \
-    has '"gitVersion"' from_pod on-worker "https://kubernetes.default.svc/version" -k
+    has '^ok$' from_pod on-worker "https://kubernetes.default.svc/readyz" -k
   np=$(kc -n e2e get service on-worker -o 'jsonpath={.spec.ports[0].nodePort}')
   check worker "the NodePort $np answers on the first host ($a_ip) with the worker's pod" wait_for 30 answers "http://$a_ip:$np/hostname" on-worker
   check worker "the NodePort $np answers on the second host (198.51.100.2), published by the worker's own publisher" \

@@ -109,7 +109,7 @@ describe("published ports in status", () => {
     expect(before.published).toBeNull();
     expect(before.detail).toMatch(/connect ENOENT/);
     expect(portsLines(before, plan.network.published, plain)[0]).toMatch(
-      /^ {2}ports {7}0\.0\.0\.0:6443 → 6443\/tcp \(publisher: RootlessKit API: GET \/v1\/ports failed: connect ENOENT/,
+      /^ {2}ports {7}127\.0\.0\.1:6443 → 6443\/tcp \(publisher: RootlessKit API: GET \/v1\/ports failed: connect ENOENT/,
     );
     mkdirSync(join(run, "rootless-k8s"), { recursive: true });
     writeFileSync(

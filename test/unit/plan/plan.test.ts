@@ -239,10 +239,17 @@ describe("network", () => {
     expect(userErrorFrom(() => buildPlan(noSlirp, { network: "pasta" }, versions)).message).toMatch(/pasta \(passt\) is not installed/);
   });
 
-  it("publishes only the API port, on --api-port", () => {
+  it("publishes only the API port, on --api-port, on loopback for a node alone", () => {
     const plan = buildPlan(baseFacts(), { apiPort: 7443 }, versions);
-    expect(plan.network.published).toEqual([{ hostIP: "0.0.0.0", hostPort: 7443, namespacePort: 7443, protocol: "tcp" }]);
+    expect(plan.network.published).toEqual([{ hostIP: "127.0.0.1", hostPort: 7443, namespacePort: 7443, protocol: "tcp" }]);
     expect(plan.network.namespaceIP).toBe("10.0.2.100");
+    expect(plan.network.reasons.join("\n")).toMatch(/publishes the API server on 127\.0\.0\.1:7443: this host only/);
+  });
+
+  it("publishes the API port on every address for a node that other hosts join (--node-ip)", () => {
+    const plan = buildPlan(baseFacts(), { nodeIP: "192.168.1.20" }, versions);
+    expect(plan.network.published).toEqual([{ hostIP: "0.0.0.0", hostPort: 6443, namespacePort: 6443, protocol: "tcp" }]);
+    expect(plan.network.reasons.join("\n")).toMatch(/--node-ip 192\.168\.1\.20: the hosts that join reach it at this host's address/);
   });
 
   it("chooses pod, service and namespace networks that avoid every host route", () => {
