@@ -10,6 +10,7 @@
 #
 # Options (after `sh -s --`):
 #   --version X     install version X (default: the latest, read from <base>/latest.txt)
+#   --allow-downgrade  let --version X replace an installed rootless-k8s that is newer
 #   --no-start      only install the binary; do not run `rootless-k8s install`
 #   -y, --yes       passed to `rootless-k8s install`: accept the defaults, ask nothing
 #   --modify-path   add the install folder to PATH in your shell's rc file (backed up first)
@@ -18,6 +19,7 @@
 #   -- ARGS...      pass the rest to `rootless-k8s install` (e.g. -- --runtime crio)
 # Environment:
 #   ROOTLESS_K8S_VERSION       same as --version
+#   ROOTLESS_K8S_ALLOW_DOWNGRADE=1  same as --allow-downgrade
 #   ROOTLESS_K8S_DOWNLOAD_URL  <base> of the release layout (default https://dl.rootless-k8s.dev)
 #   ROOTLESS_K8S_INSTALL_DIR   where the binary goes (default ~/.local/bin)
 #   ROOTLESS_K8S_FORCE_ROOT=1  install even when run as root (the node itself still refuses root)
@@ -57,6 +59,7 @@ usage: curl -fsSL <base>/install.sh | sh -s -- [options]
 
 Options:
   --version X     install version X (default: the latest)
+  --allow-downgrade  let --version X replace an installed rootless-k8s that is newer
   --no-start      only install the binary; do not run `rootless-k8s install`
   -y, --yes       passed to `rootless-k8s install`: accept the defaults, ask nothing
   --modify-path   add the install folder to PATH in your shell's rc file (backed up first)
@@ -66,6 +69,7 @@ Options:
 
 Environment:
   ROOTLESS_K8S_VERSION               same as --version
+  ROOTLESS_K8S_ALLOW_DOWNGRADE=1     same as --allow-downgrade
   ROOTLESS_K8S_DOWNLOAD_URL          base URL of the releases (mirrors)
   ROOTLESS_K8S_INSTALL_DIR           where the binary goes (default ~/.local/bin)
   ROOTLESS_K8S_FORCE_ROOT=1          install even when run as root
@@ -89,6 +93,7 @@ parse_args() {
       --no-start) opt_no_start=1; shift ;;
       --modify-path) opt_modify_path=1; shift ;;
       --insecure-http) opt_insecure_http=1; shift ;;
+      --allow-downgrade) opt_allow_downgrade=1; shift ;;
       -h | --help) usage; exit 0 ;;
       --) shift; install_args_count=$#; break ;;
       *) die "unknown option \"$1\"" "see the options: sh install.sh --help" 2 ;;
@@ -324,6 +329,63 @@ verify_signature() {
   say "verified the ed25519 signature of SHA256SUMS"
 }
 
+# The signed SHA256SUMS must be release $version's: scripts/release.sh lists the file VERSION (the
+# version and a newline) in it, which puts the version under the signature. A base that serves one
+# genuine release under another's name (an older one, to hold a fix back) is refused here.
+check_signed_version() {
+  printf '%s\n' "$version" >"$workdir/VERSION"
+  named=$(awk '$2 == "VERSION" || $2 == "*VERSION" { print $1; exit }' "$workdir/SHA256SUMS")
+  [ "$named" = "$(sha256_of "$workdir/VERSION")" ] ||
+    die "$base/$version/SHA256SUMS is not release $version's: its VERSION line names another version, or none; nothing was installed" \
+      "the download URL ($base) serves one release under another's name (a stale or hostile mirror): use the official one, or report it" 4
+}
+
+# version_lt A B: whether release version A is older than B (semver: x.y.z numerically, then a
+# pre-release is older than its release; build metadata after + does not count).
+version_lt() {
+  awk -v a="$1" -v b="$2" '
+    function core(v) { sub(/\+.*/, "", v); sub(/-.*/, "", v); return v }
+    function pre(v) { sub(/\+.*/, "", v); return index(v, "-") ? substr(v, index(v, "-") + 1) : "" }
+    BEGIN {
+      split(core(a), x, "."); split(core(b), y, ".")
+      for (i = 1; i <= 3; i++) { if (x[i] + 0 < y[i] + 0) exit 0; if (x[i] + 0 > y[i] + 0) exit 1 }
+      pa = pre(a); pb = pre(b)
+      if (pa == "" || pa == pb) exit 1
+      if (pb == "") exit 0
+      exit !(pa < pb)
+    }'
+}
+
+# Sets $installed: the version of the rootless-k8s already in $dir (as it reports it), or "".
+read_installed_version() {
+  installed=""
+  [ -f "$dir/rootless-k8s" ] && [ -x "$dir/rootless-k8s" ] || return 0
+  installed=$(ROOTLESS_K8S_NO_UPDATE_CHECK=1 "$dir/rootless-k8s" --version </dev/null 2>/dev/null) || installed=""
+  installed=${installed#rootless-k8s }
+  valid_version "$installed" || installed=""
+}
+
+# An installed rootless-k8s newer than $version is never replaced unless asked: a pinned older
+# version is refused without --allow-downgrade; an older latest.txt keeps the installed binary
+# (sets $keep_installed), as a stale or hostile base must not take a user back.
+refuse_downgrade() {
+  keep_installed=0
+  read_installed_version
+  [ -n "$installed" ] && version_lt "$version" "$installed" || return 0
+  if [ "$version_source" = latest ]; then
+    printf 'warning: %s
+' "$base/latest.txt names $version, older than the installed $dir/rootless-k8s $installed: keeping $installed (a base whose latest goes back is stale or hostile; --version $version --allow-downgrade goes back on purpose)" >&2
+    keep_installed=1
+    return 0
+  fi
+  if [ "$opt_allow_downgrade" = 1 ] || [ "${ROOTLESS_K8S_ALLOW_DOWNGRADE:-}" = 1 ]; then
+    say "going back from rootless-k8s $installed to $version (--allow-downgrade)"
+    return 0
+  fi
+  die "$dir/rootless-k8s is $installed, newer than $version; nothing was downloaded or installed" \
+    "to go back on purpose: sh -s -- --version $version --allow-downgrade (or ROOTLESS_K8S_ALLOW_DOWNGRADE=1)" 3
+}
+
 valid_version() {
   case $1 in
     '' | *[!0-9A-Za-z.+-]*) return 1 ;;
@@ -466,8 +528,23 @@ hand_over() {
   exec "$dir/rootless-k8s" "$@"
 }
 
+# Downloads the binary of $version unless $dir already holds it, checks its SHA-256 and installs it.
+install_verified() {
+  if [ -f "$dir/rootless-k8s" ] && [ "$(sha256_of "$dir/rootless-k8s")" = "$expected" ]; then
+    say "$dir/rootless-k8s is already this version (same SHA-256)"
+  else
+    download binary "$base/$version/$binary_name" "$workdir/$binary_name"
+    actual=$(sha256_of "$workdir/$binary_name")
+    [ "$actual" = "$expected" ] || die "checksum mismatch for $binary_name: got $actual, SHA256SUMS says $expected; nothing was installed" \
+      "run this again (a download may have been cut); if it persists, the mirror ($base) serves a tampered or broken file" 4
+    say "verified SHA-256 $actual"
+    install_binary
+    say "installed rootless-k8s $version to $dir/rootless-k8s"
+  fi
+}
+
 main() {
-  opt_version="" opt_yes=0 opt_no_start=0 opt_modify_path=0 opt_insecure_http=0
+  opt_version="" opt_yes=0 opt_no_start=0 opt_modify_path=0 opt_insecure_http=0 opt_allow_downgrade=0
   workdir="" tmpbin="" install_args_count=0
   parse_args "$@"
   # Keep only the arguments after `--`: they go to `rootless-k8s install`.
@@ -491,19 +568,13 @@ main() {
   workdir=$(mktemp -d)
 
   resolve_version
-  say "rootless-k8s $version ($version_source) for linux-$arch, from $base"
-  read_expected_sum
-  verify_signature
-  if [ -f "$dir/rootless-k8s" ] && [ "$(sha256_of "$dir/rootless-k8s")" = "$expected" ]; then
-    say "$dir/rootless-k8s is already this version (same SHA-256)"
-  else
-    download binary "$base/$version/$binary_name" "$workdir/$binary_name"
-    actual=$(sha256_of "$workdir/$binary_name")
-    [ "$actual" = "$expected" ] || die "checksum mismatch for $binary_name: got $actual, SHA256SUMS says $expected; nothing was installed" \
-      "run this again (a download may have been cut); if it persists, the mirror ($base) serves a tampered or broken file" 4
-    say "verified SHA-256 $actual"
-    install_binary
-    say "installed rootless-k8s $version to $dir/rootless-k8s"
+  refuse_downgrade
+  if [ "$keep_installed" = 0 ]; then
+    say "rootless-k8s $version ($version_source) for linux-$arch, from $base"
+    read_expected_sum
+    verify_signature
+    check_signed_version
+    install_verified
   fi
 
   if ! on_path "$dir"; then

@@ -4,7 +4,10 @@
 #   OUT/install.sh
 #   OUT/latest.txt                          the newest version, one line ("0.2.0")
 #   OUT/<version>/rootless-k8s-linux-<arch> amd64, arm64
-#   OUT/<version>/SHA256SUMS                sha256sum format, one line per binary
+#   OUT/<version>/VERSION                   the version, one line: SHA256SUMS lists it, so the
+#                                           signature covers the version (a base cannot serve one
+#                                           signed release under another's name)
+#   OUT/<version>/SHA256SUMS                sha256sum format, one line per binary, then VERSION's
 #   OUT/<version>/SHA256SUMS.sig            ed25519 signature of SHA256SUMS (64 raw bytes)
 # Several versions share one OUT; a version already there is never changed (releases are immutable).
 #
@@ -59,6 +62,13 @@ sign() {
     const [key, file] = process.argv.slice(1);
     fs.writeFileSync(file + ".sig", c.sign(null, fs.readFileSync(file), c.createPrivateKey(fs.readFileSync(key))));
   ' "$1" "$2"
+}
+
+# release_sums FROM VERSION: the release's SHA256SUMS, the build's and then the line of the VERSION
+# file (the version and a newline), which puts the version under the signature.
+release_sums() {
+  cat "$1/SHA256SUMS"
+  printf '%s  VERSION\n' "$(printf '%s\n' "$2" | sha256sum | cut -d ' ' -f 1)"
 }
 
 # The version a build folder holds: what its host-arch binary prints (the artifact is the truth).
@@ -119,14 +129,15 @@ main() {
   mkdir -p "$out"
   local dest="$out/$version"
   if [ -e "$dest" ]; then
-    cmp -s "$dest/SHA256SUMS" "$from/SHA256SUMS" ||
+    cmp -s "$dest/SHA256SUMS" <(release_sums "$from" "$version") ||
       die "$dest exists with other binaries; releases are immutable" "release under a new version"
     verify "$pub" "$dest/SHA256SUMS" ||
       die "$dest/SHA256SUMS.sig does not verify with the key of $key" "release with the key that signed $version, or under a new version"
   else
     local tmp="$out/.$version.tmp.$$"
     rm -rf "$tmp"; mkdir "$tmp"
-    cp "$from/SHA256SUMS" "$tmp/"
+    release_sums "$from" "$version" >"$tmp/SHA256SUMS"
+    printf '%s\n' "$version" >"$tmp/VERSION"
     sign "$key" "$tmp/SHA256SUMS"
     awk '{ sub(/^\*/, "", $2); print $2 }' "$from/SHA256SUMS" | while read -r name; do cp "$from/$name" "$tmp/$name"; done
     chmod 644 "$tmp"/*; chmod 755 "$tmp"

@@ -15,12 +15,19 @@ export const spec: CommandSpec = {
   usage: "rootless-k8s self-upgrade [--to VERSION] [--dry-run] [options]",
   description: `Downloads the release's SHA256SUMS and checks its ed25519 signature with the release key
 built into this binary, downloads the binary and checks its SHA-256, runs the new binary's
---version, then renames it over this one in the same folder. A plain-http base is refused
+--version, then renames it over this one in the same folder. SHA256SUMS names its version under
+the signature, so a base cannot pass one release off as another; an older version is installed
+only with --to VERSION --allow-downgrade. A plain-http base is refused
 unless --insecure-http. The old binary stays beside it as
 <binary>.previous until the new one has run once. Nothing changes when any step fails.
 This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
   options: {
-    to: { type: "string", valueName: "VERSION", description: "Install this version (also older ones) instead of the latest" },
+    to: {
+      type: "string",
+      valueName: "VERSION",
+      description: "Install this version instead of the latest (an older one only with --allow-downgrade)",
+    },
+    "allow-downgrade": { type: "boolean", description: "Let --to install a version older than this one" },
     "dry-run": {
       type: "boolean",
       description: "Download and verify the new binary (signature, SHA-256), but neither run it nor replace this one",
@@ -34,7 +41,7 @@ This upgrades the tool only; \`${BIN_NAME} upgrade\` upgrades the node.`,
     { name: "ROOTLESS_K8S_DOWNLOAD_URL", description: "Release base, when --base-url is not given (mirrors)" },
     ...networkEnvironment,
   ],
-  examples: [`${BIN_NAME} self-upgrade`, `${BIN_NAME} self-upgrade --dry-run`, `${BIN_NAME} self-upgrade --to 0.2.0`],
+  examples: [`${BIN_NAME} self-upgrade`, `${BIN_NAME} self-upgrade --dry-run`, `${BIN_NAME} self-upgrade --to 0.2.0 --allow-downgrade`],
 };
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
@@ -60,6 +67,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
     publicKey: RELEASE_PUBLIC_KEY,
     dryRun,
     force: opt.bool(args, "force"),
+    allowDowngrade: opt.bool(args, "allow-downgrade"),
     signal: ctx.signal,
     progress: (line) => ctx.out.err(line),
   });
@@ -67,6 +75,11 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   switch (outcome.kind) {
     case "current":
       ctx.out.out(`${BIN_NAME} ${outcome.version} is up to date (latest release: ${outcome.latest})`);
+      break;
+    case "ahead":
+      ctx.out.out(
+        `${BIN_NAME} ${outcome.version} is newer than the release base's latest.txt (${outcome.latest}): nothing to do. A base whose latest goes back is stale or hostile; nothing older is installed unless asked (--to VERSION --allow-downgrade)`,
+      );
       break;
     case "checked":
       ctx.out.out(`dry run: ${outcome.from} → ${outcome.to} verified (signature and SHA-256); nothing was run or replaced`);

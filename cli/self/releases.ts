@@ -1,7 +1,8 @@
 // The release layout that install.sh, `self-upgrade` and the update check read (README, "Release layout"):
 //   <base>/latest.txt                            the newest version, one line
 //   <base>/<version>/rootless-k8s-linux-<arch>   amd64, arm64
-//   <base>/<version>/SHA256SUMS                  sha256sum format
+//   <base>/<version>/VERSION                     the version and a newline
+//   <base>/<version>/SHA256SUMS                  sha256sum format: the binaries, then VERSION
 //   <base>/<version>/SHA256SUMS.sig              ed25519 signature of SHA256SUMS (64 bytes, raw)
 //   <base>/install.sh
 // and how it is read: through cli/fetch's HTTP client (timeouts, retries with backoff, redirects
@@ -98,6 +99,18 @@ export function checksumFor(sums: string, fileName: string): string | undefined 
     if (m && m[2] === fileName) return m[1]!.toLowerCase();
   }
   return undefined;
+}
+
+/**
+ * The file whose line in SHA256SUMS puts a release's version under its signature: a base that
+ * serves one signed release under another version's name (an older one, to hold a fix back) is
+ * caught before anything is downloaded, in a dry run too.
+ */
+export const VERSION_FILE = "VERSION";
+
+/** Whether a SHA256SUMS text is release `version`'s: its VERSION line is the SHA-256 of "<version>\n". */
+export function sumsNameVersion(sums: string, version: string): boolean {
+  return checksumFor(sums, VERSION_FILE) === createHash("sha256").update(`${version}\n`).digest("hex");
 }
 
 /** How to ask a release base: cli/fetch's HTTP client options (--ca-file, proxies from env, timeouts, retries), plus: */

@@ -1,6 +1,7 @@
 // `rootless-k8s self-upgrade`: replace the running binary with a verified release.
-// Order: can we replace it at all? → which version → SHA256SUMS and its ed25519 signature, checked
-// with the release key compiled into this binary → download beside the binary → checksum →
+// Order: can we replace it at all? → which version (never an older one unless asked) → SHA256SUMS
+// and its ed25519 signature, checked with the release key compiled into this binary, and the
+// version it names → download beside the binary → checksum →
 // `--version` smoke test (never in a dry run) → hard-link the old one to `.previous` → one rename.
 // Nothing downloaded runs before the signature and the checksum are checked. Any failure before the
 // rename leaves the binary as it was and removes the download.
@@ -22,6 +23,8 @@ import {
   normalizeVersion,
   type ReleaseRequest,
   releaseUrl,
+  sumsNameVersion,
+  VERSION_FILE,
   verifySums,
 } from "./releases";
 
@@ -42,6 +45,8 @@ export interface SelfUpgradeRequest {
   dryRun: boolean;
   /** Reinstall even when the version is the same. */
   force: boolean;
+  /** Install a pinned version older than the running one (--allow-downgrade). */
+  allowDowngrade: boolean;
   signal: AbortSignal;
   progress(line: string): void;
 }
@@ -51,6 +56,8 @@ const DOWNLOAD_MARK = ".upgrade-";
 
 export type SelfUpgradeOutcome =
   | { kind: "current"; version: string; latest: string }
+  /** The base's latest.txt names an older release than the running one (a stale or hostile base). */
+  | { kind: "ahead"; version: string; latest: string }
   | { kind: "checked"; from: string; to: string; sha256: string }
   | { kind: "upgraded"; from: string; to: string; sha256: string; previous: string };
 
@@ -64,9 +71,18 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
   await assertReplaceable(req.binary);
   const http = { signal: req.signal, ...(req.caFile ? { caFile: req.caFile } : {}) };
   const target = req.to ?? (await latestVersion(req.base, http));
-  if (!req.force && (await nothingToDo(target, req.current, req.to !== undefined))) {
-    return { kind: "current", version: req.current, latest: target };
+  const semver = await import("semver");
+  const running = semver.valid(req.current); // null for a development build: any release replaces it
+  if (running && semver.lt(target, running)) {
+    if (req.to === undefined) return { kind: "ahead", version: req.current, latest: target };
+    if (!req.allowDowngrade) {
+      throw new UserError(`${target} is older than this ${BIN_NAME} ${req.current}; self-upgrade goes back only when asked`, {
+        exitCode: ExitCode.Refused,
+        fix: `nothing was downloaded. To go back on purpose: ${BIN_NAME} self-upgrade --to ${target} --allow-downgrade`,
+      });
+    }
   }
+  if (!req.force && running && semver.eq(target, running)) return { kind: "current", version: req.current, latest: target };
   const name = binaryName(req.arch);
   const sumsUrl = releaseUrl.sums(req.base, target);
   const sumsBytes = await fetchBytes(sumsUrl, http);
@@ -88,8 +104,17 @@ export async function selfUpgrade(req: SelfUpgradeRequest): Promise<SelfUpgradeO
       },
     );
   }
-  req.progress(`verified the ed25519 signature of SHA256SUMS ${target}`);
   const sums = sumsBytes.toString("utf8");
+  if (!sumsNameVersion(sums, target)) {
+    throw new UserError(
+      `${sumsUrl} is signed but is not release ${target}'s: its ${VERSION_FILE} line names another version, or none; ${req.binary} is unchanged`,
+      {
+        exitCode: ExitCode.Verification,
+        fix: "nothing was downloaded or run. The release base serves one release under another's name (a stale or hostile mirror): use the official release base, or report it",
+      },
+    );
+  }
+  req.progress(`verified the ed25519 signature of SHA256SUMS ${target}, which names ${target}`);
   const expected = checksumFor(sums, name);
   if (!expected) {
     throw new UserError(`${releaseUrl.sums(req.base, target)} has no checksum for ${name}`, {
@@ -166,14 +191,6 @@ async function latestVersion(base: string, http: ReleaseRequest): Promise<string
     });
   }
   return v;
-}
-
-/** Latest not newer than what runs, or a pinned version equal to it. */
-async function nothingToDo(target: string, current: string, pinned: boolean): Promise<boolean> {
-  const semver = await import("semver");
-  const running = semver.valid(current);
-  if (!running) return false; // a development build: any release replaces it
-  return pinned ? semver.eq(target, running) : semver.lte(target, running);
 }
 
 /** `<new binary> --version` must print exactly "rootless-k8s <version>". */

@@ -2,7 +2,19 @@
 // HOME, against a release folder (laid out and signed by scripts/release.sh, with a throwaway test
 // key, from a freshly built binary) served on 127.0.0.1 over plain http, hence --insecure-http.
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, copyFileSync, existsSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -389,6 +401,82 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
       } finally {
         await badServer.close();
       }
+    }
+  });
+
+  it("refuses a signed release served under another version's name, or naming none, before downloading the binary (exit 4)", async () => {
+    const bad = tempDir("rk8s-misnamed-");
+    cpSync(join(base, VERSION), join(bad, "1.2.0"), { recursive: true });
+    writeRelease(bad, "1.3.0", { [BINARY_NAME]: readFileSync(join(build, BINARY_NAME)) }, { latest: false, names: null });
+    writeFileSync(join(bad, "latest.txt"), "1.2.0\n");
+    const badServer = await serveDir(bad);
+    try {
+      for (const [version, args] of [
+        ["1.2.0", "--no-start"],
+        ["1.3.0", "--no-start --version 1.3.0"],
+      ] as const) {
+        const home = newHome();
+        const r = await runAs(
+          user,
+          "sh",
+          ["-c", `sh "${released}" ${INSECURE} ${args}`],
+          envFor(home, userDir("tmp"), { ROOTLESS_K8S_DOWNLOAD_URL: badServer.url }),
+        );
+        expect(r.code, r.stderr).toBe(4);
+        expect(r.stdout).toContain("verified the ed25519 signature of SHA256SUMS");
+        expect(r.stderr).toContain(
+          `error: ${badServer.url}/${version}/SHA256SUMS is not release ${version}'s: its VERSION line names another version, or none; nothing was installed`,
+        );
+        expect(badServer.paths()).not.toContain(`/${version}/${BINARY_NAME}`);
+        expect(listFiles(home)).toEqual([]);
+      }
+    } finally {
+      await badServer.close();
+    }
+  });
+
+  it("never replaces a newer installed binary: an older latest.txt keeps it, an older --version needs --allow-downgrade", async () => {
+    const newer = join(testBinary("1.1.0"), BINARY_NAME);
+    const newerSum = sha256File(newer);
+    const withNewer = () => {
+      const home = newHome();
+      const dir = join(home, ".local", "bin");
+      mkdirSync(dir, { recursive: true });
+      const bin = join(dir, "rootless-k8s");
+      copyFileSync(newer, bin);
+      chmodSync(bin, 0o755);
+      for (const p of [join(home, ".local"), dir, bin]) chownSync(p, user.uid, user.gid);
+      return { home, bin, env: envFor(home, userDir("tmp"), { PATH: `${dir}:/usr/bin:/bin` }) };
+    };
+
+    const kept = withNewer();
+    let from = server.requests.length;
+    const latest = await runAs(user, "sh", [released, INSECURE, "--no-start"], kept.env);
+    expect(latest.code, latest.stderr).toBe(0);
+    expect(latest.stderr).toContain(
+      `warning: ${server.url}/latest.txt names ${VERSION}, older than the installed ${kept.bin} 1.1.0: keeping 1.1.0`,
+    );
+    expect(newRequests(from)).toEqual(["/latest.txt"]);
+    expect(sha256File(kept.bin)).toBe(newerSum);
+
+    const pinned = withNewer();
+    from = server.requests.length;
+    const refused = await runAs(user, "sh", [released, INSECURE, "--no-start", "--version", VERSION], pinned.env);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain(`error: ${pinned.bin} is 1.1.0, newer than ${VERSION}; nothing was downloaded or installed`);
+    expect(refused.stderr).toContain(`fix: to go back on purpose: sh -s -- --version ${VERSION} --allow-downgrade`);
+    expect(newRequests(from)).toEqual([]);
+    expect(sha256File(pinned.bin)).toBe(newerSum);
+
+    for (const [args, extra] of [
+      [`--version ${VERSION} --allow-downgrade`, {}],
+      [`--version ${VERSION}`, { ROOTLESS_K8S_ALLOW_DOWNGRADE: "1" }],
+    ] as const) {
+      const back = withNewer();
+      const r = await runAs(user, "sh", ["-c", `sh "${released}" ${INSECURE} --no-start ${args}`], { ...back.env, ...extra });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`going back from rootless-k8s 1.1.0 to ${VERSION} (--allow-downgrade)`);
+      expect(sha256File(back.bin)).toBe(binSum);
     }
   });
 

@@ -7,6 +7,7 @@ import {
   chmodSync,
   chownSync,
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -70,6 +71,8 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
   let v2: string;
   let base: string;
   let server: StaticServer;
+  let stale: string;
+  let staleServer: StaticServer;
   let user: TestUser;
 
   const sum1 = () => sha256File(join(v1, BINARY_NAME));
@@ -119,12 +122,22 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     const swapped = Buffer.from('#!/bin/sh\ntouch "$HOME/RAN"\necho "rootless-k8s 1.7.0"\n');
     writeRelease(base, "1.7.0", { [BINARY_NAME]: swapped }, { latest: false, signedBy: newSigningKey(tempDir()) });
     writeRelease(base, "1.8.0", { [BINARY_NAME]: swapped }, { latest: false, signedBy: null });
+    // 1.9.0 the genuine, signed 1.1.0 release served under another name; 1.10.0 a signed release
+    // whose SHA256SUMS names no version (the layout before the VERSION line).
+    cpSync(join(base, "1.1.0"), join(base, "1.9.0"), { recursive: true });
+    writeRelease(base, "1.10.0", { [BINARY_NAME]: swapped }, { latest: false, names: null });
     server = await serveDir(base);
+    // A stale (or hostile) base whose latest.txt went back to 1.0.0, a genuine release.
+    stale = tempDir("rk8s-upgrade-stale-");
+    addRelease(stale, v2);
+    addRelease(stale, v1);
+    staleServer = await serveDir(stale);
     user = installUser();
   });
 
   afterAll(async () => {
     await server?.close();
+    await staleServer?.close();
   });
 
   it("upgrades 1.0.0 to the latest 1.1.0, keeps .previous until the new binary has run once", async () => {
@@ -132,7 +145,7 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     const r = await runAs(user, bin, ["self-upgrade", "--insecure-http"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("upgraded rootless-k8s 1.0.0 → 1.1.0");
-    expect(r.stderr).toContain("verified the ed25519 signature of SHA256SUMS 1.1.0");
+    expect(r.stderr).toContain("verified the ed25519 signature of SHA256SUMS 1.1.0, which names 1.1.0");
     expect(r.stderr).toContain(`verified SHA-256 ${sum2()}`);
     expect(sha256File(bin)).toBe(sum2());
     expect(sha256File(`${bin}.previous`)).toBe(sum1());
@@ -192,9 +205,55 @@ describe.skipIf(!isRoot)("self-upgrade of the real binary, as a non-root user (n
     }
   });
 
-  it("installs a pinned older version with --to (a downgrade), from --base-url over the environment", async () => {
+  it("refuses a signed release served under another version's name, or naming none, before downloading the binary (exit 4)", async () => {
+    for (const [version, args] of [
+      ["1.9.0", []],
+      ["1.9.0", ["--dry-run"]],
+      ["1.10.0", []],
+    ] as const) {
+      const { home, dir, bin, env } = installed();
+      const from = server.requests.length;
+      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", version, ...args], env);
+      expect(r.code, `${version} ${r.stderr}`).toBe(4);
+      expect(r.stderr).toContain(
+        `error: ${server.url}/${version}/SHA256SUMS is signed but is not release ${version}'s: its VERSION line names another version, or none; ${bin} is unchanged`,
+      );
+      expect(r.stderr).toContain("fix: nothing was downloaded or run. The release base serves one release under another's name");
+      expect(binaryRequests(from)).toEqual([]);
+      expect(existsSync(join(home, "RAN"))).toBe(false);
+      expect(sha256File(bin)).toBe(sum1());
+      expect(readdirSync(dir)).toEqual(["rootless-k8s"]);
+    }
+  });
+
+  it("never goes back to an older latest.txt, --force or not, and says the base went back", async () => {
     const { bin, env } = installed("1.1.0");
-    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "v1.0.0", "--base-url", server.url], {
+    for (const extra of [[], ["--force"]]) {
+      const from = staleServer.requests.length;
+      const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--base-url", staleServer.url, ...extra], env);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("rootless-k8s 1.1.0 is newer than the release base's latest.txt (1.0.0): nothing to do");
+      expect(staleServer.paths().slice(from)).toEqual(["/latest.txt"]);
+      expect(sha256File(bin)).toBe(sum2());
+    }
+  });
+
+  it("refuses a pinned older version (exit 3, nothing downloaded) unless --allow-downgrade", async () => {
+    const { bin, env } = installed("1.1.0");
+    const from = server.requests.length;
+    const refused = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "1.0.0", "--force"], env);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain("error: 1.0.0 is older than this rootless-k8s 1.1.0; self-upgrade goes back only when asked");
+    expect(refused.stderr).toContain(
+      "fix: nothing was downloaded. To go back on purpose: rootless-k8s self-upgrade --to 1.0.0 --allow-downgrade",
+    );
+    expect(server.requests.length).toBe(from);
+    expect(sha256File(bin)).toBe(sum2());
+  });
+
+  it("installs a pinned older version with --to --allow-downgrade, from --base-url over the environment", async () => {
+    const { bin, env } = installed("1.1.0");
+    const r = await runAs(user, bin, ["self-upgrade", "--insecure-http", "--to", "v1.0.0", "--allow-downgrade", "--base-url", server.url], {
       ...env,
       ROOTLESS_K8S_DOWNLOAD_URL: "http://127.0.0.1:9",
     });

@@ -110,17 +110,20 @@ export function addRelease(base: string, buildDir: string, opts: { latest?: bool
 /**
  * Writes one version of a release by hand, for what release.sh refuses to make: a tampered binary
  * (SHA256SUMS of the real one), a mislabelled one, a broken one. `sumsOf` overrides the checksum listed.
- * SHA256SUMS is signed with `signedBy` (default the test key), or not at all when it is null.
+ * SHA256SUMS ends with the VERSION line release.sh writes, for `names` (default `version`; null: none),
+ * and is signed with `signedBy` (default the test key), or not at all when it is null.
  */
 export function writeRelease(
   base: string,
   version: string,
   files: Record<string, Buffer>,
-  opts: { latest?: boolean; sumsOf?: Record<string, string>; signedBy?: SigningKey | null } = {},
+  opts: { latest?: boolean; sumsOf?: Record<string, string>; signedBy?: SigningKey | null; names?: string | null } = {},
 ): void {
   const dir = join(base, version);
   mkdirSync(dir, { recursive: true });
-  const sums = Object.entries(files).map(([name, data]) => {
+  const names = opts.names === undefined ? version : opts.names;
+  const entries = { ...files, ...(names === null ? {} : { VERSION: Buffer.from(`${names}\n`) }) };
+  const sums = Object.entries(entries).map(([name, data]) => {
     writeFileSync(join(dir, name), data, { mode: 0o644 });
     return `${opts.sumsOf?.[name] ?? sha256(data)}  ${name}\n`;
   });

@@ -6,6 +6,7 @@ import { chmodSync, copyFileSync, readFileSync, statSync, writeFileSync } from "
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO } from "../../helpers/cli";
+import { sumsNameVersion } from "../../../cli/self/releases";
 import { tempDir } from "../../helpers/temp";
 import { ARCH, installShWithKey, listFiles, newSigningKey, type SigningKey, testSigningKey } from "./release-fixture";
 
@@ -48,18 +49,22 @@ function opensslVerifies(dir: string, publicKey: string): boolean {
 }
 
 describe("scripts/release.sh", () => {
-  it("lays out install.sh, latest.txt and <version>/{binary,SHA256SUMS,SHA256SUMS.sig}, readable by a web server", () => {
+  it("lays out install.sh, latest.txt and <version>/{binary,VERSION,SHA256SUMS,SHA256SUMS.sig}, readable by a web server", () => {
     const out = join(tempDir("rk8s-rel-"), "site");
     const r = release(["--from", buildDouble("2.0.0"), out]);
     expect(r.status, r.stderr).toBe(0);
     expect(listFiles(out)).toEqual([
       "2.0.0/SHA256SUMS",
       "2.0.0/SHA256SUMS.sig",
+      "2.0.0/VERSION",
       `2.0.0/rootless-k8s-linux-${ARCH}`,
       "install.sh",
       "latest.txt",
     ]);
     expect(readFileSync(join(out, "latest.txt"), "utf8")).toBe("2.0.0\n");
+    // The version is under the signature: SHA256SUMS lists VERSION, which holds it.
+    expect(readFileSync(join(out, "2.0.0", "VERSION"), "utf8")).toBe("2.0.0\n");
+    expect(sumsNameVersion(readFileSync(join(out, "2.0.0", "SHA256SUMS"), "utf8"), "2.0.0")).toBe(true);
     // install.sh is the repository's, with the public key written in; the signature verifies with it.
     expect(readFileSync(join(out, "install.sh"), "utf8")).toBe(installShWithKey(KEY));
     expect(readFileSync(join(REPO, "scripts", "install.sh"), "utf8")).toMatch(/^ROOTLESS_K8S_RELEASE_KEY=$/m);

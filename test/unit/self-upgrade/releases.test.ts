@@ -14,6 +14,7 @@ import {
   normalizeVersion,
   releaseUrl,
   resolveBaseUrl,
+  sumsNameVersion,
   verifySums,
 } from "../../../cli/self/releases";
 import { ExitCode } from "../../../cli/errors";
@@ -45,6 +46,15 @@ describe("release layout", () => {
     expect(checksumFor(sums, "rootless-k8s-linux-arm64")).toBe("b".repeat(64));
     expect(checksumFor(sums, "rootless-k8s-linux")).toBeUndefined();
     expect(checksumFor("garbage\n", "rootless-k8s-linux-amd64")).toBeUndefined();
+  });
+
+  it("tells a release's SHA256SUMS by the VERSION line scripts/release.sh writes (the version and a newline)", () => {
+    const line = (v: string) => `${sha256(`${v}\n`)}  VERSION\n`;
+    const sums = `${HEX}  rootless-k8s-linux-amd64\n${line("1.2.3")}`;
+    expect(sumsNameVersion(sums, "1.2.3")).toBe(true);
+    expect(sumsNameVersion(sums, "1.2.4")).toBe(false);
+    expect(sumsNameVersion(`${HEX}  rootless-k8s-linux-amd64\n`, "1.2.3")).toBe(false);
+    expect(sumsNameVersion(`${sha256("1.2.3")}  VERSION\n`, "1.2.3")).toBe(false);
   });
 
   it("accepts release versions as users write them, nothing else", () => {
@@ -293,6 +303,7 @@ describe("self-upgrade of a build without a release key", () => {
           publicKey: "",
           dryRun: true,
           force: true,
+          allowDowngrade: false,
           signal: new AbortController().signal,
           progress: () => undefined,
         }),
