@@ -7,7 +7,7 @@ import type { Plan } from "../plan/plan";
 import { ADDON_LABEL, type Addon, type KubeObject, addons } from "../render";
 import type { Progress } from "../ui/progress";
 import { sleep } from "../wait";
-import { type ApiClient, type ApiResponse, apiClient, apiMessage, readKubeconfig } from "./readiness";
+import { type ApiClient, type ApiResponse, apiClient, apiMessage, readKubeconfig } from "../clients/kubernetes";
 
 export const FIELD_MANAGER = "rootless-k8s";
 

@@ -5,7 +5,7 @@
 import { promises as fsp } from "node:fs";
 import { ExitCode, UserError } from "../errors";
 import { sleep } from "../wait";
-import { apiClient, readKubeconfig, type ApiClient, type KubeconfigCreds } from "./readiness";
+import { apiClient, readKubeconfig, type ApiClient, type KubeconfigCreds } from "../clients/kubernetes";
 
 export interface GateTarget {
   /** What waits for: "the API server", "etcd". */

@@ -21,7 +21,7 @@ import { extractBundleImages } from "../fetch/bundle";
 import { readImageArchive, type ArchiveImage, type ImageArchive } from "../fetch/image-archive";
 import { normalizeImageRef, parseImageRef } from "../fetch/image-ref";
 import type { Plan } from "../plan/plan";
-import { criClient } from "./cri";
+import { criClient } from "../clients/cri";
 import { readReceipt, receiptLocation } from "./receipt";
 
 /** containerd's namespace for what the CRI plugin (and so the kubelet) sees. */

@@ -7,7 +7,7 @@ import { messageOf } from "../errors";
 import { apiMessage } from "../host/parse/api-status";
 import type { Plan } from "../plan/plan";
 import { sleep } from "../wait";
-import type { ApiClient } from "./readiness";
+import type { ApiClient } from "../clients/kubernetes";
 import { workerClient } from "./worker-ready";
 
 interface PodItem {

@@ -4,7 +4,7 @@
 // taint alone.
 import { UserError } from "../errors";
 import type { Plan } from "../plan/plan";
-import type { ApiClient, NodeView } from "./readiness";
+import type { ApiClient, NodeView } from "../clients/kubernetes";
 
 export const OWN_PREFIX = "rootless-k8s.io/";
 

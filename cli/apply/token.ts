@@ -16,7 +16,7 @@ import type { Plan } from "../plan/plan";
 import { joinObjects, joinServerUrl, tokenSecret } from "../render/join";
 import { sleep } from "../wait";
 import { FIELD_MANAGER, objectPath, patiently } from "./addons";
-import { type ApiClient, apiClient, apiMessage, readKubeconfig } from "./readiness";
+import { type ApiClient, apiClient, apiMessage, readKubeconfig } from "../clients/kubernetes";
 import { advertisedIP } from "../plan/node";
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";

@@ -8,8 +8,9 @@ import { InterruptedError, UserError, ExitCode } from "../errors";
 import type { Plan } from "../plan/plan";
 import { layout } from "../render/layout";
 import { sleep } from "../wait";
-import type { OverlayState } from "./overlay-agent";
-import { type ApiClient, type ReadyResult, apiClient, readKubeconfig, waitForReady } from "./readiness";
+import type { OverlayStateFile } from "../plan/overlay";
+import { type ApiClient, apiClient, readKubeconfig } from "../clients/kubernetes";
+import { type ReadyResult, waitForReady } from "./readiness";
 
 export interface WorkerWait {
   timeoutMs: number;
@@ -74,17 +75,17 @@ export async function dropBootstrapKubeconfig(plan: Plan): Promise<void> {
  * it); the peers that do not answer by `timeoutMs` are an error naming the UDP port to open.
  */
 /** The overlay agent's state file, or null when it wrote none (yet) or it cannot be read. */
-export async function readOverlayState(plan: Plan): Promise<OverlayState | null> {
+export async function readOverlayState(plan: Plan): Promise<OverlayStateFile | null> {
   return fsp
     .readFile(layout(plan).run.overlayState, "utf8")
-    .then((t) => JSON.parse(t) as OverlayState)
+    .then((t) => JSON.parse(t) as OverlayStateFile)
     .catch(() => null);
 }
 
-export async function waitForOverlay(plan: Plan, timeoutMs: number, signal?: AbortSignal): Promise<OverlayState> {
+export async function waitForOverlay(plan: Plan, timeoutMs: number, signal?: AbortSignal): Promise<OverlayStateFile> {
   const o = plan.overlay;
   const deadline = Date.now() + timeoutMs;
-  let last: OverlayState | null = null;
+  let last: OverlayStateFile | null = null;
   for (;;) {
     if (signal?.aborted) throw new InterruptedError();
     last = (await readOverlayState(plan)) ?? last;

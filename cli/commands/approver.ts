@@ -1,10 +1,10 @@
 // `rootless-k8s approver run --kubeconfig FILE`: the kubelet serving-certificate approver, as a
 // server's rootless-k8s-csr-approver.service runs it. It approves the kubelet-serving CSRs of the
 // nodes that joined, each checked against its Node (cli/plan/csr-approval.ts), until SIGTERM.
-// Thin: the loop is cli/apply/csr-approver.ts.
+// Thin: the loop is cli/agents/csr-approver.ts.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { runApprover } from "../apply/csr-approver";
-import { apiClient, readKubeconfig } from "../apply/readiness";
+import { runApprover } from "../agents/csr-approver";
+import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import type { Context } from "../context";
 import { ExitCode, UsageError } from "../errors";
 

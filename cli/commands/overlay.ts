@@ -1,8 +1,8 @@
 // `rootless-k8s overlay run --config FILE`: the pod network across nodes, as the overlay unit runs
 // it (rootless-k8s-overlay.service, inside the node's namespaces) until SIGTERM, then exits 0.
-// Thin: the loop is cli/apply/overlay-agent.ts.
+// Thin: the loop is cli/agents/overlay-agent.ts.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { overlayRun } from "../apply/overlay-agent";
+import { overlayRun } from "../agents/overlay-agent";
 import type { Context } from "../context";
 import { ExitCode, UsageError } from "../errors";
 

@@ -1,9 +1,9 @@
 // `rootless-k8s ports run --config FILE`: the port publisher, as the ports unit runs it
 // (rootless-k8s-ports.service). It publishes every NodePort, LoadBalancer port and pod hostPort on
 // the host through RootlessKit's port API, until SIGTERM (systemctl --user stop), then exits 0.
-// Thin: the loop is cli/apply/ports-controller.ts.
+// Thin: the loop is cli/agents/ports-controller.ts.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { portsRun } from "../apply/ports-controller";
+import { portsRun } from "../agents/ports-controller";
 import type { Context } from "../context";
 import { ExitCode, UsageError } from "../errors";
 

@@ -4,7 +4,7 @@
 // cAdvisor cannot find the data folder's file system ("cannot find filesystem info for device"),
 // the summary has no node.fs and no imageFs, the manager gives up its cycle before it observes
 // anything (kubernetes/kubernetes#141119), and the pressure conditions mean nothing.
-import type { ApiClient } from "../apply/readiness";
+import type { ApiClient } from "../clients/kubernetes";
 
 export interface EvictionStatus {
   /**

@@ -4,8 +4,8 @@
 import { promises as fsp } from "node:fs";
 import type { NodeFacts } from "../doctor/checks/node";
 import type { Plan } from "../plan/plan";
-import { criClient } from "../apply/cri";
-import { apiClient, readKubeconfig } from "../apply/readiness";
+import { criClient } from "../clients/cri";
+import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
 import { systemdUser, type SystemdUser } from "../apply/systemd";
 import { nodeStatus } from "./status";

@@ -6,8 +6,8 @@
 // the publisher saw RootlessKit's refusals and the sysctl it judged by.
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
-import type { PortsState, UnpublishedPort } from "../apply/ports-controller";
-import { describePortSpec, rootlessKitClient, type RootlessKitClient } from "../apply/rootlesskit-api";
+import type { PortsState, UnpublishedPort } from "../agents/ports-controller";
+import { describePortSpec, rootlessKitClient, type RootlessKitClient } from "../clients/rootlesskit";
 import { messageOf } from "../errors";
 import type { PortStatus } from "../plan/ports";
 import type { Plan } from "../plan/plan";

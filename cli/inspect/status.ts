@@ -5,14 +5,14 @@ import { workerClient } from "../apply/worker-ready";
 import type { Plan } from "../plan/plan";
 import { startOrder } from "../apply/node";
 import { isStopped } from "../apply/watch";
-import { criClient } from "../apply/cri";
-import { apiClient, parseNode, readKubeconfig, type NodeView } from "../apply/readiness";
+import { criClient } from "../clients/cri";
+import { apiClient, parseNode, readKubeconfig, type NodeView } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
 import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd";
 import { portsStatus, type PortsStatus } from "./ports-status";
 import { readOverlayState } from "../apply/worker-ready";
-import type { OverlayState } from "../apply/overlay-agent";
+import type { OverlayStateFile } from "../plan/overlay";
 import { evictionStatus, type EvictionStatus } from "./eviction-status";
 
 export interface NodeStatus {
@@ -39,7 +39,7 @@ export interface NodeStatus {
   /** Services' and pods' ports: each published one with its owner, each one not published with why. */
   publishing: PortsStatus;
   /** The overlay agent's last pass: the other nodes and whether each answered through it; null without an overlay or state. */
-  overlay: OverlayState | null;
+  overlay: OverlayStateFile | null;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
   logs: { to: "journal" | "file"; where: string };
 }

@@ -1,7 +1,7 @@
 // Which kubelet serving-certificate requests to approve (pure). A worker's kubelet runs with
 // serverTLSBootstrap: it asks for its serving certificate with a CertificateSigningRequest of signer
 // kubernetes.io/kubelet-serving, and kube-controller-manager signs such requests once approved but
-// never approves them itself. The control plane's approver (cli/apply/csr-approver.ts) approves
+// never approves them itself. The control plane's approver (cli/agents/csr-approver.ts) approves
 // exactly the legitimate ones, checking everything, as postfinance/kubelet-csr-approver does and
 // kubeadm's documentation asks: the signer; the requester is a node, in system:nodes; the subject
 // is that node (CN system:node:<name>, O exactly system:nodes); the usages a serving certificate

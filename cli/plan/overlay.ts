@@ -78,6 +78,16 @@ export interface Peer {
   publicIP: string;
 }
 
+/** The overlay agent's state file (join and status read it): the peers of the last pass and whether each answered through the overlay. */
+export interface OverlayStateFile {
+  schemaVersion: 1;
+  updated: string;
+  /** This node's VTEP; null until the node has a pod range and its device. */
+  vtep: string | null;
+  peers: { node: string; podCidr: string; vtep: string; publicIP: string; reachable: boolean; error: string | null }[];
+  waiting: string[];
+}
+
 /**
  * The nodes this node's overlay reaches: every other node with a pod range and the public-ip
  * annotation (a node that runs our overlay sets it), sorted by name. A node without them (still

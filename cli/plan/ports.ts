@@ -4,7 +4,7 @@
 // the hostPorts of pods still running. What cannot be published (SCTP, a privileged port, a port the
 // node keeps for itself, two owners for one port) is returned with its reason instead of dropped.
 // reconcilePorts turns the wanted set and RootlessKit's current list into the calls that get from
-// one to the other; cli/apply/rootlesskit-api.ts makes them.
+// one to the other; cli/clients/rootlesskit.ts makes them.
 
 /** A v1 Service, reduced to what publishing reads. */
 export interface ServiceObject {

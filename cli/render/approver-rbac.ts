@@ -1,4 +1,4 @@
-// The RBAC of the kubelet serving-certificate approver (cli/apply/csr-approver.ts), pure data: a
+// The RBAC of the kubelet serving-certificate approver (cli/agents/csr-approver.ts), pure data: a
 // ClusterRole with what it uses and no more (read and watch CertificateSigningRequests, update their
 // approval, approve for the signer kubernetes.io/kubelet-serving only, read Nodes), bound to the
 // user of its client certificate. Without the `approve` verb on that signer the API server refuses

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/temp";
-import { makeTlsFixture, type TlsFixture } from "../unit/apply/tls-fixture";
+import { makeTlsFixture, type TlsFixture } from "../helpers/tls-fixture";
 import { buildDoubles } from "./build.mjs";
 
 let dir: string;

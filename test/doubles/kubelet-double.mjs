@@ -15,7 +15,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import * as os from "node:os";
 import { parse } from "yaml";
-import { criClient } from "../../cli/apply/cri.ts";
+import { criClient } from "../../cli/clients/cri.ts";
 import { enums, unknownFeatureGates, unknownFields } from "./lib/config-fields.mjs";
 import { apiClient, loadKubeconfig, notifyReady } from "./lib/kube.mjs";
 import { checkPair, die, loadCert, log, onStop, parseFlags, readFileOrDie, requireFlags, VERSION } from "./lib/strict.mjs";

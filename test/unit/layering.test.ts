@@ -15,6 +15,10 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
  * kernel at the root of cli/ (errors, args, context, version, xdg, wait, completion) and cli/ui/;
  * `top` is the entry point (cli/main.ts, cli/bin.ts). fetch and doctor sit side by side, as do
  * inspect (reads the installed node) and self (the tool's own binary): neither imports the other.
+ * `clients` talk to the node's peers (the Kubernetes API, CRI, RootlessKit) and know nothing of
+ * what is done with their answers; `agents` are the loops the units run for days (the port
+ * publisher, the overlay agent, the CSR approver): they use clients, plan, render and apply's file
+ * primitives, and nothing above them, commands least of all.
  */
 export const LAYERS: Record<string, readonly string[]> = {
   base: [],
@@ -23,11 +27,13 @@ export const LAYERS: Record<string, readonly string[]> = {
   doctor: ["base", "host"],
   plan: ["base", "host", "fetch", "doctor"],
   render: ["base", "host", "fetch", "doctor", "plan"],
-  apply: ["base", "host", "fetch", "doctor", "plan", "render"],
-  inspect: ["base", "host", "fetch", "doctor", "plan", "render", "apply"],
+  clients: ["base", "host", "plan"],
+  apply: ["base", "host", "fetch", "doctor", "plan", "render", "clients"],
+  agents: ["base", "host", "plan", "render", "clients", "apply"],
+  inspect: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "apply", "agents"],
   self: ["base", "host", "fetch", "doctor", "plan", "render", "apply"],
-  commands: ["base", "host", "fetch", "doctor", "plan", "render", "apply", "inspect", "self"],
-  top: ["base", "host", "fetch", "doctor", "plan", "render", "apply", "inspect", "self", "commands"],
+  commands: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "apply", "agents", "inspect", "self"],
+  top: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "apply", "agents", "inspect", "self", "commands"],
 };
 
 /** The layer of a file given by its path from the repository root, or null outside cli/. */
@@ -121,6 +127,17 @@ describe("layering of cli/", () => {
     ]);
     expect(violations("cli/fetch/x.ts", `import { check } from "../doctor/check";`)).toHaveLength(1); // sideways
     expect(violations("cli/self/x.ts", `export { nodeStatus } from "../inspect/status";`)).toHaveLength(1);
+    // the rooms of the peers' clients and of the agents: a client never knows its callers, no agent
+    // reaches a command, and apply never reaches an agent (it reads their files through plan's types)
+    expect(violations("cli/clients/x.ts", `import { waitForReady } from "../apply/readiness";`)).toHaveLength(1);
+    expect(violations("cli/agents/x.ts", `import { spec } from "../commands/ports";`)).toHaveLength(1);
+    expect(violations("cli/apply/x.ts", `import type { PortsState } from "../agents/ports-controller";`)).toHaveLength(1);
+    expect(
+      violations(
+        "cli/agents/x.ts",
+        `import { apiClient } from "../clients/kubernetes";\nimport { writeFileAtomic } from "../apply/files";\nimport type { PortsConfig } from "../render/ports";`,
+      ),
+    ).toEqual([]);
     expect(
       violations(
         "cli/apply/x.ts",

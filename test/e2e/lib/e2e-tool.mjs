@@ -16,7 +16,7 @@ import { createHash } from "node:crypto";
 import { createSocket } from "node:dgram";
 import { readFileSync, statSync } from "node:fs";
 import { get as httpGet } from "node:http";
-import { criClient } from "../../../cli/apply/cri.ts";
+import { criClient } from "../../../cli/clients/cri.ts";
 import { writeImage } from "./oci-image.mjs";
 
 const [cmd, ...args] = process.argv.slice(2);

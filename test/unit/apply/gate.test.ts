@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiGate, etcdGate, waitForGate } from "../../../cli/apply/gate";
 import { ExitCode, InterruptedError, UserError } from "../../../cli/errors";
 import { freePort, listen, type Listening } from "../../helpers/net";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 let tls: TlsFixture;
 let server: Listening;

@@ -14,7 +14,7 @@ import { layout } from "../../../cli/render/layout";
 import { listen, type Listening } from "../../helpers/net";
 import { tempDir } from "../../helpers/temp";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 const pod = (name: string, extra: Record<string, unknown> = {}) => ({
   metadata: { name, namespace: "e2e", ...extra },

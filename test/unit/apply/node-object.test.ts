@@ -2,7 +2,7 @@
 // never touching anyone else's.
 import { describe, expect, it } from "vitest";
 import { nodePatch } from "../../../cli/apply/node-object";
-import type { NodeView } from "../../../cli/apply/readiness";
+import type { NodeView } from "../../../cli/clients/kubernetes";
 import { buildPlan } from "../../../cli/plan/index";
 import { baseFacts, upstreamVersions } from "../plan/facts-builder";
 

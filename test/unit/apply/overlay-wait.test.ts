@@ -3,7 +3,7 @@
 // make one error that names them and the UDP port to open (exit 1: the node stays joined).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { OverlayState } from "../../../cli/apply/overlay-agent";
+import type { OverlayStateFile } from "../../../cli/plan/overlay";
 import { waitForOverlay } from "../../../cli/apply/worker-ready";
 import { UserError } from "../../../cli/errors";
 import { buildPlan } from "../../../cli/plan/index";
@@ -23,7 +23,7 @@ const peer = (reachable: boolean) => ({
   reachable,
   error: reachable ? null : "no answer within 3 s",
 });
-const state = (peers: OverlayState["peers"]): OverlayState => ({
+const state = (peers: OverlayStateFile["peers"]): OverlayStateFile => ({
   schemaVersion: 1,
   updated: "2026-12-03T15:00:00Z",
   vtep: "10.244.1.0",

@@ -4,11 +4,12 @@ import { readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, followingApiClient, NotReadyError, readKubeconfig, waitForReady } from "../../../cli/apply/readiness";
+import { apiClient, followingApiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
+import { NotReadyError, waitForReady } from "../../../cli/apply/readiness";
 import { InterruptedError, UserError } from "../../../cli/errors";
 import { listen, type Listening } from "../../helpers/net";
 import { makeLeaf } from "../../helpers/tls";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 let tls: TlsFixture;
 let server: Listening;

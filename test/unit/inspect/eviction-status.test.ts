@@ -8,9 +8,9 @@ import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { evictionStatus, summaryObservation } from "../../../cli/inspect/eviction-status";
-import { apiClient, readKubeconfig } from "../../../cli/apply/readiness";
+import { apiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
 import { listen, type Listening } from "../../helpers/net";
-import { makeTlsFixture, type TlsFixture } from "../apply/tls-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 const real = readFileSync(join(import.meta.dirname, "..", "..", "fixtures", "kubelet", "summary-1.36.3-host-route.json"), "utf8");
 const blind = (() => {

@@ -4,8 +4,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { PortsState } from "../../../cli/apply/ports-controller";
-import { rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+import type { PortsState } from "../../../cli/agents/ports-controller";
+import { rootlessKitClient } from "../../../cli/clients/rootlesskit";
 import { portsStatus, publishedView } from "../../../cli/inspect/ports-status";
 import { portsLines } from "../../../cli/inspect/status-text";
 import { buildPlan } from "../../../cli/plan";

@@ -3,8 +3,8 @@
 // mutual TLS on loopback. The folder is removed after the test file.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { tempDir } from "../../helpers/temp";
-import { makeCa, makeLeaf } from "../../helpers/tls";
+import { tempDir } from "./temp";
+import { makeCa, makeLeaf } from "./tls";
 
 export interface TlsFixture {
   dir: string;

@@ -22,28 +22,19 @@ import {
   peersOf,
   vtepAddress,
   vtepMac,
+  type OverlayStateFile,
 } from "../plan/overlay";
 import type { PortSpec } from "../plan/ports";
 import type { OverlayConfig } from "../render/overlay";
-import { writeFileAtomic } from "./files";
-import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "./informer";
-import { type ApiClient, apiMessage, followingApiClient } from "./readiness";
-import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "./rootlesskit-api";
+import { writeFileAtomic } from "../apply/files";
+import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "../clients/informer";
+import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
+import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "../clients/rootlesskit";
 
 export interface CommandResult {
   code: number;
   stdout: string;
   stderr: string;
-}
-
-/** The state file (join and status read it): the peers of the last pass and whether each answered through the overlay. */
-export interface OverlayState {
-  schemaVersion: 1;
-  updated: string;
-  /** This node's VTEP; null until the node has a pod range and its device. */
-  vtep: string | null;
-  peers: { node: string; podCidr: string; vtep: string; publicIP: string; reachable: boolean; error: string | null }[];
-  waiting: string[];
 }
 
 /**
@@ -190,7 +181,7 @@ export async function runOverlayAgent(
       else if (!reached.has(p.node)) rt.log(line);
     }
     reached = new Set(probed.filter((p) => p.error === null).map((p) => p.node));
-    const state: OverlayState = {
+    const state: OverlayStateFile = {
       schemaVersion: 1,
       updated: (rt.now ?? (() => new Date()))().toISOString(),
       vtep,

@@ -14,16 +14,16 @@ import { existsSync, readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CommandResult, type LoopTiming, runOverlayAgent } from "../../../cli/apply/overlay-agent";
-import { apiClient, readKubeconfig } from "../../../cli/apply/readiness";
-import { rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+import { type CommandResult, type LoopTiming, runOverlayAgent } from "../../../cli/agents/overlay-agent";
+import { apiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
+import { rootlessKitClient } from "../../../cli/clients/rootlesskit";
 import { PUBLIC_IP_ANNOTATION, vtepMac } from "../../../cli/plan/overlay";
 import type { OverlayConfig } from "../../../cli/render/overlay";
 import { waitFor } from "../../helpers/process";
 import { type RunningRootlessKit, slirpRootlessKitSkipReason, startRootlessKit, stopGroup, whichForUser } from "../../helpers/rootlesskit";
 import { testUser } from "../../helpers/user";
-import { type KubeApiFixture, kubeApiFixture } from "./kube-api-fixture";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { type KubeApiFixture, kubeApiFixture } from "../../helpers/kube-api-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 const TIMING: LoopTiming = { debounceMs: 100, resyncMs: 1000, retryMs: 200, watchSeconds: 30 };
 const CHILD_IP = "10.0.2.100"; // slirp4netns's address for the namespace

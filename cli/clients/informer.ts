@@ -4,7 +4,7 @@
 // The port publisher (Services, pods) and the overlay agent (Nodes) run on it.
 import { InterruptedError, messageOf } from "../errors";
 import { sleep } from "../wait";
-import { type ApiClient, apiMessage, type WatchEvent } from "./readiness";
+import { type ApiClient, apiMessage, type WatchEvent } from "./kubernetes";
 
 /** How often a loop on informers runs, retries and watches. */
 export interface LoopTiming {

@@ -11,14 +11,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import * as https from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approvePending, CSR_PATH, runApprover } from "../../../cli/apply/csr-approver";
-import { apiClient, readKubeconfig } from "../../../cli/apply/readiness";
+import { approvePending, CSR_PATH, runApprover } from "../../../cli/agents/csr-approver";
+import { apiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
 import type { CsrObject, NodeObject } from "../../../cli/plan/csr-approval";
 import { APPROVER_ROLE, approverRbacObjects } from "../../../cli/render/approver-rbac";
 import { csrObject, kubeletRequest, requestPem } from "../../helpers/csr";
 import { listen, type Listening } from "../../helpers/net";
 import { waitFor } from "../../helpers/process";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 interface CsrApiFixture {
   url: string;

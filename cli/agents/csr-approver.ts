@@ -17,7 +17,7 @@ import { UserError } from "../errors";
 import { type ParsedRequest, parseCsrRequest } from "../host/parse/csr";
 import { type CsrObject, csrState, decideServingCsr, type NodeObject, servingCsrNodeName } from "../plan/csr-approval";
 import { sleep } from "../wait";
-import { type ApiClient, type ApiResponse, apiMessage, type WatchEvent } from "./readiness";
+import { type ApiClient, type ApiResponse, apiMessage, type WatchEvent } from "../clients/kubernetes";
 
 export const CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 /** The reason of the Approved condition it writes (kubectl writes KubectlApprove). */

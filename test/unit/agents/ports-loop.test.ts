@@ -13,9 +13,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LoopTiming, type PortsState, runPortsController } from "../../../cli/apply/ports-controller";
-import { apiClient, readKubeconfig } from "../../../cli/apply/readiness";
-import { rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+import { type LoopTiming, type PortsState, runPortsController } from "../../../cli/agents/ports-controller";
+import { apiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
+import { rootlessKitClient } from "../../../cli/clients/rootlesskit";
 import { publishedView } from "../../../cli/inspect/ports-status";
 import type { PortStatus } from "../../../cli/plan/ports";
 import type { PortsConfig } from "../../../cli/render/ports";
@@ -30,8 +30,8 @@ import {
   stopGroup,
 } from "../../helpers/rootlesskit";
 import { testUser } from "../../helpers/user";
-import { type KubeApiFixture, kubeApiFixture } from "./kube-api-fixture";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { type KubeApiFixture, kubeApiFixture } from "../../helpers/kube-api-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 const NAME = "rk8s-ports";
 const CHILD_IP = "10.0.2.100"; // slirp4netns's address for the namespace, the node's address in the plan

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import * as https from "node:https";
 import type { TLSSocket } from "node:tls";
-import { listen, type Listening } from "../../helpers/net";
+import { listen, type Listening } from "./net";
 import type { TlsFixture } from "./tls-fixture";
 
 type Obj = {

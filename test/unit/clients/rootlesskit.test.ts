@@ -9,7 +9,7 @@ import * as http from "node:http";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyPortChanges, RootlessKitError, rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+import { applyPortChanges, RootlessKitError, rootlessKitClient } from "../../../cli/clients/rootlesskit";
 import { type PortSpec, reconcilePorts, wantedPorts } from "../../../cli/plan/ports";
 import { freePort, listen } from "../../helpers/net";
 import { tempDir } from "../../helpers/temp";

@@ -18,17 +18,17 @@ import {
   type ServiceItem,
   unprivilegedPortStart,
   unpublishedPorts,
-} from "../../../cli/apply/ports-controller";
-import { apiClient, readKubeconfig, type WatchEvent } from "../../../cli/apply/readiness";
-import { rootlessKitClient } from "../../../cli/apply/rootlesskit-api";
+} from "../../../cli/agents/ports-controller";
+import { apiClient, readKubeconfig, type WatchEvent } from "../../../cli/clients/kubernetes";
+import { rootlessKitClient } from "../../../cli/clients/rootlesskit";
 import { ExitCode, UserError } from "../../../cli/errors";
 import { wantedPorts } from "../../../cli/plan/ports";
 import type { PortsConfig } from "../../../cli/render/ports";
 import { CLI_BUNDLE, runCli } from "../../helpers/cli";
 import { waitFor } from "../../helpers/process";
 import { tempDir } from "../../helpers/temp";
-import { type KubeApiFixture, kubeApiFixture } from "./kube-api-fixture";
-import { makeTlsFixture, type TlsFixture } from "./tls-fixture";
+import { type KubeApiFixture, kubeApiFixture } from "../../helpers/kube-api-fixture";
+import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 const lb = (name: string, port: number, nodePort: number, extra: Partial<ServiceItem["spec"]> = {}): ServiceItem => ({
   metadata: { namespace: "shop", name, uid: `uid-${name}` },

@@ -1,6 +1,6 @@
 // The port publisher's loop (`rootless-k8s ports run`, the ports unit): it lists and watches Services
 // and the node's pods through the API server with its own certificate, decides the wanted host ports
-// (cli/plan/ports.ts, pure), reads RootlessKit's list and makes the difference (cli/apply/rootlesskit-api.ts).
+// (cli/plan/ports.ts, pure), reads RootlessKit's list and makes the difference (cli/clients/rootlesskit.ts).
 // A port RootlessKit refuses (taken on the host), skips or loses to another owner gets one Event on
 // its Service or pod; a LoadBalancer Service gets status.loadBalancer.ingress; what was decided goes
 // to a state file for `status`. Nothing it meets is fatal: the API server or RootlessKit not
@@ -22,11 +22,11 @@ import {
   wantedPorts,
 } from "../plan/ports";
 import type { PortsConfig } from "../render/ports";
-import { writeFileAtomic } from "./files";
-export { DEFAULT_TIMING, type LoopTiming } from "./informer";
-import { DEFAULT_TIMING, Informer, passLoop } from "./informer";
-import { type ApiClient, apiMessage, followingApiClient } from "./readiness";
-import { applyPortChanges, describePortSpec, RootlessKitError, type RootlessKitClient, rootlessKitClient } from "./rootlesskit-api";
+import { writeFileAtomic } from "../apply/files";
+export { DEFAULT_TIMING, type LoopTiming } from "../clients/informer";
+import { DEFAULT_TIMING, Informer, passLoop } from "../clients/informer";
+import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
+import { applyPortChanges, describePortSpec, RootlessKitError, type RootlessKitClient, rootlessKitClient } from "../clients/rootlesskit";
 
 export const COMPONENT = "rootless-k8s-ports";
 
