@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ARCH := $(shell uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')
 BIN := dist/rootless-k8s-linux-$(ARCH)
 
-.PHONY: deps build release run test unit smoke lint format e2e conformance bench clean
+.PHONY: deps build release run test test-here unit smoke lint format e2e conformance bench clean
 
 deps: node_modules/.deps-stamp
 node_modules/.deps-stamp: package.json package-lock.json
@@ -33,9 +33,14 @@ run: build
 # Type check, unit and integration tests, then the built binary's smoke test and lint.
 # Under CI (CI set), a skipped test fails the run: skips would hide a missing install step.
 # The Debian packages the tests need (scripts/test-deps.sh, the one list) are installed first when
-# run as root; without root, a missing one stops here with the command to run.
+# run as root; without root, a missing one stops here with the command to run. As root, from a clone
+# other users cannot enter (under /root, a 0700 folder), the tests run from a copy they can
+# (scripts/test-where-reachable.sh): the integration tests run the CLI as users they create.
 test: deps
 	@bash scripts/test-deps.sh
+	@bash scripts/test-where-reachable.sh test-here
+
+test-here: deps
 	npm run typecheck
 	npm test -- --reporter=default --reporter=json --outputFile.json=dist/test-results.json
 	@if [ -n "$${CI:-}" ]; then node_modules/.bin/node test/helpers/no-skips.mjs dist/test-results.json; fi
