@@ -9,7 +9,7 @@ export const VERSION: string = typeof __RK8S_VERSION__ === "string" ? __RK8S_VER
 export const BIN_NAME = "rootless-k8s";
 
 /**
- * Where releases are published, in the layout of README "Release layout" (latest.txt,
+ * Where releases are published, in the layout of docs/binary.md, "Release layout" (latest.txt,
  * <version>/rootless-k8s-linux-<arch>, <version>/SHA256SUMS, install.sh). Overridden by
  * ROOTLESS_K8S_DOWNLOAD_URL or --base-url. scripts/install.sh holds the same default.
  */

@@ -17,7 +17,7 @@ import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } 
 import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
-import { systemdUser, type SystemdUser } from "./systemd";
+import { systemdUser, type SystemdUser } from "../clients/systemd";
 import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "./watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";

@@ -13,7 +13,7 @@ import { allUnits, startOrder } from "./node";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import { phaseWords, waitForReady } from "./readiness";
 import { requireReceipt } from "./receipt";
-import { systemdUser, type SystemdUser } from "./systemd";
+import { systemdUser, type SystemdUser } from "../clients/systemd";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "./watch";
 import { waitForWorkerReady } from "./worker-ready";
 

@@ -22,7 +22,7 @@ import { allUnits } from "./node";
 import { layout } from "../render/layout";
 import { readReceipt, receiptLocation, writeReceipt, type Receipt } from "./receipt";
 import { currentIdentity, removeEmptyDirs, removeTrees } from "./remove";
-import { systemdUser } from "./systemd";
+import { systemdUser } from "../clients/systemd";
 import { checkReceiptPaths, mayRemoveEmptyDir, mayRemovePath, ownFolders, resolvedPath, type OwnFolders } from "./trust";
 
 export interface UninstallOptions {

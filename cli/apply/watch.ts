@@ -3,7 +3,7 @@
 // the journal or, where there is none, from its log file.
 import { UserError, messageOf } from "../errors";
 import { sleep } from "../wait";
-import type { SystemdUser, UnitState } from "./systemd";
+import type { SystemdUser, UnitState } from "../clients/systemd";
 
 /** Thrown while waiting when a unit has failed. */
 export class UnitFailedError extends UserError {

@@ -7,7 +7,7 @@ import type { Plan } from "../plan/plan";
 import { criClient } from "../clients/cri";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
-import { systemdUser, type SystemdUser } from "../apply/systemd";
+import { systemdUser, type SystemdUser } from "../clients/systemd";
 import { nodeStatus } from "./status";
 
 export async function nodeFacts(receipt: Receipt & { plan: Plan }, env: NodeJS.ProcessEnv, root = "/"): Promise<NodeFacts> {

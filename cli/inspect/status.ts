@@ -9,7 +9,7 @@ import { criClient } from "../clients/cri";
 import { apiClient, parseNode, readKubeconfig, type NodeView } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
-import { systemdUser, type SystemdUser, type UnitState } from "../apply/systemd";
+import { systemdUser, type SystemdUser, type UnitState } from "../clients/systemd";
 import { portsStatus, type PortsStatus } from "./ports-status";
 import { readOverlayState } from "../apply/worker-ready";
 import type { OverlayStateFile } from "../plan/overlay";

@@ -1,4 +1,4 @@
-// The release layout that install.sh, `self-upgrade` and the update check read (README, "Release layout"):
+// The release layout that install.sh, `self-upgrade` and the update check read (docs/binary.md, "Release layout"):
 //   <base>/latest.txt                            the newest version, one line
 //   <base>/<version>/rootless-k8s-linux-<arch>   amd64, arm64
 //   <base>/<version>/VERSION                     the version and a newline

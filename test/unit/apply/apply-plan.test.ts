@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { applyPlan } from "../../../cli/apply/apply-plan";
 import { sha256 } from "../../../cli/apply/files";
 import { readReceipt, type Receipt } from "../../../cli/apply/receipt";
-import type { SystemdUser, UnitState } from "../../../cli/apply/systemd";
+import type { SystemdUser, UnitState } from "../../../cli/clients/systemd";
 import type { Context } from "../../../cli/context";
 import { buildPlan } from "../../../cli/plan/index";
 import { withNodeRange } from "../../../cli/plan/network";

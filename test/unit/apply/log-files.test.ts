@@ -15,7 +15,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { lastLogLines, logGenerations, rotateLogFiles } from "../../../cli/apply/log-files";
+import { rotateLogFiles } from "../../../cli/apply/log-files";
+import { lastLogLines, logGenerations } from "../../../cli/clients/systemd";
 import { tempDir } from "../../helpers/temp";
 
 const numbered = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}`).join("\n") + "\n";

@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseUnitState, tailFile, unitLogFile } from "../../../cli/apply/systemd";
+import { lastLogLines, parseUnitState, unitLogFile } from "../../../cli/clients/systemd";
 import { isFailing } from "../../../cli/apply/watch";
 import { tempDir } from "../../helpers/temp";
 
@@ -33,13 +33,13 @@ describe("parseUnitState", () => {
   });
 });
 
-describe("tailFile", () => {
+describe("lastLogLines", () => {
   it("gives the last lines of a unit's log file, without blank ones", async () => {
     const d = tempDir("rk8s-log-");
     const f = unitLogFile(d, "rootless-k8s-kubelet.service");
     expect(f).toBe(join(d, "rootless-k8s-kubelet.service.log"));
     writeFileSync(f, Array.from({ length: 50 }, (_, i) => `line ${i}`).join("\n") + "\n\n");
-    expect(await tailFile(f, 3)).toEqual(["line 47", "line 48", "line 49"]);
-    expect(await tailFile(join(d, "missing.log"), 3)).toBeNull();
+    expect(await lastLogLines(f, 3)).toEqual(["line 47", "line 48", "line 49"]);
+    expect(await lastLogLines(join(d, "missing.log"), 3)).toBeNull();
   });
 });

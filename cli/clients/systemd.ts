@@ -1,10 +1,11 @@
 // The `systemctl --user` / `journalctl --user` driver. Every call has a timeout and never throws for
 // a non-zero exit: callers decide. Where the user manager has no journal (no journald: containers,
 // hosts without a systemd PID 1), unit output goes to log files, and `unitLogs` reads those instead.
+import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { UserError } from "../errors";
 import { runCommand, type RunResult } from "../host/host";
-import { lastLogLines } from "./log-files";
+import { LOG_GENERATIONS } from "../plan/logging";
 
 export interface UnitState {
   unit: string;
@@ -145,7 +146,7 @@ export function systemdUser(opts: SystemdOptions = {}): SystemdUser {
       }
       if (opts.logDir) {
         const file = unitLogFile(opts.logDir, unit);
-        const tail = await tailFile(file, lines);
+        const tail = await lastLogLines(file, lines);
         if (tail) return { source: file, lines: tail };
       }
       return { source: null, lines: [] };
@@ -177,7 +178,53 @@ export function parseUnitState(unit: string, text: string): UnitState {
   };
 }
 
-/** The last `n` lines of a unit's log file, across its rotations (cli/apply/log-files.ts); null when there is none. */
-export async function tailFile(file: string, n: number): Promise<string[] | null> {
-  return lastLogLines(file, n);
+/** The live file and its rotated generations, newest first: x.log, x.log.1, x.log.2. */
+export function logGenerations(file: string, keep = LOG_GENERATIONS): string[] {
+  return [file, ...Array.from({ length: keep }, (_, i) => `${file}.${i + 1}`)];
+}
+
+/** The last `n` lines of a file, read backwards in chunks (a large file is never read whole for a few lines). */
+async function lastLinesOf(file: string, n: number): Promise<string[] | null> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(file, "r");
+  } catch {
+    return null;
+  }
+  try {
+    const { size } = await fh.stat();
+    const chunks: Buffer[] = [];
+    let pos = size;
+    let newlines = 0;
+    while (pos > 0 && newlines <= n) {
+      const len = Math.min(pos, 1 << 20);
+      pos -= len;
+      const buf = Buffer.alloc(len);
+      await fh.read(buf, 0, len, pos);
+      chunks.unshift(buf);
+      for (const b of buf) if (b === 10) newlines++;
+    }
+    const lines = Buffer.concat(chunks)
+      .toString("utf8")
+      .split("\n")
+      .filter((l) => l.trim() !== "");
+    // A first line cut by the chunk boundary is not whole: drop it unless the file starts there.
+    if (pos > 0) lines.shift();
+    return lines.slice(-n);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The last `n` lines of a unit's log, across its rotated generations (oldest lines first); null when there is none. */
+export async function lastLogLines(file: string, n: number, keep = LOG_GENERATIONS): Promise<string[] | null> {
+  let out: string[] | null = null;
+  for (const g of logGenerations(file, keep)) {
+    const want = n - (out?.length ?? 0);
+    if (want <= 0) break;
+    const lines = await lastLinesOf(g, want);
+    if (lines === null) continue;
+    out = [...lines, ...(out ?? [])];
+  }
+  return out;
 }
