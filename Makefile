@@ -11,14 +11,14 @@ node_modules/.deps-stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-# dist/rootless-k8s-linux-{amd64,arm64} and dist/SHA256SUMS: Node SEA binaries of the pinned Node (README, "The binary").
+# dist/rootless-k8s-linux-{amd64,arm64} and dist/SHA256SUMS: Node SEA binaries of the pinned Node (docs/binary.md).
 build: deps
 	npm run build
 
-# dist/release/: this build in the download layout of README "Release layout" (latest.txt,
+# dist/release/: this build in the download layout of docs/binary.md, "Release layout" (latest.txt,
 # install.sh, <version>/...), made afresh; publishing copies it onto the base URL.
 # Signed with the ed25519 key in the file ROOTLESS_K8S_SIGNING_KEY names (kept outside the repository;
-# README, "Signed releases"): the build compiles its public key in, release.sh signs SHA256SUMS.
+# docs/binary.md, "Signed releases"): the build compiles its public key in, release.sh signs SHA256SUMS.
 release:
 	@[ -n "$${ROOTLESS_K8S_SIGNING_KEY:-}" ] || { echo "error: ROOTLESS_K8S_SIGNING_KEY is not set: a release must be signed" >&2; echo "fix: set ROOTLESS_K8S_SIGNING_KEY to the ed25519 release key's PEM file, kept outside the repository" >&2; exit 3; }
 	$(MAKE) build

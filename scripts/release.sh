@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lays out a release folder from a build (dist/ by default), in the layout install.sh and
-# `rootless-k8s self-upgrade` download from (see README, "Release layout"):
+# `rootless-k8s self-upgrade` download from (see docs/binary.md, "Release layout"):
 #   OUT/install.sh
 #   OUT/latest.txt                          the newest version, one line ("0.2.0")
 #   OUT/<version>/rootless-k8s-linux-<arch> amd64, arm64
