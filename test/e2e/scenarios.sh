@@ -1117,7 +1117,7 @@ YAML
   if [ "$(receipt_value .plan.publish.keepsSourceIP.tcp)" = true ]; then
     # RootlessKit dials each connection from the client's address with a 1 s timeout and, past
     # it, falls back to the node's own address for that connection (pkg/port/builtin/child,
-    # "transparent dial failed, falling back", logged only at its debug level), as the README
+    # "transparent dial failed, falling back", logged only at its debug level), as docs/networking.md
     # says. Up to three connections; each one that fell back is shown, and the runtime's log kept.
     local missed=""
     for _ in 2 3; do
@@ -1670,7 +1670,7 @@ YAML
     has "on-first.e2e.svc" kc -n e2e exec on-worker -- getent hosts on-first.e2e.svc.cluster.local
   # /readyz: anonymous requests reach the health endpoints only (and cluster-info), not /version.
   check worker "the worker's pod reaches the API server through the \`kubernetes\` Service (its endpoint: the control plane's host address $a_ip)" \
-    has '^ok$' from_pod on-worker "https://kubernetes.default.svc/readyz" -k
+    wait_for 30 has '^ok$' from_pod on-worker "https://kubernetes.default.svc/readyz" -k
   np=$(kc -n e2e get service on-worker -o 'jsonpath={.spec.ports[0].nodePort}')
   check worker "the NodePort $np answers on the first host ($a_ip) with the worker's pod" wait_for 30 answers "http://$a_ip:$np/hostname" on-worker
   check worker "the NodePort $np answers on the second host (198.51.100.2), published by the worker's own publisher" \
