@@ -12,12 +12,14 @@ target=${1:?usage: bash scripts/test-where-reachable.sh TARGET}
 # Whether an ordinary user (nobody) can read the checkout's files.
 reachable() { setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$1/package.json" 2>/dev/null; }
 
-# The first folder on the way to the checkout that shuts others out (what the note names).
+# The first folder on the way down to the checkout that shuts others out (what the note names).
 closed_folder() {
-  local d=$root
-  while [ "$d" != / ]; do
+  local d="" part rest=${root#/}
+  while [ -n "$rest" ]; do
+    part=${rest%%/*}
+    [ "$part" = "$rest" ] && rest="" || rest=${rest#*/}
+    d="$d/$part"
     if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$d" 2>/dev/null; then echo "$d"; return; fi
-    d=$(dirname "$d")
   done
   echo "$root"
 }
