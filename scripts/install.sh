@@ -360,7 +360,12 @@ version_lt() {
 read_installed_version() {
   installed=""
   [ -f "$dir/rootless-k8s" ] && [ -x "$dir/rootless-k8s" ] || return 0
-  installed=$(ROOTLESS_K8S_NO_UPDATE_CHECK=1 "$dir/rootless-k8s" --version </dev/null 2>/dev/null) || installed=""
+  # Bounded where timeout(1) exists (coreutils, busybox): a binary that hangs counts as no version.
+  if command -v timeout >/dev/null 2>&1; then
+    installed=$(ROOTLESS_K8S_NO_UPDATE_CHECK=1 timeout 30 "$dir/rootless-k8s" --version </dev/null 2>/dev/null) || installed=""
+  else
+    installed=$(ROOTLESS_K8S_NO_UPDATE_CHECK=1 "$dir/rootless-k8s" --version </dev/null 2>/dev/null) || installed=""
+  fi
   installed=${installed#rootless-k8s }
   valid_version "$installed" || installed=""
 }

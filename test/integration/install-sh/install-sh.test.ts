@@ -480,6 +480,18 @@ describe.skipIf(!isRoot)("install.sh through a real pipe, as a non-root user (ne
     }
   });
 
+  it("an installed binary that hangs when asked its version counts as none after 30 s, and is replaced", async () => {
+    const home = newHome();
+    const dir = join(home, ".local", "bin");
+    mkdirSync(dir, { recursive: true });
+    const bin = join(dir, "rootless-k8s");
+    writeFileSync(bin, "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });
+    for (const p of [join(home, ".local"), dir, bin]) chownSync(p, user.uid, user.gid);
+    const r = await runAs(user, "sh", [released, INSECURE, "--no-start"], envFor(home, userDir("tmp"), { PATH: `${dir}:/usr/bin:/bin` }));
+    expect(r.code, r.stderr).toBe(0);
+    expect(sha256File(bin)).toBe(binSum);
+  }, 180_000);
+
   it("refuses where openssl 3 is missing, and installs on the SHA-256 alone only with ROOTLESS_K8S_SKIP_SIGNATURE_CHECK=1, saying so", async () => {
     const home = newHome();
     const env = envFor(home, userDir("tmp"), { PATH: binWithout("openssl") });
