@@ -6,10 +6,8 @@
 // every change gets the next resourceVersion, as etcd's revision would. Tests drive it directly:
 // put/remove objects, expire watches (410 Gone) or cut their connections.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import * as https from "node:https";
 import type { TLSSocket } from "node:tls";
-import { listen, type Listening } from "./net";
-import type { TlsFixture } from "./tls-fixture";
+import { listenMutualTls, type TlsFixture } from "./tls-fixture";
 
 type Obj = {
   apiVersion?: string;
@@ -179,13 +177,7 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
     send(res, 404, status(404, "NotFound", `fixture: no route for ${req.method} ${u.pathname}`));
   };
 
-  const server = https.createServer(
-    { key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
-    (req, res) => {
-      handler(req, res).catch((e: Error) => send(res, 500, status(500, "InternalError", e.message)));
-    },
-  );
-  const l: Listening = await listen(server);
+  const { server, listening: l } = await listenMutualTls(tls, handler, (res, e) => send(res, 500, status(500, "InternalError", e.message)));
   return {
     url: `https://127.0.0.1:${l.port}`,
     requests,

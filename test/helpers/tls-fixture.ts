@@ -2,7 +2,10 @@
 // (test/helpers/tls.ts), plus a kubeconfig that uses them: what the readiness tests need to talk
 // mutual TLS on loopback. The folder is removed after the test file.
 import { readFileSync, writeFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import * as https from "node:https";
 import { join } from "node:path";
+import { listen, type Listening } from "./net";
 import { tempDir } from "./temp";
 import { makeCa, makeLeaf } from "./tls";
 
@@ -66,4 +69,23 @@ export function makeTlsFixture(): TlsFixture {
       return file;
     },
   };
+}
+
+/**
+ * An HTTPS server on 127.0.0.1 with the fixture's serving certificate that requires a client
+ * certificate of its CA (mutual TLS, as the API server); a request whose handler throws is
+ * answered by `failed` (a 500 in the fixture's own words).
+ */
+export async function listenMutualTls(
+  tls: TlsFixture,
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<unknown>,
+  failed: (res: ServerResponse, e: Error) => void,
+): Promise<{ server: https.Server; listening: Listening }> {
+  const server = https.createServer(
+    { key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
+    (req, res) => {
+      handler(req, res).catch((e: Error) => failed(res, e));
+    },
+  );
+  return { server, listening: await listen(server) };
 }

@@ -9,16 +9,14 @@
 // others pending with their reasons; the loop approves what arrives through the watch, lists again
 // when the watch ends or is cut, and stops when its signal aborts.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import * as https from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approvePending, CSR_PATH, runApprover } from "../../../cli/agents/csr-approver";
 import { apiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
 import type { CsrObject, NodeObject } from "../../../cli/plan/csr-approval";
 import { APPROVER_ROLE, approverRbacObjects } from "../../../cli/render/approver-rbac";
 import { csrObject, kubeletRequest, requestPem } from "../../helpers/csr";
-import { listen, type Listening } from "../../helpers/net";
 import { waitFor } from "../../helpers/process";
-import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
+import { listenMutualTls, makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 
 interface CsrApiFixture {
   url: string;
@@ -153,13 +151,9 @@ async function csrApiFixture(tls: TlsFixture): Promise<CsrApiFixture> {
     }
     send(res, 404, failure(404, "NotFound", `fixture: no route for ${req.method} ${u.pathname}`));
   };
-  const server = https.createServer(
-    { key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
-    (req, res) => {
-      handler(req, res).catch((e: Error) => send(res, 500, failure(500, "InternalError", e.message)));
-    },
+  const { server, listening: l } = await listenMutualTls(tls, handler, (res, e) =>
+    send(res, 500, failure(500, "InternalError", e.message)),
   );
-  const l: Listening = await listen(server);
   f.url = `https://127.0.0.1:${l.port}`;
   f.close = async () => {
     for (const w of watches) w.socket?.destroy();
