@@ -18,7 +18,7 @@ const user = testUser("rk8s-sb-bundle");
 const BIG = 8 << 20;
 const DECLARED = 10;
 
-/** Every file below `dir` but the lock folder's, with its size (none when `dir` does not exist). */
+/** Every file below `dir` but the lock folder's, with its size (none when `dir` does not exist; one gone mid-walk is skipped). */
 function filesBelow(dir: string): [string, number][] {
   const out: [string, number][] = [];
   const walk = (d: string) => {
@@ -30,7 +30,9 @@ function filesBelow(dir: string): [string, number][] {
     }
     for (const n of names) {
       const p = join(d, n);
-      const st = lstatSync(p);
+      // The run renames and removes its own temporary folders while this walk reads them.
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
       if (st.isDirectory()) walk(p);
       else if (!p.slice(dir.length).includes("lock")) out.push([p, st.size]);
     }
