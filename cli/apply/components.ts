@@ -18,6 +18,10 @@ export interface ComponentSource {
   bundle?: string;
   trustBundle?: boolean;
   caFile?: string;
+  /** --kubernetes-version: a version, minor or channel resolved through upstream's release files. */
+  kubernetesVersion?: string;
+  /** --pinned: only checksums compiled into this binary (the built-in set). */
+  pinned?: boolean;
 }
 
 export interface Components {
@@ -26,7 +30,12 @@ export interface Components {
 }
 
 /** The manifest of `source` and its version set for `arch` (the node's: plan.arch). */
-export async function loadComponents(source: ComponentSource, arch: string): Promise<Components> {
+export async function loadComponents(
+  source: ComponentSource,
+  arch: string,
+  env: NodeJS.ProcessEnv = process.env,
+  signal?: AbortSignal,
+): Promise<Components> {
   if (source.trustBundle && !source.bundle) {
     throw new UserError("--trust-bundle needs --bundle FILE", {
       exitCode: ExitCode.Usage,
@@ -34,8 +43,51 @@ export async function loadComponents(source: ComponentSource, arch: string): Pro
     });
   }
   const manifest =
-    source.bundle && source.trustBundle ? await fetch.readBundleManifest(source.bundle) : fetch.loadManifest({ file: source.manifestFile });
+    source.kubernetesVersion !== undefined
+      ? await resolveSource(source, source.kubernetesVersion, arch as fetch.Arch, env, signal)
+      : source.bundle && source.trustBundle
+        ? await fetch.readBundleManifest(source.bundle)
+        : fetch.loadManifest({ file: source.manifestFile });
   return { manifest, versions: versionSetOf(manifest, arch) };
+}
+
+/**
+ * --kubernetes-version V: the set of V resolved online (channel files, upstream checksum files), or,
+ * with --pinned, the built-in set when it is V. Never with --manifest or --bundle (their set is theirs).
+ */
+async function resolveSource(
+  source: ComponentSource,
+  raw: string,
+  arch: fetch.Arch,
+  env: NodeJS.ProcessEnv,
+  signal?: AbortSignal,
+): Promise<Manifest> {
+  const spec = fetch.parseVersionSpec(raw);
+  const other = source.manifestFile ? "--manifest" : source.bundle ? "--bundle" : null;
+  if (other) {
+    throw new UserError(`--kubernetes-version ${raw} and ${other} both choose the version set`, {
+      exitCode: ExitCode.Usage,
+      fix: `drop one of them: ${other}'s set is the one its file names`,
+    });
+  }
+  if (source.pinned) {
+    const builtin = fetch.loadManifest();
+    const k8s = fetch.versionSet(builtin).kubernetes ?? "";
+    const ok = spec.kind === "exact" ? spec.version === k8s : spec.kind === "minor" ? k8s.startsWith(`${spec.minor}.`) : false;
+    if (ok) return builtin;
+    throw new UserError(`--pinned: the set built into this rootless-k8s is Kubernetes ${k8s}, not ${raw}`, {
+      exitCode: ExitCode.Refused,
+      fix: `drop --pinned to verify ${raw} by upstream's checksum files, or drop --kubernetes-version for Kubernetes ${k8s}`,
+    });
+  }
+  const client = await fetch.createHttpClient({ ...(source.caFile ? { caFile: source.caFile } : {}), env });
+  try {
+    const src = { client, mirror: fetch.mirrorFrom(source.mirror, env), ...(signal ? { signal } : {}) };
+    const k = await fetch.resolveKubernetesVersion(spec, src);
+    return await fetch.resolvedManifest(k, arch, src);
+  } finally {
+    await client.close();
+  }
 }
 
 /**

@@ -68,7 +68,7 @@ export interface PrepareHooks {
 export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {}, loaded?: Components): Promise<Prepared> {
   refuseRoot(req.command);
   const host = localHost({ env: req.env });
-  const components = loaded ?? (await loadComponents(req.source, archOf(host.uname().machine)));
+  const components = loaded ?? (await loadComponents(req.source, archOf(host.uname().machine), req.env));
   const versions = components.versions;
   const apiPort = req.plan.apiPort ?? 6443;
   // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.

@@ -70,7 +70,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const out = ctx.out;
   const receipt = await requireReceipt(ctx.env, o.prefix);
   const from = receipt.plan;
-  const components = await loadComponents(o.source, from.arch);
+  const components = await loadComponents(o.source, from.arch, ctx.env, ctx.signal);
   const to = components.versions;
   const fromK8s = from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";
@@ -94,7 +94,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   if (skew) {
     throw new UserError(`refusing to upgrade: ${skew}`, {
       exitCode: ExitCode.Refused,
-      fix: "upgrade through each minor version in turn, with the manifest of each (--manifest FILE)",
+      fix: "upgrade through each minor version in turn (rootless-k8s upgrade --to MINOR for each, or --manifest FILE)",
     });
   }
 

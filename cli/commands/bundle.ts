@@ -2,7 +2,8 @@
 // with their manifest, into one tar for `install --bundle FILE` on a machine without network.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import { downloadEnvironment, downloadOptions, manifestOption } from "../fetch/cli";
+import { downloadEnvironment, downloadOptions, manifestOption, versionOptions, versionSourceFrom } from "../fetch/cli";
+import { loadComponents } from "../apply/components";
 import { ARCHES } from "../fetch/types";
 import * as fetch from "../fetch/index";
 import * as cli from "../fetch/cli";
@@ -16,12 +17,15 @@ import { addonImageGapNote, addonImageGaps } from "../plan/addons";
 export const spec: CommandSpec = {
   name: "bundle",
   summary: "Write an offline bundle of every component for air-gapped installs",
-  usage: "rootless-k8s bundle -o FILE [--arch ARCH] [--image FILE]... [--manifest FILE] [--mirror URL] [--ca-file FILE]",
+  usage:
+    "rootless-k8s bundle -o FILE [--arch ARCH] [--image FILE]... [--manifest FILE | --kubernetes-version V] [--mirror URL] [--ca-file FILE]",
   description: `Downloads (or takes from the cache) every artifact of the version set for one architecture,
 all runtimes and network drivers included, verifies each against its pinned checksum, and writes one
 tar: the files plus a manifest with their checksums and sizes. On the offline machine,
 \`rootless-k8s install --bundle FILE\` verifies every file again and needs no network at all. A bundle
-made from another manifest is refused there unless --trust-bundle is given.
+made from another manifest is refused there unless --trust-bundle is given. With
+--kubernetes-version V the bundle carries that version's set, each file verified by upstream's
+checksum file (and says so); the offline machine takes it with --trust-bundle.
 
 --image FILE adds an image archive (\`docker save\` or OCI layout tar, as \`rootless-k8s image load\`
 takes): it is checked before anything is downloaded (named images, one for --arch, every blob),
@@ -45,6 +49,7 @@ another digest than the pinned one (its pod names name@digest), how to save the 
       description: "Carry this image archive (docker save or OCI layout tar); install --bundle loads it",
     },
     ...manifestOption,
+    ...versionOptions,
     ...downloadOptions,
   },
   environment: downloadEnvironment,
@@ -63,8 +68,18 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   await fs.access(path.dirname(file), fs.constants.W_OK).catch(() => {
     throw new UsageError(`-o ${output}: the folder ${path.dirname(file)} does not exist or is not writable`, spec.name);
   });
-  const manifest = cli.manifestFrom(args);
   const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
+  const { manifest } = await loadComponents(
+    {
+      manifestFile: opt.str(args, "manifest"),
+      mirror: opt.str(args, "mirror"),
+      caFile: cli.caFileFrom(args, spec.name),
+      ...versionSourceFrom(args, spec.name),
+    },
+    arch,
+    ctx.env,
+    ctx.signal,
+  );
   // Image archives are checked (and hashed) before anything is downloaded.
   const images: fetch.BundledImageInput[] = [];
   const inArchives: { name: string; digest: string | null; file: string }[] = [];

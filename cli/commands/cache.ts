@@ -2,7 +2,8 @@
 // list it, print where it is, or empty it.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import { downloadEnvironment, downloadOptions, manifestOption, selectionOptions } from "../fetch/cli";
+import { downloadEnvironment, downloadOptions, manifestOption, selectionOptions, versionOptions } from "../fetch/cli";
+import { loadComponents } from "../apply/components";
 import * as fetch from "../fetch/index";
 import * as cli from "../fetch/cli";
 import { hostArch } from "../self/releases";
@@ -22,6 +23,7 @@ shows what is in it, \`path\` prints its folder, \`clean\` empties it (refused w
   options: {
     ...selectionOptions,
     ...manifestOption,
+    ...versionOptions,
     ...downloadOptions,
     bundle: { type: "string", valueName: "FILE", description: "fetch: take the files from this offline bundle, with no network" },
     "trust-bundle": { type: "boolean", description: "fetch: accept a bundle whose checksums differ from the pinned ones" },
@@ -55,11 +57,24 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
       const bundle = opt.str(args, "bundle");
       const trust = opt.bool(args, "trust-bundle");
       if (trust && !bundle) throw new UsageError("--trust-bundle needs --bundle FILE", spec.name);
-      const manifest = bundle && trust ? await fetch.readBundleManifest(bundle, ctx.signal) : cli.manifestFrom(args);
-      const artifacts = fetch.selectArtifacts(
-        manifest,
-        cli.selectionFrom(args, () => hostArch()),
-      );
+      const sel = cli.selectionFrom(args, () => hostArch());
+      const manifest =
+        bundle && trust
+          ? await fetch.readBundleManifest(bundle, ctx.signal)
+          : (
+              await loadComponents(
+                {
+                  manifestFile: opt.str(args, "manifest"),
+                  mirror: opt.str(args, "mirror"),
+                  caFile: cli.caFileFrom(args, spec.name),
+                  ...cli.versionSourceFrom(args, spec.name),
+                },
+                sel.arch,
+                ctx.env,
+                ctx.signal,
+              )
+            ).manifest;
+      const artifacts = fetch.selectArtifacts(manifest, sel);
       const options = { ...cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name), ...(bundle ? { bundle, trustBundle: trust } : {}) };
       const fetched = await fetch.fetchArtifacts(artifacts, {
         ...options,

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { checkOutputDir, openOutputDir } from "../apply/output-dir";
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
+import { caFileFrom, caFileOption, mirrorOption, versionOptions, versionSourceFrom } from "../fetch/cli";
 import { mirrorFrom } from "../fetch/mirror";
 import { unknownCheckIds } from "../doctor/index";
 import { showOutcomes } from "../doctor/present";
@@ -119,6 +119,7 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
       valueName: "DURATION",
       description: "How long to wait for the node to be Ready: seconds, or 90s, 5m (default 5m)",
     },
+    ...versionOptions,
     mirror: mirrorOption,
     manifest: { type: "string", valueName: "FILE", description: "Use this components manifest instead of the built-in one" },
     bundle: { type: "string", valueName: "FILE", description: "Install offline from a bundle written by `rootless-k8s bundle`" },
@@ -197,6 +198,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
       bundle: opt.str(parsed, "bundle"),
       trustBundle: opt.bool(parsed, "trust-bundle"),
       caFile: caFileFrom(parsed, spec.name),
+      ...versionSourceFrom(parsed, spec.name),
     },
     mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
   };

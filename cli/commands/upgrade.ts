@@ -2,6 +2,7 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { UsageError } from "../errors";
 import { caFileFrom, caFileOption, mirrorOption } from "../fetch/cli";
+import { parseVersionSpec } from "../fetch/releases";
 import { mirrorFrom } from "../fetch/mirror";
 import { unknownCheckIds } from "../doctor/index";
 import { upgradeNode } from "../apply/upgrade";
@@ -11,11 +12,14 @@ import { timeoutOf } from "./durations";
 export const spec: CommandSpec = {
   name: "upgrade",
   summary: "Upgrade the node to another version set, rolling back on failure",
-  usage: "rootless-k8s upgrade [--to VERSION] [--manifest FILE] [--dry-run] [options]",
+  usage: "rootless-k8s upgrade [--to VERSION|MINOR|stable] [--manifest FILE] [--dry-run] [options]",
   description: `
-Moves the installed node to the version set of this rootless-k8s's built-in manifest, or of
---manifest FILE (or --bundle FILE). --to VERSION names the Kubernetes version you expect that set
-to carry, and refuses when it does not.
+Moves the installed node to another version set. --to names it: a Kubernetes version (1.37.2), a
+minor (1.37: its newest patch) or a channel (stable, latest), resolved through dl.k8s.io's release
+files, each binary verified by the checksum file upstream publishes beside it, with the companions
+this rootless-k8s pairs with that minor. Without --to, the set built into this rootless-k8s. With
+--manifest FILE (or --bundle FILE) the set is that file's, and --to only names the version you
+expect it to carry (refused when it does not).
 
 The skew is checked before anything is downloaded: one minor version at a time, never a downgrade,
 the kubelet never newer than the API server. The new set is downloaded and verified next to the
@@ -27,7 +31,12 @@ within --timeout, the old set is brought back the same way, automatically.
 Exit status: 0 upgraded (or nothing to do), 1 failed (rolled back), 3 refused (skew, --to mismatch,
 a failing doctor check), 4/5 download verification or network failure (nothing was switched).`,
   options: {
-    to: { type: "string", valueName: "VERSION", description: "The Kubernetes version to upgrade to (must match the manifest's set)" },
+    to: {
+      type: "string",
+      valueName: "VERSION",
+      description: "The Kubernetes version, minor or channel to upgrade to (with --manifest: the version its set must carry)",
+    },
+    pinned: { type: "boolean", description: "Use only checksums compiled into this rootless-k8s (its built-in set)" },
     manifest: { type: "string", valueName: "FILE", description: "Components manifest of the new version set" },
     mirror: mirrorOption,
     bundle: { type: "string", valueName: "FILE", description: "Upgrade offline from a bundle written by `rootless-k8s bundle`" },
@@ -45,6 +54,7 @@ a failing doctor check), 4/5 download verification or network failure (nothing w
   },
   examples: [
     "rootless-k8s upgrade --dry-run",
+    "rootless-k8s upgrade --to 1.37",
     "rootless-k8s upgrade --to 1.37.0 --manifest k8s-1.37.0.json",
     "rootless-k8s self-upgrade && rootless-k8s upgrade",
   ],
@@ -53,8 +63,10 @@ a failing doctor check), 4/5 download verification or network failure (nothing w
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const timeoutSeconds = timeoutOf(parsed, spec.name);
   const to = opt.str(parsed, "to");
-  if (to !== undefined && !/^v?\d+\.\d+\.\d+$/.test(to))
-    throw new UsageError(`--to must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
+  const fromFile = opt.str(parsed, "manifest") !== undefined || opt.str(parsed, "bundle") !== undefined;
+  if (to !== undefined && fromFile && !/^v?\d+\.\d+\.\d+$/.test(to))
+    throw new UsageError(`--to with --manifest or --bundle must be a Kubernetes version like 1.37.0 (got "${to}")`, spec.name);
+  if (to !== undefined && !fromFile) parseVersionSpec(to, "--to", spec.name);
   const ignoreChecks = opt.list(parsed, "ignore-check");
   // A mirror that is no http(s) URL is bad usage (exit 2), refused before the receipt is read.
   mirrorFrom(opt.str(parsed, "mirror"), ctx.env);
@@ -62,8 +74,11 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   if (unknown.length)
     throw new UsageError(`--ignore-check: no check named ${unknown.join(", ")} (see \`rootless-k8s doctor --json\`)`, spec.name);
   return upgradeNode(ctx, {
-    to,
+    // Without a manifest or bundle, --to chooses the set (resolved online); with one, it is checked.
+    to: fromFile ? to : undefined,
     source: {
+      ...(to !== undefined && !fromFile ? { kubernetesVersion: to } : {}),
+      ...(opt.bool(parsed, "pinned") ? { pinned: true } : {}),
       manifestFile: opt.str(parsed, "manifest"),
       mirror: opt.str(parsed, "mirror"),
       bundle: opt.str(parsed, "bundle"),

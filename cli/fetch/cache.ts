@@ -87,5 +87,7 @@ export async function fromCache(a: ResolvedArtifact, layout: CacheLayout, signal
 }
 
 export function pinText(a: ResolvedArtifact): string {
-  return `${a.checksum.algorithm} matches the pin from ${a.checksum.source}`;
+  return a.checksum.trust === "upstream"
+    ? `${a.checksum.algorithm} matches the ${a.checksum.source}`
+    : `${a.checksum.algorithm} matches the pin from ${a.checksum.source}`;
 }

@@ -6,6 +6,7 @@ import { defaultCacheDir } from "./cache";
 import { DEFAULT_CONCURRENCY, type FetchOptions } from "./fetch";
 import { loadManifest } from "./manifest";
 import { MIRROR_ENV, mirrorFrom } from "./mirror";
+import { parseVersionSpec, supportedMinors } from "./releases";
 import {
   ARCHES,
   NETWORKS,
@@ -26,6 +27,23 @@ export const manifestOption: Record<string, OptionSpec> = {
     description: "Use this components manifest instead of the built-in one (docs/manifest.md)",
   },
 };
+
+/** --kubernetes-version and --pinned: which version set, and who vouches for its checksums. */
+export const versionOptions: Record<string, OptionSpec> = {
+  "kubernetes-version": {
+    type: "string",
+    valueName: "V",
+    description: `Kubernetes version (1.37.2), minor (1.37: its newest patch) or channel (stable, latest), resolved through dl.k8s.io's release files and verified by upstream's checksum files; minors ${supportedMinors().join(", ")}`,
+  },
+  pinned: { type: "boolean", description: "Use only checksums compiled into this rootless-k8s (its built-in set)" },
+};
+
+/** --kubernetes-version (syntax checked: exit 2) and --pinned. */
+export function versionSourceFrom(args: Parsed, command: string): { kubernetesVersion?: string; pinned?: boolean } {
+  const v = opt.str(args, "kubernetes-version");
+  if (v !== undefined) parseVersionSpec(v, "--kubernetes-version", command);
+  return { ...(v !== undefined ? { kubernetesVersion: v } : {}), ...(opt.bool(args, "pinned") ? { pinned: true } : {}) };
+}
 
 export const mirrorOption: OptionSpec = {
   type: "string",

@@ -104,7 +104,9 @@ async function fromNetwork(
   opts: FetchOptions,
   signal: AbortSignal,
 ): Promise<FetchedArtifact> {
-  const sideNote = opts.sideFiles === false ? "" : await crossCheckSideFiles(a, client, opts.mirror ?? null, signal);
+  // A checksum read from upstream's file (--kubernetes-version) is not compared with that file again.
+  const sideNote =
+    opts.sideFiles === false || a.checksum.trust === "upstream" ? "" : await crossCheckSideFiles(a, client, opts.mirror ?? null, signal);
   const url = applyMirror(a.url, opts.mirror);
   const dest = layout.blob(a.checksum);
   const r = await download(
@@ -164,7 +166,8 @@ async function crossCheckSideFiles(a: ResolvedArtifact, client: HttpClient, mirr
 
 const SIDE_FILE_MAX = 1 << 20;
 
-async function fetchSmallText(client: HttpClient, url: string, signal: AbortSignal): Promise<string | { unavailable: string }> {
+/** A small text file (a checksum or channel file): its text, or why it is unavailable (HTTP status, network). */
+export async function fetchSmallText(client: HttpClient, url: string, signal: AbortSignal): Promise<string | { unavailable: string }> {
   try {
     const res = await client.get(url, {}, signal);
     if (res.status !== 200) {

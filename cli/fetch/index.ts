@@ -65,3 +65,13 @@ export {
 } from "./bundle";
 export { createFetchProgress, describeFetched, meterProgress, plainProgress, type FetchProgress } from "./progress";
 export { formatBytes } from "./format";
+export {
+  parseVersionSpec,
+  resolveKubernetesVersion,
+  resolvedManifest,
+  supportedMinors,
+  type ReleaseSource,
+  type ResolvedKubernetes,
+  type VersionSpec,
+} from "./releases";
+export { createHttpClient } from "./http";

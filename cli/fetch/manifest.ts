@@ -194,6 +194,8 @@ function parseChecksum(v: Validator, data: unknown, at: string): PinnedChecksum 
     if (typeof o.size !== "number" || !Number.isSafeInteger(o.size) || o.size < 0) v.fail(`${at} size`, "must be a whole number of bytes");
     c.size = o.size as number;
   }
+  // A bundle made from a --kubernetes-version set says its checksums came from upstream's files.
+  if (o.trust !== undefined) c.trust = v.oneOf(o.trust, `${at} trust`, ["pin", "upstream"] as const);
   return c;
 }
 

@@ -39,6 +39,12 @@ export interface PinnedChecksum {
   source: string;
   /** Size in bytes, when known (bundles record it). */
   size?: number;
+  /**
+   * Who vouches for the value: "pin" (compiled into the signed binary, or written in the --manifest
+   * or bundle the user gave; the default) or "upstream" (read from the checksum file upstream
+   * publishes beside the artifact, over HTTPS from the same origin: --kubernetes-version).
+   */
+  trust?: "pin" | "upstream";
 }
 
 /** A checksum file that upstream publishes next to the artifact, compared with the pin when fetched. */
@@ -111,6 +117,10 @@ export interface Manifest {
   images?: ManifestImage[];
   /** Where it was loaded from: "built-in", a file path, or "bundle FILE" (not part of the JSON). */
   origin: string;
+  /** Components a resolved set (--kubernetes-version) could not carry, with why (not part of the JSON). */
+  unavailable?: Record<string, string>;
+  /** How a resolved set was chosen and verified, a line per choice with its source (not part of the JSON). */
+  choices?: string[];
 }
 
 /** An artifact with its templates expanded for one arch. */

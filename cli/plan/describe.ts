@@ -26,7 +26,9 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     lines.push(`${" ".repeat(12)}A node in mode none gives up:`);
     for (const g of plan.mode.givesUp) lines.push(`${" ".repeat(12)}${style.dim(`- ${g}`)}`);
   }
-  item("Versions", `Kubernetes ${v.kubernetes}, etcd ${v.etcd}, RootlessKit ${plan.rootlesskit.version} (set ${plan.versions.id})`);
+  item("Versions", `Kubernetes ${v.kubernetes}, etcd ${v.etcd}, RootlessKit ${plan.rootlesskit.version} (set ${plan.versions.id})`, [
+    ...(plan.versions.reasons ?? []),
+  ]);
   const runtimeDetails = [
     rt.source === "host" ? `the user's (${t(rt.binary)})` : "bundled",
     rt.containerdConfigVersion ? `config version ${rt.containerdConfigVersion}` : null,

@@ -41,6 +41,10 @@ export interface VersionSet {
   components: Readonly<Record<string, string>>;
   /** Add-on id → the image the manifest pins for it (absent from older receipts and manifests). */
   images?: Readonly<Record<string, { name: string; digest: string | null }>>;
+  /** Components the set could not carry, with why (a --kubernetes-version set). */
+  unavailable?: Readonly<Record<string, string>>;
+  /** How the set was chosen and who vouches for its checksums, a line each (absent in older receipts). */
+  reasons?: readonly string[];
 }
 
 /** A container image an add-on runs: `ref` is what the pod spec names (name@digest when pinned). */

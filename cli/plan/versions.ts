@@ -7,12 +7,21 @@ import type { VersionSet } from "./plan";
 export function requireVersion(versions: VersionSet, component: string): string {
   const v = versions.components[component];
   if (!v) {
-    throw new UserError(`the version set ${versions.id} has no ${component}`, {
+    const why = versions.unavailable?.[component];
+    throw new UserError(`the version set ${versions.id} has no ${component}${why ? `: ${why}` : ""}`, {
       exitCode: ExitCode.Refused,
-      fix: "use a components manifest that lists it (--manifest FILE), or the built-in one",
+      fix: why
+        ? "choose another runtime or network, another Kubernetes version, or the built-in set (--pinned)"
+        : "use a components manifest that lists it (--manifest FILE), or the built-in one",
     });
   }
   return v;
+}
+
+function pinnedReason(origin: string): string {
+  if (origin === "built-in") return "every checksum is a pin compiled into this rootless-k8s (its built-in set)";
+  if (origin.startsWith("bundle ")) return `every checksum is the one the ${origin} records, each file verified again`;
+  return `every checksum is a pin written in the manifest ${origin}`;
 }
 
 /**
@@ -22,6 +31,8 @@ export function requireVersion(versions: VersionSet, component: string): string 
  */
 export function versionSetOf(manifest: Manifest, arch: string): VersionSet {
   const set: VersionSet = { id: versionSetId(manifest, arch as Arch), components: versionSet(manifest) };
+  if (manifest.unavailable) set.unavailable = manifest.unavailable;
+  set.reasons = manifest.choices ?? [pinnedReason(manifest.origin)];
   if (manifest.images?.length) set.images = Object.fromEntries(manifest.images.map((i) => [i.id, { name: i.name, digest: i.digest }]));
   return set;
 }

@@ -75,8 +75,10 @@ tool() { as_user "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" "$@"; }
 mirror_get() { "$E2E_OPT/node" -e 'fetch(process.argv[1]).then((r) => r.text()).then((t) => process.stdout.write(t))' "http://127.0.0.1:$MIRROR_PORT$1"; }
 mirror_stat() { mirror_get /__e2e/stats | "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" json - ".$1"; }
 SOURCE=()
-# set_version V: FLAGS = the install flags for the version set of Kubernetes V, from the mirror
-set_version() { FLAGS=(--yes --manifest "$MANIFESTS/k8s-$1.json" --timeout "$TIMEOUT" "${SOURCE[@]}"); }
+# set_version V: FLAGS = the install flags for Kubernetes V's minor, resolved as a user's would be
+# (--kubernetes-version X.Y: the mirror's stable-X.Y.txt, each binary against its .sha256, the
+# companions of assets/releases.json against their checksum files)
+set_version() { FLAGS=(--yes --kubernetes-version "${1%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}"); }
 
 start_mirror() {
   rm -f "$STATE/mirror.port"
@@ -742,6 +744,8 @@ scenario_interrupt_start() {
   check interrupt-start "re-run: the receipt says installed" test "$(receipt_value .state)" = installed
 }
 
+node_kubelet_version() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$(receipt_value .plan.node.name)" -o 'jsonpath={.status.nodeInfo.kubeletVersion}' 2>&1; }
+
 scenario_upgrade() {
   local log=$STATE/upgrade.log rc owner_before
   owner_before=$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)
@@ -750,14 +754,16 @@ scenario_upgrade() {
   pods_before=$(workload_pods)
   addons_before=$(addon_pods)
   info upgrade "running pods before: $(tr '\n' ';' <<<"$pods_before")"
-  check upgrade "--dry-run shows the change and changes nothing" rk8s upgrade --dry-run --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" "${SOURCE[@]}"
-  rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
+  check upgrade "the node was installed with --kubernetes-version ${V_INSTALL%.*}: it runs $V_INSTALL (stable-${V_INSTALL%.*}.txt), each binary verified by upstream's .sha256" \
+    test "$(node_kubelet_version)" = "v$V_INSTALL"
+  check upgrade "--dry-run --to ${V_UPGRADE%.*} shows the change and changes nothing" rk8s upgrade --dry-run --to "${V_UPGRADE%.*}" "${SOURCE[@]}"
+  rk8s upgrade --yes --to "${V_UPGRADE%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?
-  check upgrade "upgrade $V_INSTALL → $V_UPGRADE exits 0 (got $rc)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return; }
+  check upgrade "upgrade --to ${V_UPGRADE%.*}: $V_INSTALL → $V_UPGRADE exits 0 (got $rc)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return; }
   check upgrade "the current link points at the new set ($(as_user readlink "$SHARE/versions/current"))" test "$(as_user readlink "$SHARE/versions/current")" = "$(receipt_value .current)"
   check upgrade "the old set stays next to it for a rollback ($(receipt_value .previous))" test -d "$SHARE/versions/$(receipt_value .previous)/bin"
   local v
-  v=$(as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" get node "$(receipt_value .plan.node.name)" -o 'jsonpath={.status.nodeInfo.kubeletVersion}' 2>&1)
+  v=$(node_kubelet_version)
   check upgrade "node's kubeletVersion is $v" test "$v" = "v$V_UPGRADE"
   check upgrade "the namespace owner and runtime were not restarted (only Kubernetes changed; pid $owner_before)" \
     test "$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)" = "$owner_before"
@@ -828,7 +834,7 @@ scenario_eviction() {
   node=$(receipt_value .plan.node.name)
   cur=$(receipt_value .plan.versions.components.kubernetes)
   # The set the node runs now (after an upgrade, not the first one), so only the kubelet restarts.
-  flags=(--yes --manifest "$MANIFESTS/k8s-$cur.json" --timeout "$TIMEOUT" "${SOURCE[@]}")
+  flags=(--yes --kubernetes-version "$cur" --timeout "$TIMEOUT" "${SOURCE[@]}")
   errs0=$(manager_errors)
   kc create namespace e2e-evict >/dev/null 2>&1
   check eviction "kubectl apply: pod filler (ephemeral-storage limit 16Mi, writes 40 MiB to an emptyDir), pods idle and tolerant (BestEffort; tolerant tolerates the pressure taints)" apply <<YAML || return

@@ -272,9 +272,8 @@ export async function buildMirror({
   }
   // CRI-O: the static bundle's layout, cri-o/bin/{crio,pinns,conmon,crun,runc}, .sha256sum side
   // file. crio and pinns from CRI-O's module, crun and runc the builds above, conmon Debian 12's
-  // (C, no Go module). Not conmonrs (Rust; no Go module, Debian 12 has none): the product renders
-  // every CRI-O runtime handler with runtime_type "oci", whose monitor is conmon, so it never runs
-  // conmonrs (cli/render/runtime-configs.ts crioConfig); the built-in manifest still lists it.
+  // (C, no Go module). Not conmonrs: the product renders every CRI-O runtime handler with
+  // runtime_type "oci", whose monitor is conmon, and installs no conmonrs.
   {
     const v = c["cri-o"].version;
     const conmon = file(join(debs.conmon.root, "usr/bin/conmon"));
@@ -459,6 +458,16 @@ export async function buildMirror({
     );
     const url = `https://dl.k8s.io/v${set.version}/kubernetes-server-linux-${ARCH}.tar.gz`;
     m.put(url, data);
+    // `--kubernetes-version` (assets/releases.json): each binary at dl.k8s.io's release/ path with the
+    // bare-hex .sha256 beside it, as upstream publishes them (not for the broken release: it is
+    // reached by its manifest only, and no channel names it).
+    if (!set.fault) {
+      for (const n of K8S) {
+        const bin = `https://dl.k8s.io/release/v${set.version}/bin/linux/${ARCH}/${n}`;
+        m.put(bin, content(n));
+        m.put(`${bin}.sha256`, `${hex("sha256", content(n))}\n`);
+      }
+    }
     m.put(`${url}.sha512`, hex("sha512", data));
     const k8s = artifact({
       id: "kubernetes-server",
@@ -484,6 +493,15 @@ export async function buildMirror({
     writeFileSync(f, JSON.stringify(manifest, null, 2) + "\n");
     written.push(f);
   }
+  // dl.k8s.io's channel files for the two minors served: stable-X.Y and latest-X.Y name each minor's
+  // build, stable and latest the newer one.
+  for (const k of [older, newer]) {
+    const minor = k.version.split(".").slice(0, 2).join(".");
+    m.put(`https://dl.k8s.io/release/stable-${minor}.txt`, `v${k.version}\n`);
+    m.put(`https://dl.k8s.io/release/latest-${minor}.txt`, `v${k.version}\n`);
+  }
+  m.put("https://dl.k8s.io/release/stable.txt", `v${newer.version}\n`);
+  m.put("https://dl.k8s.io/release/latest.txt", `v${newer.version}\n`);
   // Two minors ahead of the install set: never downloaded (the skew check refuses first), not served.
   const skewVersion = `${nmaj}.${nmin + 2}.0`;
   const skew = JSON.parse(readFileSync(written[1], "utf8"));
