@@ -11,10 +11,10 @@ import type { Plan } from "../plan/plan";
 import { createProgress, type Progress } from "../ui/progress";
 import { allUnits, startOrder } from "./node";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
-import { phaseWords, waitForReady } from "./readiness";
+import { phaseWords, waitForReady } from "../readiness/readiness";
 import { requireReceipt } from "./receipt";
 import { systemdUser, type SystemdUser } from "../clients/systemd";
-import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "./watch";
+import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { waitForWorkerReady } from "./worker-ready";
 
 export interface LifecycleOptions {

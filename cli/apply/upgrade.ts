@@ -19,7 +19,7 @@ import { addonsStep } from "./addons";
 import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
-import { skewProblem } from "./skew";
+import { skewProblem } from "../plan/skew";
 import { clusterParameters } from "../render/join";
 import { workerClient } from "./worker-ready";
 import { type ClusterParameters, workerAvoids, workerPlan, workerSkewProblem } from "../plan/worker";

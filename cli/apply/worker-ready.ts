@@ -2,7 +2,7 @@
 // TLS bootstrap (its kubeconfig appears once the control plane signed its client certificate),
 // then the Node registered with the pod range the controller-manager gave it, then Ready. A worker
 // has no admin credential: everything here is what system:node:NAME may read. The pod range's
-// NotReadyError names the controller-manager's allocation when it never comes (readiness.ts).
+// NotReadyError names the controller-manager's allocation when it never comes (cli/readiness/readiness.ts).
 import { promises as fsp } from "node:fs";
 import { InterruptedError, UserError, ExitCode } from "../errors";
 import type { Plan } from "../plan/plan";
@@ -10,7 +10,7 @@ import { layout } from "../render/layout";
 import { sleep } from "../wait";
 import type { OverlayStateFile } from "../plan/overlay";
 import { type ApiClient, apiClient, readKubeconfig } from "../clients/kubernetes";
-import { type ReadyResult, waitForReady } from "./readiness";
+import { type ReadyResult, waitForReady } from "../readiness/readiness";
 
 export interface WorkerWait {
   timeoutMs: number;

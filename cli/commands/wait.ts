@@ -1,8 +1,8 @@
 // `rootless-k8s wait api|etcd ...`: a unit's start gate (its ExecStartPre=, cli/plan/start.ts):
 // returns once the peer the component needs answers its health endpoint, so the component never
-// starts too early, fails and is restarted. Thin: the wait is cli/apply/gate.ts.
+// starts too early, fails and is restarted. Thin: the wait is cli/readiness/gate.ts.
 import { opt, type CommandSpec, type Parsed } from "../args";
-import { apiGate, etcdGate, waitForGate } from "../apply/gate";
+import { apiGate, etcdGate, waitForGate } from "../readiness/gate";
 import type { Context } from "../context";
 import { ExitCode, UsageError } from "../errors";
 import { GATE_TIMEOUT_S } from "../plan/start";

@@ -4,7 +4,7 @@
 import { workerClient } from "../apply/worker-ready";
 import type { Plan } from "../plan/plan";
 import { startOrder } from "../apply/node";
-import { isStopped } from "../apply/watch";
+import { isStopped } from "../readiness/watch";
 import { criClient } from "../clients/cri";
 import { apiClient, parseNode, readKubeconfig, type NodeView } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";

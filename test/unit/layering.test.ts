@@ -18,7 +18,9 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
  * `clients` talk to the node's peers (the Kubernetes API, CRI, RootlessKit) and know nothing of
  * what is done with their answers; `agents` are the loops the units run for days (the port
  * publisher, the overlay agent, the CSR approver): they use clients, plan, render and apply's file
- * primitives, and nothing above them, commands least of all.
+ * primitives, and nothing above them, commands least of all. `readiness` waits on the node (the API
+ * server's /readyz and the Node's Ready, the units while they start, the units' start gates)
+ * through the clients, and changes nothing.
  */
 export const LAYERS: Record<string, readonly string[]> = {
   base: [],
@@ -28,12 +30,13 @@ export const LAYERS: Record<string, readonly string[]> = {
   plan: ["base", "host", "fetch", "doctor"],
   render: ["base", "host", "fetch", "doctor", "plan"],
   clients: ["base", "host", "plan"],
-  apply: ["base", "host", "fetch", "doctor", "plan", "render", "clients"],
+  readiness: ["base", "host", "plan", "clients"],
+  apply: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness"],
   agents: ["base", "host", "plan", "render", "clients", "apply"],
-  inspect: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "apply", "agents"],
+  inspect: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents"],
   self: ["base", "host", "fetch", "doctor", "plan", "render", "apply"],
-  commands: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "apply", "agents", "inspect", "self"],
-  top: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "apply", "agents", "inspect", "self", "commands"],
+  commands: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents", "inspect", "self"],
+  top: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents", "inspect", "self", "commands"],
 };
 
 /** The layer of a file given by its path from the repository root, or null outside cli/. */
@@ -129,7 +132,8 @@ describe("layering of cli/", () => {
     expect(violations("cli/self/x.ts", `export { nodeStatus } from "../inspect/status";`)).toHaveLength(1);
     // the rooms of the peers' clients and of the agents: a client never knows its callers, no agent
     // reaches a command, and apply never reaches an agent (it reads their files through plan's types)
-    expect(violations("cli/clients/x.ts", `import { waitForReady } from "../apply/readiness";`)).toHaveLength(1);
+    expect(violations("cli/clients/x.ts", `import { waitForReady } from "../readiness/readiness";`)).toHaveLength(1);
+    expect(violations("cli/readiness/x.ts", `import { writeFileAtomic } from "../apply/files";`)).toHaveLength(1);
     expect(violations("cli/agents/x.ts", `import { spec } from "../commands/ports";`)).toHaveLength(1);
     expect(violations("cli/apply/x.ts", `import type { PortsState } from "../agents/ports-controller";`)).toHaveLength(1);
     expect(

@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { lastLogLines, parseUnitState, unitLogFile } from "../../../cli/clients/systemd";
-import { isFailing } from "../../../cli/apply/watch";
+import { isFailing } from "../../../cli/readiness/watch";
 import { tempDir } from "../../helpers/temp";
 
 describe("parseUnitState", () => {

@@ -5,7 +5,7 @@ import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, followingApiClient, readKubeconfig } from "../../../cli/clients/kubernetes";
-import { NotReadyError, waitForReady } from "../../../cli/apply/readiness";
+import { NotReadyError, waitForReady } from "../../../cli/readiness/readiness";
 import { InterruptedError, UserError } from "../../../cli/errors";
 import { listen, type Listening } from "../../helpers/net";
 import { makeLeaf } from "../../helpers/tls";

@@ -1,6 +1,6 @@
 // The version-skew rules of an upgrade.
 import { describe, expect, it } from "vitest";
-import { parseVersion, skewProblem } from "../../../cli/apply/skew";
+import { parseVersion, skewProblem } from "../../../cli/plan/skew";
 
 const set = (kubernetes: string, extra: Record<string, string> = {}) => ({ kubernetes, etcd: "3.6.14", ...extra });
 

@@ -1,11 +1,11 @@
-// The units' start gate (`rootless-k8s wait`, cli/apply/gate.ts) against real mutual-TLS servers on
+// The units' start gate (`rootless-k8s wait`, cli/readiness/gate.ts) against real mutual-TLS servers on
 // loopback: it returns once the peer answers 200 (after it answered 500 or refused the connection),
 // sends the component's own client certificate, gives up at its bound with the last answer, stops at
 // once on the signal, and refuses a credential it cannot read (exit 3).
 import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiGate, etcdGate, waitForGate } from "../../../cli/apply/gate";
+import { apiGate, etcdGate, waitForGate } from "../../../cli/readiness/gate";
 import { ExitCode, InterruptedError, UserError } from "../../../cli/errors";
 import { freePort, listen, type Listening } from "../../helpers/net";
 import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
