@@ -66,6 +66,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
             ...(manifest.unavailable ? { unavailable: manifest.unavailable } : {}),
           },
           versionSet: { id: fetch.versionSetId(manifest, sel.arch), versions: fetch.versionSet(manifest) },
+          images: manifest.images ?? [],
           components: rows.map(({ a, cached, size }) => ({
             id: a.id,
             component: a.component,

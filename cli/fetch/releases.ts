@@ -31,7 +31,7 @@ interface ReleaseTable {
     binaries: string[];
     arch: Partial<Record<Arch, string>>;
   };
-  minors: Record<string, { companions: Record<string, Companion> }>;
+  minors: Record<string, { companions: Record<string, Companion>; images?: Record<string, { name: string; source: string }> }>;
 }
 const RELEASES = table as ReleaseTable;
 const SOURCE = "assets/releases.json";
@@ -223,8 +223,14 @@ export async function resolvedManifest(k: ResolvedKubernetes, arch: Arch, src: R
     choices.push(`${a.component} ${c.version}: ${c.source ?? SOURCE}; verified by ${nameOf(sum.source)}, upstream's checksum file`);
   }
   for (const [component, why] of Object.entries(unavailable)) choices.push(`${component}: not in this set: ${why}`);
-  // Add-on images: the built-in set's names, by tag: the registry over HTTPS is their upstream word.
-  const images = (builtin.images ?? []).map((i) => ({ ...i, digest: null, source: `by tag, as the registry serves it (${k.how})` }));
+  // Add-on images: the table's for this minor (else the built-in set's names), by tag: the registry,
+  // over HTTPS, is their upstream word.
+  const images = (builtin.images ?? []).map((i) => {
+    const t = minor.images?.[i.id];
+    const name = t?.name ?? i.name;
+    choices.push(`image ${name}, by tag: ${t?.source ?? "the built-in set's"}`);
+    return { ...i, name, digest: null, source: `by tag (${SOURCE}, Kubernetes ${k.minor}): ${t?.source ?? "the built-in set's"}` };
+  });
   return {
     schema: 1,
     name: `Kubernetes ${k.version} (${k.how}), verified by upstream's checksum files`,

@@ -24,7 +24,10 @@ if (!values.dir) {
 }
 const root = join(values.dir, "files");
 let rate = 0; // bytes per second; 0 = unlimited
-const stats = { requests: 0, bytes: 0, ranges: 0 };
+// artifacts: requests for anything but a release or checksum file (channel .txt, .sha256, .sha256sum,
+// .sha512, SHA256SUMS), which `--kubernetes-version` reads on every run.
+const stats = { requests: 0, bytes: 0, ranges: 0, artifacts: 0 };
+const RELEASE_FILE = /(\.txt|\.sha256|\.sha256sum|\.sha512|\/SHA256SUMS)$/;
 
 function log(line) {
   if (values.log) appendFileSync(values.log, `${new Date().toISOString()} ${line}\n`);
@@ -52,10 +55,11 @@ const server = http.createServer(async (req, res) => {
   }
   if (url.pathname === "/__e2e/stats") return res.end(JSON.stringify(stats) + "\n");
   if (url.pathname === "/__e2e/reset") {
-    Object.assign(stats, { requests: 0, bytes: 0, ranges: 0 });
+    Object.assign(stats, { requests: 0, bytes: 0, ranges: 0, artifacts: 0 });
     return res.end("reset\n");
   }
   stats.requests++;
+  if (!RELEASE_FILE.test(url.pathname)) stats.artifacts++;
   const rel = normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.(\/|$))+/, "");
   const file = join(root, rel);
   const st = await fsp.stat(file).catch(() => null);

@@ -93,6 +93,10 @@ describe("--kubernetes-version against a loopback mirror in upstream's layout", 
       checksum: { source: "upstream checksum file https://dl.k8s.io/release/v1.36.3/bin/linux/amd64/kubelet.sha256" },
     });
     expect(server.requests.some((q) => q.path === "/release/stable-1.36.txt")).toBe(true);
+    // The add-ons' images of the minor, by tag (the registry's word), as the table names them.
+    expect(data.images.map((i: { name: string; digest: string | null }) => [i.name, i.digest])).toEqual(
+      Object.values(releases.minors["1.36"].images).map((i) => [i.name, null]),
+    );
     // Nothing was downloaded but the channel and checksum files.
     expect(server.requests.filter((q) => !/\.txt$|\.sha256$|\.sha256sum$|SHA256SUMS$/.test(q.path))).toEqual([]);
   });
