@@ -80,9 +80,10 @@ configure_guest() {
   chroot "$r" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer >/dev/null 2>&1 || true
   rm -rf "$r/opt/rk8s-e2e" && mkdir -p "$r/opt/rk8s-e2e"
   cp -a "$E2E_OPT/." "$r/opt/rk8s-e2e/"
-  mkdir -p "$r/opt/rk8s-e2e/e2e/lib"
+  mkdir -p "$r/opt/rk8s-e2e/e2e/lib" "$r/opt/rk8s-e2e/e2e/scenarios"
   cp "$e2e/scenarios.sh" "$e2e/docker-rootless.sh" "$r/opt/rk8s-e2e/e2e/"
-  cp "$e2e/lib/common.sh" "$e2e/lib/guest-job.sh" "$r/opt/rk8s-e2e/e2e/lib/"
+  cp "$e2e/lib/common.sh" "$e2e/lib/scenario-lib.sh" "$e2e/lib/guest-job.sh" "$r/opt/rk8s-e2e/e2e/lib/"
+  cp "$e2e"/scenarios/*.sh "$r/opt/rk8s-e2e/e2e/scenarios/"
   mkdir -p "$r/e2e-out"
   cat >"$r/etc/systemd/system/rk8s-e2e-job.service" <<'UNIT'
 [Unit]

@@ -1,0 +1,83 @@
+# shellcheck shell=bash
+# Install: the Docker cell, an interrupted download, the fresh install and its API exposure (issue 37: one file per scenario group).
+# Sourced by test/e2e/scenarios.sh after lib/scenario-lib.sh; its scenarios run by name.
+# shellcheck disable=SC2317,SC2034,SC2153 # functions called by name; globals shared across the files
+
+# --- scenarios ------------------------------------------------------------------------------------
+# --- scenarios ------------------------------------------------------------------------------------
+scenario_docker() {
+  local verdict=$STATE/docker-cell result reason
+  rm -f "$verdict"
+  bash "$HERE/docker-rootless.sh" "$ROUTE" "$verdict"
+  E2E_FAILS=$((E2E_FAILS + $?))
+  # The Docker cell of the matrix: offered or refused by install --dry-run, and why.
+  if read -r result reason <"$verdict"; then cell docker "dockerd's own" "$result" "$reason"; else cell docker "dockerd's own" fail "docker-rootless.sh gave no verdict"; fi
+}
+
+scenario_interrupt_fetch() {
+  mirror_get "/__e2e/rate?bps=3000000" >/dev/null # 3 MB/s: the set takes ~30 s to download
+  mirror_get /__e2e/reset >/dev/null
+  local log=$STATE/interrupt-fetch.log rc
+  run_bg "$log" install "${FLAGS[@]}"
+  wait_for 60 mirror_bytes_over 5000000 && kill -INT "$(cat "$PIDFILE")"
+  wait "$BG"
+  rc=$?
+  mirror_get "/__e2e/rate?bps=0" >/dev/null
+  check interrupt-fetch "SIGINT during the download exits 130 (got $rc)" test "$rc" = 130
+  check interrupt-fetch "it says it was interrupted and how to go on" grep -q "interrupted" "$log"
+  check interrupt-fetch "nothing was started (rootless-k8s.target not active)" target_inactive
+  check interrupt-fetch "no unit file was written" no_unit_files
+  check interrupt-fetch "the partial download is kept for resuming" partial_kept
+}
+
+scenario_fresh() {
+  local log=$STATE/fresh.log rc t0
+  mirror_get /__e2e/reset >/dev/null
+  t0=$(ts)
+  rk8s install "${FLAGS[@]}" --merge-kubeconfig >"$log" 2>&1
+  rc=$?
+  if [ "$rc" = 0 ]; then pass fresh "install --yes in mode $MODE: Ready in $(elapsed "$t0")s"; else
+    fail fresh "install exited $rc"; tail -40 "$log" | sed 's/^/    | /'; return; fi
+  case " $SCENARIOS " in *" interrupt-fetch "*)
+    check fresh "the re-run resumed the interrupted download (Range requests: $(mirror_stat ranges))" test "$(mirror_stat ranges)" -gt 0 ;;
+  esac
+  assert_running_node fresh "$V_INSTALL" "$log"
+  assert_node_object fresh "$V_INSTALL"
+  check fresh "--merge-kubeconfig added a context that works: kubectl --context rootless-k8s get nodes" merged_context_works
+  assert_images_and_sandbox fresh
+  assert_eviction_observes fresh
+  assert_api_exposure fresh
+}
+
+# A node alone publishes its API server on loopback only, and without a certificate only its health
+# endpoints answer (issue 34): /version and the rest get 401 before RBAC is asked.
+api_listeners() { as_user ss -Hltn "sport = :$(receipt_value .plan.ports.apiServer)" | awk '{ print $4 }' | sort -u | paste -sd' '; }
+anonymous_api() { # anonymous_api PATH: "STATUS BODY" of an anonymous request to the node's API server
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  as_user env NODE_TLS_REJECT_UNAUTHORIZED=0 "$E2E_OPT/node" --no-warnings -e 'fetch(process.argv[1]).then(async (r) => process.stdout.write(`${r.status} ${(await r.text()).trim()}`))' \
+    "https://127.0.0.1:$(receipt_value .plan.ports.apiServer)$1"
+}
+assert_api_exposure() { # assert_api_exposure SCOPE
+  local scope=$1 l
+  l=$(api_listeners)
+  check "$scope" "the API server is published on 127.0.0.1 only (listening: $l)" test "$l" = "127.0.0.1:$(receipt_value .plan.ports.apiServer)"
+  check "$scope" "an anonymous /readyz answers ($(anonymous_api /readyz))" has '^200 ok$' anonymous_api /readyz
+  check "$scope" "an anonymous /version is refused ($(anonymous_api /version | head -c 60))" has '^401 ' anonymous_api /version
+}
+
+# The kubelet's eviction manager observes (issue 43): the summary API has the node's file systems,
+# and the kubelet's log has none of the errors of a manager that never runs, 20 s (two of its
+# 10 s cycles) after Ready at least. Where the plan turned localStorageCapacityIsolation off (a data
+# folder without a block device) the check says that instead.
+kubelet_stats_fs() { kc get --raw "/api/v1/nodes/$(receipt_value .plan.node.name)/proxy/stats/summary" | tool json - .node.fs.capacityBytes; }
+assert_eviction_observes() {
+  local scope=$1 n
+  if [ "$(receipt_value .plan.kubelet.localStorageCapacityIsolation)" != true ]; then
+    info "$scope" "the plan keeps localStorageCapacityIsolation off here ($(receipt_value .plan.kubelet.reasons | grep -o 'localStorageCapacityIsolation: false: [^"]*' | head -1)): no eviction on this node"
+    return
+  fi
+  check "$scope" "the kubelet's summary API has the node's file system: $(kubelet_stats_fs 2>&1 | head -1) bytes" wait_for 30 eval 'kubelet_stats_fs >/dev/null'
+  sleep 20
+  n=$(eviction_manager_errors)
+  check "$scope" "the kubelet's eviction manager runs: $n 'cannot find filesystem info', 'failed to get HasDedicatedImageFs' or 'failed to synchronize' lines in its log" test "$n" = 0
+}
