@@ -15,7 +15,8 @@ import { phaseWords, waitForReady } from "../readiness/readiness";
 import { requireReceipt } from "./receipt";
 import { systemdUser, type SystemdUser } from "../clients/systemd";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
-import { waitForWorkerReady } from "./worker-ready";
+import { markKubeletStopping } from "./node-object";
+import { waitForWorkerReady, workerClient } from "./worker-ready";
 
 export interface LifecycleOptions {
   prefix?: string;
@@ -96,6 +97,12 @@ async function stop({ plan, systemd }: Node, progress: Progress): Promise<number
   const t0 = Date.now();
   await progress.step("stop", "Stopping the node (systemctl --user stop)", async (h) => {
     const units = allUnits(plan);
+    // While the API server still answers: the Node is no longer Ready (node-object.ts).
+    if ((await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active") {
+      const client =
+        plan.role === "worker" ? await workerClient(plan) : await readKubeconfig(plan.paths.adminKubeconfig).then(apiClient, () => null);
+      if (client) await markKubeletStopping(client, plan.node.name);
+    }
     await systemd.stop([...units].reverse());
     const after = await unitStates(systemd, units);
     const left = after.filter((s) => s.activeState !== "inactive" && s.activeState !== "failed");

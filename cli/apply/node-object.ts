@@ -40,3 +40,33 @@ export async function reconcileNode(client: ApiClient, plan: Plan, node: NodeVie
   const parts = [...Object.keys(patch.metadata?.labels ?? {}).map((k) => `label ${k}`), ...(patch.spec ? ["taints"] : [])];
   return `updated ${parts.join(", ")}`;
 }
+
+/**
+ * Before a stop: the Node's Ready condition becomes Unknown ("Kubelet stopped posting node status",
+ * as the node controller writes it after its grace period), so the API never shows a stopped node
+ * Ready. It also makes the next start fast: a kubelet that finds its Node not Ready posts Ready as
+ * soon as its runtime and PLEG are up (its fast status update), while one that finds the old Ready
+ * skips that and posts only at its next status sync, 10 s later (issue 41). Best effort, bounded:
+ * false when the API server does not answer, the node is not Ready, or the node changed meanwhile
+ * (the patch names the resourceVersion it read).
+ */
+export async function markKubeletStopping(client: ApiClient, nodeName: string, now = new Date(), timeoutMs = 2000): Promise<boolean> {
+  const path = `/api/v1/nodes/${encodeURIComponent(nodeName)}`;
+  const r = await client.get(path, timeoutMs).catch(() => null);
+  if (r?.status !== 200) return false;
+  type Condition = { type: string; status: string } & Record<string, unknown>;
+  const node = JSON.parse(r.body) as { metadata?: { resourceVersion?: string }; status?: { conditions?: Condition[] } };
+  const conditions = node.status?.conditions ?? [];
+  const i = conditions.findIndex((c) => c.type === "Ready");
+  if (i < 0 || conditions[i]?.status !== "True") return false;
+  conditions[i] = {
+    ...(conditions[i] as Condition),
+    status: "Unknown",
+    reason: "NodeStatusUnknown",
+    message: "Kubelet stopped posting node status (rootless-k8s stop).",
+    lastTransitionTime: now.toISOString().replace(/\.\d+Z$/, "Z"),
+  };
+  const patch = { metadata: { resourceVersion: node.metadata?.resourceVersion }, status: { conditions } };
+  const p = await client.mergePatch(`${path}/status`, patch, timeoutMs).catch(() => null);
+  return p?.status === 200;
+}

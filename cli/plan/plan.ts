@@ -115,6 +115,13 @@ export interface RuntimePlan extends Reasoned {
   /** Whether the runtime must not touch cgroups (containerd 1.x `disable_cgroup`, crun's disabled manager). */
   disableCgroup: boolean;
   /**
+   * Whether every container gets a session keyring of its own (runc's and crun's default). Each
+   * counts against the user's kernel.keys.maxkeys (200 for a user who is not root, about 97 pods
+   * with their pause containers); false: containers keep the node's own session keyring
+   * (containerd's NoNewKeyring), which the namespace owner's unit makes private to the node.
+   */
+  keyringPerContainer: boolean;
+  /**
    * docker only: the user's rootless dockerd: its socket, its pid file (dockerd runs inside its
    * RootlessKit's namespaces, so its pid is the way in), and its systemd user unit.
    */

@@ -7,6 +7,19 @@ import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
 import { KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast, majorOf } from "./rules";
 import { requireVersion } from "./versions";
 
+/**
+ * Session keyrings (issue 45). runc and crun give every container a new session keyring, and the
+ * kernel charges each to the user's uid: kernel.keys.maxkeys is 200 for a user who is not root, so
+ * a node stops at about 97 pods ("create keyring: Disk quota exceeded"). The node's containers run
+ * as the user anyway, so a keyring per container isolates nothing from the user that the user
+ * namespace does not; what matters is that they never share the user's login keyring, which the
+ * namespace owner's unit replaces with a private one (KeyringMode=private).
+ */
+const KEYRING_SHARED =
+  "containers keep the node's own session keyring (NoNewKeyring), private to the node (KeyringMode=private): a keyring per container would count against the user's kernel.keys.maxkeys (200 on a stock kernel: about 97 pods)";
+const KEYRING_PER_CONTAINER = (rt: string) =>
+  `${rt} gives every container a session keyring of its own, each counted against the user's kernel.keys.maxkeys (200 on a stock kernel: about 97 pods)`;
+
 export function decideRuntime(facts: Facts, options: PlanOptions, versions: VersionSet, mode: Mode, paths: Paths): RuntimePlan {
   const name = options.runtime ?? "containerd";
   if (options.runtimeBin && name !== "containerd") {
@@ -62,6 +75,7 @@ function containerd(facts: Facts, options: PlanOptions, versions: VersionSet, mo
   } else if (mode === "none") {
     reasons.push("disable_cgroup: containerd 1.x creates no cgroups");
   }
+  reasons.push(KEYRING_SHARED);
   return {
     name: "containerd",
     version,
@@ -73,6 +87,7 @@ function containerd(facts: Facts, options: PlanOptions, versions: VersionSet, mo
       ? { name: "crun", path: path.join(paths.binDir, "crun"), cgroupManager: "disabled" }
       : { name: "runc", path: path.join(paths.binDir, "runc") },
     disableCgroup: mode === "none",
+    keyringPerContainer: false,
     docker: null,
     snapshotter: chooseSnapshotter(facts, "containerd"),
     reasons,
@@ -90,6 +105,7 @@ function crio(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): Run
     containerdConfigVersion: null,
     ociRuntime: { name: "crun", path: path.join(paths.binDir, "crun") },
     disableCgroup: mode === "none",
+    keyringPerContainer: true,
     docker: null,
     snapshotter: chooseSnapshotter(facts, "crio"),
     reasons: [
@@ -99,6 +115,7 @@ function crio(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): Run
             "drop_infra_ctr = false: every pod keeps its infra container, so CRI-O never creates a pod cgroup itself, which it may not in mode none",
           ]
         : []),
+      KEYRING_PER_CONTAINER("CRI-O"),
     ],
   };
 }
@@ -153,6 +170,7 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
     containerdConfigVersion: null,
     ociRuntime: null,
     disableCgroup: mode === "none",
+    keyringPerContainer: true,
     docker: {
       socket,
       // dockerd writes its pid next to its socket; Docker's rootless docs enter its namespaces

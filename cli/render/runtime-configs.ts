@@ -26,7 +26,13 @@ function runcRuntime(plan: Plan) {
     runtime_type: "io.containerd.runc.v2",
     // The cgroupfs driver, as the kubelet uses (KEP-4033: both must agree). A runtime that needs a
     // global flag (crun --cgroup-manager=disabled) is run through its rendered wrapper.
-    options: { BinaryName: oci?.cgroupManager ? layout(plan).scripts.ociRuntime : (oci?.path ?? "runc"), SystemdCgroup: false },
+    // NoNewKeyring: runc/crun create --no-new-keyring, so containers do not each take a key of the
+    // user's kernel.keys.maxkeys (plan.runtime.keyringPerContainer, issue 45).
+    options: {
+      BinaryName: oci?.cgroupManager ? layout(plan).scripts.ociRuntime : (oci?.path ?? "runc"),
+      SystemdCgroup: false,
+      ...(plan.runtime.keyringPerContainer ? {} : { NoNewKeyring: true }),
+    },
   };
 }
 

@@ -294,6 +294,9 @@ function ownerUnit(plan: Plan): UnitFile {
           ["NotifyAccess", "all"],
           ["Delegate", true],
           ["KillMode", "mixed"],
+          // A session keyring of the node's own, never the user's login keyring: the containers
+          // keep it (NoNewKeyring, plan.runtime.keyringPerContainer), and only the node holds it.
+          ["KeyringMode", "private"],
           ...environmentFiles(plan),
           ["ExecStartPre", commandLine(runtimeDirCommand(plan))],
           ["ExecStart", commandLine(rootlesskitArgs(plan))],

@@ -2,7 +2,7 @@
 // small part of the Kubernetes API the port publisher and the overlay agent use, with real-shaped JSON
 // (v1 ServiceList, PodList and NodeList with metadata.resourceVersion, watch streams of
 // {"type","object"} lines, BOOKMARK and ERROR 410 Status events, created Events, merge patches of a
-// Service's status and of a Node). Objects live in memory;
+// Service's status, of a Node and of a Node's status, with a resourceVersion precondition). Objects live in memory;
 // every change gets the next resourceVersion, as etcd's revision would. Tests drive it directly:
 // put/remove objects, expire watches (410 Gone) or cut their connections.
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -162,6 +162,28 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
       return send(res, 200, next);
     }
     const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(u.pathname);
+    if (node && req.method === "GET") {
+      const cur = store.nodes.get(key("default", decodeURIComponent(node[1]!)));
+      return cur ? send(res, 200, cur) : send(res, 404, status(404, "NotFound", `nodes "${node[1]}" not found`));
+    }
+    // The status subresource: only .status changes; a metadata.resourceVersion in the patch is a
+    // precondition (409 Conflict when the object moved on), as the API server treats it.
+    const nodeStatus = /^\/api\/v1\/nodes\/([^/]+)\/status$/.exec(u.pathname);
+    if (nodeStatus && req.method === "PATCH") {
+      if (req.headers["content-type"] !== "application/merge-patch+json")
+        return send(res, 415, status(415, "UnsupportedMediaType", "fixture: merge patches only"));
+      const k = key("default", decodeURIComponent(nodeStatus[1]!));
+      const cur = store.nodes.get(k);
+      if (!cur) return send(res, 404, status(404, "NotFound", `nodes "${nodeStatus[1]}" not found`));
+      const patch = JSON.parse(await body(req)) as { metadata?: { resourceVersion?: string }; status?: unknown };
+      const want = patch.metadata?.resourceVersion;
+      if (want !== undefined && want !== cur.metadata.resourceVersion)
+        return send(res, 409, status(409, "Conflict", "the object has been modified; please apply your changes to the latest version"));
+      const next = { ...cur, status: mergePatch(cur.status, patch.status), metadata: { ...cur.metadata, resourceVersion: String(++rv) } };
+      store.nodes.set(k, next);
+      record("nodes", "MODIFIED", next);
+      return send(res, 200, next);
+    }
     if (node && req.method === "PATCH") {
       if (req.headers["content-type"] !== "application/merge-patch+json")
         return send(res, 415, status(415, "UnsupportedMediaType", "fixture: merge patches only"));

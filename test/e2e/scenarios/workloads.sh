@@ -279,3 +279,79 @@ YAML
   kc -n e2e delete pod hog --wait=false >/dev/null 2>&1
 }
 
+# A full node (issue 45): as many pods as the kubelet allows (its allocatable pods, 110 by default)
+# on a stock kernel, three times over. The keys the user's uid holds (/proc/key-users, against
+# kernel.keys.maxkeys: 200 for a user who is not root) stay near their baseline, since containers
+# keep the node's own session keyring; before that, about 97 pods was the ceiling.
+keys_used() { awk -v u="$U:" '$1 == u { split($4, q, "/"); print q[1]; f = 1 } END { if (!f) print 0 }' /proc/key-users; }
+keys_max() { awk -v u="$U:" '$1 == u { split($4, q, "/"); print q[2] }' /proc/key-users; }
+# The user's PSS in MiB: every process of the test user (the node's, the pods').
+user_pss_mib() {
+  local p s=0 k
+  for p in $(pgrep -u "$U"); do
+    k=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) && s=$((s + ${k:-0}))
+  done
+  echo $((s / 1024))
+}
+node_pods() { kc get pods -A --field-selector "spec.nodeName=$1" -o name 2>/dev/null | grep -c .; }
+scale_available() { [ "$(kc -n e2e-scale get deploy fill -o 'jsonpath={.status.availableReplicas}' 2>/dev/null)" = "$1" ]; }
+scale_gone() { ! kc -n e2e-scale get pods -o name 2>/dev/null | grep -q .; }
+# The waiting reasons of the fill pods that are not running, counted (RunContainerError, ...).
+scale_failures() { kc -n e2e-scale get pods -o 'jsonpath={range .items[*]}{.status.containerStatuses[0].state.waiting.reason}{"\n"}{end}' | grep -v '^$\|^ContainerCreating$' | sort | uniq -c | tr -s ' \n' ' '; }
+
+scenario_scale() {
+  local node max have n bb keys0 max_keys pss0 pss1 t0 secs i times=() keys_peak=0 k
+  node=$(receipt_value .plan.node.name)
+  bb=$(image_name busybox) || { fail scale "no busybox image"; return; }
+  max=$(kc get node "$node" -o 'jsonpath={.status.allocatable.pods}')
+  kc delete namespace e2e-scale --wait=true >/dev/null 2>&1
+  kc create namespace e2e-scale >/dev/null
+  have=$(node_pods "$node")
+  n=$((max - have))
+  keys0=$(keys_used)
+  max_keys=$(keys_max)
+  pss0=$(user_pss_mib)
+  info scale "the node allows $max pods and runs $have: filling it with $n; the user's keys $keys0 of ${max_keys:-?} (kernel.keys.maxkeys), PSS $pss0 MiB"
+  for i in 1 2 3; do
+    t0=$(ts)
+    check scale "round $i: a Deployment of $n pods (busybox sleep) applied" apply <<YAML || return
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: fill, namespace: e2e-scale}
+spec:
+  replicas: $n
+  selector: {matchLabels: {app: fill}}
+  template:
+    metadata: {labels: {app: fill}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: c
+        image: $bb
+        imagePullPolicy: Never
+        command: ["sleep", "86400"]
+YAML
+    if ! check scale "round $i: all $n pods Running (the node at its $max)" wait_for 600 scale_available "$n"; then
+      info scale "round $i: not running: $(scale_failures); the user's keys $(keys_used) of ${max_keys:-?}"
+      kc -n e2e-scale get events --field-selector type=Warning 2>&1 | tail -5 | sed 's/^/    | /'
+      kc delete namespace e2e-scale --wait=false >/dev/null 2>&1
+      return
+    fi
+    secs=$(elapsed "$t0")
+    times+=("$secs")
+    k=$(keys_used)
+    [ "$k" -gt "$keys_peak" ] && keys_peak=$k
+    [ "$i" = 1 ] && pss1=$(user_pss_mib)
+    check scale "round $i: no container failed to start (waiting reasons: $(scale_failures))" test -z "$(scale_failures)"
+    check scale "round $i: the user's keys stay near their baseline with the node full ($k; $keys0 before, maxkeys ${max_keys:-?})" test "$k" -le $((keys0 + 10))
+    info scale "round $i: $n pods Running in $secs s ($(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.1f", n / s }') pods/s)"
+    kc -n e2e-scale delete deploy fill --wait=false >/dev/null
+    check scale "round $i: the pods are gone after the Deployment is deleted" wait_for 300 scale_gone
+  done
+  check scale "the user's keys are back to their baseline ($(keys_used); $keys0 before)" test "$(keys_used)" -le $((keys0 + 2))
+  kc delete namespace e2e-scale --wait=false >/dev/null 2>&1
+  local per
+  per=$(awk -v a="$pss0" -v b="$pss1" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }')
+  info scale "PSS: $pss0 MiB idle, $pss1 MiB with $n more pods: $per MiB per pod; keys at most $keys_peak"
+  report "{\"route\":\"$ROUTE\",\"scale\":{\"maxPods\":$max,\"pods\":$n,\"readyS\":[$(IFS=,; echo "${times[*]}")],\"keysBaseline\":$keys0,\"keysPeak\":$keys_peak,\"maxKeys\":${max_keys:-null},\"pssIdleMiB\":$pss0,\"pssFullMiB\":$pss1,\"pssPerPodMiB\":$per}}"
+}
