@@ -2,7 +2,7 @@
 // with their manifest, into one tar for `install --bundle FILE` on a machine without network.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import { downloadEnvironment, downloadOptions, manifestOption, versionOptions, versionSourceFrom } from "../fetch/cli";
+import { downloadEnvironment, downloadOptions, manifestOption, versionOptions } from "../fetch/cli";
 import { loadComponents } from "../apply/components";
 import { ARCHES } from "../fetch/types";
 import * as fetch from "../fetch/index";
@@ -69,17 +69,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
     throw new UsageError(`-o ${output}: the folder ${path.dirname(file)} does not exist or is not writable`, spec.name);
   });
   const arch = (opt.str(args, "arch") as "amd64" | "arm64" | undefined) ?? hostArch();
-  const { manifest } = await loadComponents(
-    {
-      manifestFile: opt.str(args, "manifest"),
-      mirror: opt.str(args, "mirror"),
-      caFile: cli.caFileFrom(args, spec.name),
-      ...versionSourceFrom(args, spec.name),
-    },
-    arch,
-    ctx.env,
-    ctx.signal,
-  );
+  const { manifest } = await loadComponents(cli.componentSourceFrom(args, spec.name), arch, ctx.env, ctx.signal);
   // Image archives are checked (and hashed) before anything is downloaded.
   const images: fetch.BundledImageInput[] = [];
   const inArchives: { name: string; digest: string | null; file: string }[] = [];

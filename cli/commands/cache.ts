@@ -61,19 +61,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
       const manifest =
         bundle && trust
           ? await fetch.readBundleManifest(bundle, ctx.signal)
-          : (
-              await loadComponents(
-                {
-                  manifestFile: opt.str(args, "manifest"),
-                  mirror: opt.str(args, "mirror"),
-                  caFile: cli.caFileFrom(args, spec.name),
-                  ...cli.versionSourceFrom(args, spec.name),
-                },
-                sel.arch,
-                ctx.env,
-                ctx.signal,
-              )
-            ).manifest;
+          : (await loadComponents(cli.componentSourceFrom(args, spec.name), sel.arch, ctx.env, ctx.signal)).manifest;
       const artifacts = fetch.selectArtifacts(manifest, sel);
       const options = { ...cli.fetchOptionsFrom(args, ctx.env, ctx.signal, spec.name), ...(bundle ? { bundle, trustBundle: trust } : {}) };
       const fetched = await fetch.fetchArtifacts(artifacts, {

@@ -2,7 +2,7 @@
 // file is verified. Reads the manifest and the cache only; the network only for --kubernetes-version.
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode } from "../errors";
-import { caFileFrom, caFileOption, manifestOption, mirrorOption, selectionOptions, versionOptions, versionSourceFrom } from "../fetch/cli";
+import { caFileOption, componentSourceFrom, manifestOption, mirrorOption, selectionOptions, versionOptions } from "../fetch/cli";
 import * as fetch from "../fetch/index";
 import { selectionFrom } from "../fetch/cli";
 import { loadComponents } from "../apply/components";
@@ -37,17 +37,7 @@ the side files compared with it, and the binaries taken from it. Nothing is down
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
   const sel = selectionFrom(args, () => hostArch());
-  const { manifest } = await loadComponents(
-    {
-      manifestFile: opt.str(args, "manifest"),
-      mirror: opt.str(args, "mirror"),
-      caFile: caFileFrom(args, spec.name),
-      ...versionSourceFrom(args, spec.name),
-    },
-    sel.arch,
-    ctx.env,
-    ctx.signal,
-  );
+  const { manifest } = await loadComponents(componentSourceFrom(args, spec.name), sel.arch, ctx.env, ctx.signal);
   const cacheDir = fetch.defaultCacheDir(ctx.env);
   const rows = await Promise.all(
     fetch.selectArtifacts(manifest, sel).map(async (a) => {

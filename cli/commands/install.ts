@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { checkOutputDir, openOutputDir } from "../apply/output-dir";
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { ExitCode, UsageError } from "../errors";
-import { caFileFrom, caFileOption, mirrorOption, versionOptions, versionSourceFrom } from "../fetch/cli";
+import { caFileOption, componentSourceFrom, mirrorOption, versionOptions } from "../fetch/cli";
 import { mirrorFrom } from "../fetch/mirror";
 import { unknownCheckIds } from "../doctor/index";
 import { showOutcomes } from "../doctor/present";
@@ -192,14 +192,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     yes: opt.bool(parsed, "yes"),
     ignoreChecks,
     timeoutSeconds,
-    source: {
-      manifestFile: opt.str(parsed, "manifest"),
-      mirror: opt.str(parsed, "mirror"),
-      bundle: opt.str(parsed, "bundle"),
-      trustBundle: opt.bool(parsed, "trust-bundle"),
-      caFile: caFileFrom(parsed, spec.name),
-      ...versionSourceFrom(parsed, spec.name),
-    },
+    source: { ...componentSourceFrom(parsed, spec.name), bundle: opt.str(parsed, "bundle"), trustBundle: opt.bool(parsed, "trust-bundle") },
     mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
   };
 }

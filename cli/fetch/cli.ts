@@ -45,6 +45,19 @@ export function versionSourceFrom(args: Parsed, command: string): { kubernetesVe
   return { ...(v !== undefined ? { kubernetesVersion: v } : {}), ...(opt.bool(args, "pinned") ? { pinned: true } : {}) };
 }
 
+/** Where a version set comes from, as components, cache fetch, bundle and install take it: --manifest, --mirror, --ca-file, --kubernetes-version, --pinned. */
+export function componentSourceFrom(
+  args: Parsed,
+  command: string,
+): { manifestFile?: string; mirror?: string; caFile?: string; kubernetesVersion?: string; pinned?: boolean } {
+  return {
+    manifestFile: opt.str(args, "manifest"),
+    mirror: opt.str(args, "mirror"),
+    caFile: caFileFrom(args, command),
+    ...versionSourceFrom(args, command),
+  };
+}
+
 export const mirrorOption: OptionSpec = {
   type: "string",
   valueName: "URL",

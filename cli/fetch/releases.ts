@@ -90,7 +90,7 @@ const CHANNEL_TEXT = /^v(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?$/;
 
 /** Reads a channel file (stable.txt, stable-1.37.txt...) and returns the version it names. */
 async function readChannel(src: ReleaseSource, channel: string): Promise<{ version: string; minor: string; file: string }> {
-  const url = expandTemplate(RELEASES.kubernetes.channel.replace("{channel}", channel), "", "");
+  const url = RELEASES.kubernetes.channel.replace("{channel}", channel);
   const r = await getText(src, url);
   if ("missing" in r) {
     throw new UserError(`the release channel ${channel} is not published at ${r.url} (${r.missing})`, {
