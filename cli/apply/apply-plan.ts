@@ -25,6 +25,7 @@ import { waitForWorkerReady } from "./worker-ready";
 import { withNodeRange } from "../plan/network";
 import { mergeAdminContext } from "./kubeconfig-merge";
 import { ensureRuntimeDir } from "./runtime-dir";
+import { lostPortError, portsHeldByOthers, type PortClaim } from "./port-claim";
 
 export interface ApplyInput {
   plan: Plan;
@@ -37,6 +38,8 @@ export interface ApplyInput {
   merge: boolean;
   timeoutMs: number;
   source: ComponentSource;
+  /** Host ports install holds for the node (port-claim.ts): let go just before the units start, when RootlessKit takes them. */
+  claims?: readonly PortClaim[];
   /**
    * "registered" (the first of applyPlan's two passes): wait until the node is registered with its
    * pod range, not until it is Ready (it cannot be: its CNI network needs that range).
@@ -172,6 +175,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
     const restarted = await progress.step("start", "Starting the node (systemctl --user)", async (h) => {
       const unitFilesChanged = written.changes.write.some((f) => f.kind === "unit") || written.changes.stale.some((f) => f.kind === "unit");
       if (unitFilesChanged) await systemd.daemonReload();
+      for (const c of input.claims ?? []) await c.release();
       for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
       await systemd.enable([plan.units.target]);
       const states = await unitStates(systemd, startOrder(plan));
@@ -280,7 +284,12 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       mergedContext,
     };
   } catch (e) {
-    if (!(e instanceof InterruptedError) && ["start", "ready"].includes(progress.current ?? "")) await showFailure(ctx, systemd, plan, e);
+    if (!(e instanceof InterruptedError) && ["start", "ready"].includes(progress.current ?? "")) {
+      await showFailure(ctx, systemd, plan, e);
+      // A port another user took while the node started: say so, not only "keeps restarting".
+      const [lost] = await portsHeldByOthers(plan).catch(() => []);
+      if (lost) return fail(lostPortError(plan, lost));
+    }
     return fail(e);
   }
 }

@@ -2,7 +2,10 @@
 // the dry run, cli/apply/prepare.ts) → questions → plan → confirm → the apply engine
 // (cli/apply/apply-plan.ts: fetch → write → start → ready) → the summary.
 import * as path from "node:path";
-import { ExitCode, refuseRoot } from "../errors";
+import { ExitCode, UserError, refuseRoot } from "../errors";
+import { choosePort, firstFreePort, holderWords } from "../doctor/port-choice";
+import { apiServerAddress } from "../plan/network";
+import { claimPort, type PortClaim } from "./port-claim";
 import type { Facts } from "../host/facts";
 import type { Plan, PlanOptions } from "../plan/plan";
 import { describePlan } from "../plan/describe";
@@ -32,11 +35,28 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
 
   // 1. doctor (a failing check stops here, before any question), 2. questions, 3. the plan.
   out.err(`${out.errStyle.cyan("==>")} Checking this host`);
+  // The API port install chose, held until RootlessKit publishes it (port-claim.ts).
+  const claims: PortClaim[] = [];
+  try {
+    return await installClaimed(ctx, o, claims, progress, prompter);
+  } finally {
+    for (const c of claims) await c.release();
+  }
+}
+
+async function installClaimed(
+  ctx: Context,
+  o: InstallRequest,
+  claims: PortClaim[],
+  progress: Progress,
+  prompter: Prompter,
+): Promise<number> {
+  const out = ctx.out;
   const prepared = await prepareNode(o, {
-    async beforePlan(facts, diagnosis, blocking, previous) {
+    async beforePlan(facts, diagnosis, blocking) {
       reportVerdict(ctx, diagnosis);
       refuseOnBlocking(out, blocking, "install");
-      return askOptions(prompter, facts, o.plan, previous);
+      return askOptions(prompter, facts, o.plan, claims);
     },
   });
   const { plan, facts, components, receipt: previous } = prepared;
@@ -57,6 +77,7 @@ export async function installNode(ctx: Context, o: InstallRequest): Promise<numb
       merge,
       timeoutMs: o.timeoutSeconds * 1000,
       source: o.source,
+      claims,
     });
     // The bundle's images first: an add-on's pod then starts from them instead of failing to pull.
     if (o.source.bundle) await loadFromBundle(ctx, plan, o.source.bundle, progress);
@@ -93,7 +114,7 @@ function reportVerdict(ctx: Context, d: { mode: string; reasons: string[]; gives
 }
 
 /** The questions that cannot be inferred; each answer also has a flag, and unattended runs never ask. */
-async function askOptions(p: Prompter, facts: Facts, chosen: PlanOptions, previous: Plan | null): Promise<PlanOptions> {
+async function askOptions(p: Prompter, facts: Facts, chosen: PlanOptions, claims: PortClaim[]): Promise<PlanOptions> {
   const options: PlanOptions = { ...chosen };
   const docker = facts.runtimes.docker;
   if (!options.runtime && docker?.serverReachable && docker.rootless) {
@@ -106,25 +127,58 @@ async function askOptions(p: Prompter, facts: Facts, chosen: PlanOptions, previo
       { default: "containerd", unattended: "containerd" },
     );
   }
-  const ours = new Set(previous?.network.published.map((x) => x.hostPort) ?? []);
-  const taken = new Set(facts.network.listeningTcpPorts.filter((x) => !ours.has(x)));
-  const wanted = options.apiPort ?? previous?.ports.apiServer ?? 6443;
-  if (options.apiPort === undefined && taken.has(wanted)) {
-    let free = wanted + 1;
-    while (taken.has(free)) free++;
-    const answer = await p.input(`Port ${wanted} is in use on this host. Which port should the API server be published on?`, {
-      default: String(free),
-      unattended: String(free),
-      validate: (v) =>
-        /^\d+$/.test(v) && Number(v) > 0 && Number(v) < 65536
-          ? taken.has(Number(v))
-            ? `port ${v} is in use too`
-            : true
-          : "a port number, 1-65535",
-    });
-    options.apiPort = Number(answer);
-  } else if (options.apiPort === undefined && previous) options.apiPort = previous.ports.apiServer;
+  const { port, claim } = await claimApiPort(p, facts, options);
+  options.apiPort = port;
+  claims.push(...(claim ? [claim] : []));
   return options;
+}
+
+/**
+ * The API port, claimed (port-claim.ts): the rule's choice (doctor/port-choice.ts), asked when the
+ * wanted one is taken; then bound until RootlessKit starts. A port some other install took between
+ * the reading and the claim is avoided and the question asked again (unattended: the next free one).
+ * The node's own port (held by its running RootlessKit) needs no claim.
+ */
+export async function claimApiPort(p: Prompter, facts: Facts, options: PlanOptions): Promise<{ port: number; claim: PortClaim | null }> {
+  const address = apiServerAddress(options).hostIP;
+  const n = facts.network;
+  const fixed = n.apiPortFixed;
+  const avoid: number[] = [];
+  for (;;) {
+    const c = choosePort(n.listeners, { wanted: n.wantedPorts[0] ?? 6443, fixed, own: n.ownPorts, uid: facts.user.uid }, avoid);
+    if (c.kind === "ours") return { port: c.port, claim: null };
+    if (c.kind === "taken") throw apiPortTaken(c.port, holderWords(c.holders, n.listenerNames), c.free);
+    let port = c.port;
+    if (c.kind === "moved") {
+      const busy = new Set([...n.listeners.map((l) => l.port), ...avoid]);
+      const answer = await p.input(
+        `Port ${c.from} is taken by ${holderWords(c.holders, n.listenerNames)}. Which port should the API server be published on?`,
+        {
+          default: String(c.port),
+          unattended: String(c.port),
+          validate: (v) =>
+            /^\d+$/.test(v) && Number(v) > 0 && Number(v) < 65536
+              ? busy.has(Number(v))
+                ? `port ${v} is in use too`
+                : true
+              : "a port number, 1-65535",
+        },
+      );
+      port = Number(answer);
+    }
+    const r = await claimPort(address, port);
+    if (r.ok) return { port, claim: r.claim };
+    if (fixed) throw apiPortTaken(port, "another program", firstFreePort(n.listeners, port + 1, avoid));
+    avoid.push(port);
+  }
+}
+
+/** --api-port on a port someone holds: exit 3, naming the holder and a free port. */
+function apiPortTaken(port: number, holder: string, free: number): UserError {
+  return new UserError(`--api-port ${port} is taken by ${holder}`, {
+    exitCode: ExitCode.Refused,
+    fix: `choose a free port: rootless-k8s install --api-port ${free} (or leave --api-port out: install then picks one)`,
+  });
 }
 
 async function askMerge(p: Prompter, flag: boolean | undefined, plan: Plan): Promise<boolean> {

@@ -14,6 +14,7 @@ import { probeKubelet } from "../host/kubelet";
 import { parseContainerdVersion } from "../host/parse/versions";
 import { diagnose, type CheckOutcome, type Diagnosis } from "../doctor/index";
 import { blockingFailures } from "../doctor/blocking";
+import { choosePort, type PortChoice } from "../doctor/port-choice";
 import { showOutcomes } from "../doctor/present";
 import type { Output } from "../ui/output";
 import { buildPlan, planPaths, validatePlan } from "../plan/index";
@@ -70,25 +71,37 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   const host = localHost({ env: req.env });
   const components = loaded ?? (await loadComponents(req.source, archOf(host.uname().machine), req.env));
   const versions = components.versions;
-  const apiPort = req.plan.apiPort ?? 6443;
   // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
   const prefix = req.plan.prefix;
-  const facts = await gatherFacts(host, {
-    ports: [apiPort],
+  const gathered = await gatherFacts(host, {
+    ports: [req.plan.apiPort ?? 6443],
     ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
   });
-  const diagnosis = diagnose(facts);
 
   // The receipt's place depends only on the paths (--prefix, XDG, home), which no question changes.
-  const paths = planPaths(facts, req.plan, versions);
+  const paths = planPaths(gathered, req.plan, versions);
   // Once planPaths has refused / and the home folder (exit 2): a prefix holding the user's own files.
   if (paths.prefix) await checkPrefixFolder(paths.prefix);
   const receipt = await readReceipt(paths.receipt);
   const previous = receipt && receipt.state !== "uninstalled" ? ((receipt.plan as Plan | null) ?? null) : null;
   const conflict = roleConflict(req.command, previous);
   if (conflict) throw conflict;
-  const blocking = blockingFailures(diagnosis.outcomes, req.ignoreChecks, ownPorts(previous, req.plan.apiPort), facts.network.busyPorts);
-  let options: PlanOptions = { ...req.plan };
+  // The API port asked for: --api-port, else the installed node's, else 6443; the node's own ports
+  // are no obstacle while this user holds them (doctor/port-choice.ts, the rule doctor reads too).
+  const facts: Facts = {
+    ...gathered,
+    network: {
+      ...gathered.network,
+      wantedPorts: [req.plan.apiPort ?? previous?.ports.apiServer ?? 6443],
+      apiPortFixed: req.plan.apiPort !== undefined,
+      ownPorts: previous?.network.published.map((x) => x.hostPort) ?? [],
+    },
+  };
+  const diagnosis = diagnose(facts);
+  const blocking = blockingFailures(diagnosis.outcomes, req.ignoreChecks);
+  const apiPort = apiPortChoice(facts);
+  // Without --api-port, the plan takes the port the rule gives (the dry run shows it); install asks.
+  let options: PlanOptions = { ...req.plan, ...(apiPort.kind !== "taken" && { apiPort: apiPort.port }) };
   if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, blocking, previous);
   options.selfCommand ??= selfCommand();
   if (options.runtimeBin) {
@@ -124,13 +137,10 @@ export function selfCommand(): string[] {
   return [process.execPath, ...process.execArgv, ...(script ? [realpathSync(script)] : [])];
 }
 
-/**
- * The ports that are no obstacle to this node: those the installed node publishes itself, and,
- * without --api-port, the API port it would get (install asks for another one when it is taken).
- */
-export function ownPorts(previous: Plan | null, apiPortFlag: number | undefined): number[] {
-  const own = previous?.network.published.map((x) => x.hostPort) ?? [];
-  return apiPortFlag === undefined ? [...own, previous?.ports.apiServer ?? 6443] : own;
+/** The API port by the one rule (doctor/port-choice.ts), from the facts prepareNode completed with the receipt. */
+export function apiPortChoice(facts: Facts): PortChoice {
+  const n = facts.network;
+  return choosePort(n.listeners, { wanted: n.wantedPorts[0] ?? 6443, fixed: n.apiPortFixed, own: n.ownPorts, uid: facts.user.uid });
 }
 
 /** Shows the checks that stop `command` (install, upgrade) with their fixes, and refuses (exit 3). */

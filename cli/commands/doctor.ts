@@ -18,7 +18,8 @@ import { nodeNameFrom } from "../plan/node";
 import { TOKEN_ENV } from "../render/join";
 import { nodeChecks } from "../doctor/checks/node";
 import { showOutcomes } from "../doctor/present";
-import { requireReceipt } from "../apply/receipt";
+import { readReceipt, receiptLocation, requireReceipt } from "../apply/receipt";
+import type { Plan } from "../plan/plan";
 import { nodeFacts } from "../inspect/node-facts";
 import type { Context } from "../context";
 
@@ -167,9 +168,16 @@ async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
     if (!statSync(root, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--root ${root}: no such directory`, spec.name);
   }
   const host = localHost({ root, env: ctx.env });
+  // The installed node's API port and published ports, as install reads them: its own ports are no
+  // obstacle while this user holds them (one rule, doctor/port-choice.ts).
+  const mine = root === undefined && opt.str(parsed, "user") === undefined ? await installedPlan(ctx.env) : null;
   let facts;
   try {
-    facts = await gatherFacts(host, { user: opt.str(parsed, "user"), dataDir });
+    facts = await gatherFacts(host, {
+      user: opt.str(parsed, "user"),
+      dataDir,
+      ...(mine && { ports: [mine.ports.apiServer, 10250], ownPorts: mine.network.published.map((p) => p.hostPort) }),
+    });
   } catch (e) {
     if (e instanceof UnknownUserError) throw new UsageError(`--user: ${e.message}`, spec.name);
     throw e;
@@ -185,4 +193,10 @@ async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
     ctx.out.out(renderReport(facts, d, ctx.out.style));
   }
   return doctor.anyFailed(d.outcomes) ? ExitCode.Failure : ExitCode.Ok;
+}
+
+/** The plan of this user's installed node (default place), or null: none, uninstalled, or a receipt that cannot be read. */
+async function installedPlan(env: NodeJS.ProcessEnv): Promise<Plan | null> {
+  const r = await readReceipt(receiptLocation(env)).catch(() => null);
+  return r && r.state !== "uninstalled" && r.plan ? (r.plan as Plan) : null;
 }

@@ -3,16 +3,9 @@ import type { CheckOutcome } from "./check";
 
 /**
  * The failing checks that stop an install or upgrade: every failure, except the checks the user
- * named with --ignore-check, and except "ports" when every busy port is one of `ownPorts`: the
- * ports of the node being re-installed or upgraded (it holds them itself), and for an install
- * without --api-port the default API port (install then asks for another one).
+ * named with --ignore-check. A check fails only on what install would refuse (a taken API port
+ * fails only when --api-port named it: port-choice.ts), so doctor and install agree.
  */
-export function blockingFailures(
-  outcomes: readonly CheckOutcome[],
-  ignore: readonly string[],
-  ownPorts: readonly number[],
-  busyPorts: readonly number[],
-): CheckOutcome[] {
-  const own = new Set(ownPorts);
-  return outcomes.filter((o) => o.status === "fail" && !ignore.includes(o.id) && !(o.id === "ports" && busyPorts.every((p) => own.has(p))));
+export function blockingFailures(outcomes: readonly CheckOutcome[], ignore: readonly string[]): CheckOutcome[] {
+  return outcomes.filter((o) => o.status === "fail" && !ignore.includes(o.id));
 }

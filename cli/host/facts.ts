@@ -2,6 +2,8 @@
 // (cli/host/gather.ts), judged by cli/doctor and turned into a node by cli/plan.
 // `null` always means "could not be determined", never "no".
 
+import type { Listener } from "./parse/procfs";
+
 export type Family = "debian" | "rhel" | "suse" | "arch" | "alpine" | "other";
 export type CgroupMode = "v1" | "hybrid" | "v2";
 export type Controller = "cpu" | "cpuset" | "io" | "memory" | "pids" | "hugetlb" | "rdma" | "misc";
@@ -248,14 +250,19 @@ export interface Route {
 export interface NetworkFacts {
   /** IPv4 routes from /proc/net/route. */
   routes: Route[];
-  /** TCP ports in LISTEN state on the host (from /proc/net/tcp and tcp6). */
-  listeningTcpPorts: number[];
+  /** The host's TCP sockets in LISTEN (from /proc/net/tcp and tcp6), each with its owner's uid. */
+  listeners: Listener[];
+  /** Names of the listeners' owners, by uid, as /etc/passwd gives them. */
+  listenerNames: Record<number, string>;
   hostname: string | null;
   /** Non-loopback IPv4 addresses of the host (for API server SANs). */
   addresses: string[];
-  /** The ports the node needs on the host (gatherFacts option ports) and those already taken. */
+  /** The ports the node needs on the host (gatherFacts option ports), the API server's first. */
   wantedPorts: number[];
-  busyPorts: number[];
+  /** The user chose the API port (--api-port): it does not move when taken. */
+  apiPortFixed: boolean;
+  /** The installed node's own published ports (its receipt; gatherFacts option ownPorts). */
+  ownPorts: number[];
 }
 
 export interface DiskFacts {

@@ -24,6 +24,10 @@ export interface GatherOptions {
   dataDir?: string;
   /** TCP ports the node needs on the host; default DEFAULT_PORTS. */
   ports?: number[];
+  /** The user chose the API port, the first of `ports` (--api-port): it does not move when taken. */
+  apiPortFixed?: boolean;
+  /** The installed node's own published ports (its receipt): held by this user, they are not in the way. */
+  ownPorts?: number[];
   /** The rootlesskit binary the node will run (for the AppArmor pre-check); default <dataDir>/versions/current/bin/rootlesskit (the link install maintains). */
   rootlesskitPath?: string;
 }
@@ -52,6 +56,8 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     user,
     dataDir,
     ports: opts.ports ?? DEFAULT_PORTS,
+    apiPortFixed: opts.apiPortFixed ?? false,
+    ownPorts: opts.ownPorts ?? [],
     rootlesskitPath: opts.rootlesskitPath ?? path.posix.join(dataDir, "versions/current/bin/rootlesskit"),
     note: (m) => notes.push(m),
   };

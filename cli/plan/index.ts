@@ -5,6 +5,7 @@
 //                                                      overlapping a route, runtime too old, ...)
 // The plan is then rendered by cli/render and written by cli/apply.
 import { installPackage } from "../doctor/fixes";
+import { choosePort, holderWords } from "../doctor/port-choice";
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import { NFTABLES_PROXY, nftablesProxyBlocker } from "../host/kube-proxy";
@@ -157,19 +158,20 @@ export interface ValidateOptions {
 /** Everything that stops this plan from running on this host; empty when it can run. */
 export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {}): Problem[] {
   const problems: Problem[] = [];
-  const ours = new Set(opts.previous?.network.published.map((p) => p.hostPort) ?? []);
-  const listening = new Set(facts.network.listeningTcpPorts);
+  const own = opts.previous?.network.published.map((p) => p.hostPort) ?? [];
   const unprivilegedStart = facts.features.ipUnprivilegedPortStart ?? 1024;
   for (const p of plan.network.published) {
-    if (listening.has(p.hostPort) && !ours.has(p.hostPort)) {
+    // Held by someone else, by the socket's owner: a port the receipt lists is ours only while we hold it.
+    const c = choosePort(facts.network.listeners, { wanted: p.hostPort, fixed: true, own, uid: facts.user.uid });
+    if (c.kind === "taken") {
       problems.push({
         id: "port-in-use",
-        message: `host port ${p.hostPort} is already in use`,
+        message: `host port ${p.hostPort} is already in use (by ${holderWords(c.holders, facts.network.listenerNames)})`,
         fix:
           plan.role === "worker"
             ? `stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}'): the control plane reaches this worker's kubelet there`
             : p.namespacePort === plan.ports.apiServer
-              ? `pick a free port with --api-port N, or stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}')`
+              ? `pick a free port with --api-port ${c.free}, or stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}')`
               : `stop what listens on ${p.hostPort} (ss -ltnp 'sport = :${p.hostPort}'), or use --network slirp4netns, which publishes only the API port`,
       });
     }

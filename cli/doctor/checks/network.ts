@@ -1,7 +1,9 @@
 // Network and disk: the ports the node publishes must be free, the data folder must have room and
 // sit on a local file system (NFS and friends cannot chown to subordinate ids).
 import { fsStats } from "../../host/fs-stats";
-import { fail, ok, skip, warn, type Check } from "../check";
+import type { NetworkFacts } from "../../host/facts";
+import { fail, ok, skip, warn, type Check, type CheckResult } from "../check";
+import { choosePort, holdersOf, holderWords } from "../port-choice";
 
 const GiB = 1024 ** 3;
 const NETWORK_FS = new Set(["nfs", "cifs", "smb2", "lustre", "gpfs"]);
@@ -11,14 +13,7 @@ export const networkChecks: Check[] = [
     id: "ports",
     group: "network",
     label: "free ports",
-    run: (f) => {
-      const n = f.network;
-      if (!n.wantedPorts.length) return skip("no ports to check");
-      if (!n.busyPorts.length) return ok(`${n.wantedPorts.join(", ")} free`);
-      return fail(`${n.busyPorts.join(", ")} already in use on this host`, {
-        user: n.busyPorts.map((p) => `ss -ltnp 'sport = :${p}'   # shows what listens on ${p}`),
-      });
-    },
+    run: (f) => portsOutcome(f.network, f.user.uid),
   },
   {
     id: "disk",
@@ -72,3 +67,44 @@ export const networkChecks: Check[] = [
     },
   },
 ];
+
+/**
+ * The API port by the one rule install uses (port-choice.ts): free or the node's own is ok; taken
+ * without --api-port is a warning that says where install will publish it; taken with --api-port
+ * fails, as install refuses it. The other ports (a worker's kubelet, 10250) cannot move: taken,
+ * they are a warning, for only joining as a worker needs them.
+ */
+function portsOutcome(n: NetworkFacts, uid: number): CheckResult {
+  const [api, ...others] = n.wantedPorts;
+  if (api === undefined) return skip("no ports to check");
+  const who = (holders: number[]) => holderWords(holders, n.listenerNames);
+  const c = choosePort(n.listeners, { wanted: api, fixed: n.apiPortFixed, own: n.ownPorts, uid });
+  const said: string[] = [];
+  const user: string[] = [];
+  let worst: "ok" | "warn" | "fail" = "ok";
+  if (c.kind === "free") said.push(`${api} free`);
+  else if (c.kind === "ours") said.push(`${api} is held by your node's API server`);
+  else {
+    user.push(`ss -ltnp 'sport = :${api}'   # shows what listens on ${api}`);
+    if (c.kind === "moved") {
+      worst = "warn";
+      said.push(`${api} is taken by ${who(c.holders)}; install will publish the API server on ${c.port}, or choose one with --api-port`);
+    } else {
+      worst = "fail";
+      said.push(`--api-port ${api} is taken by ${who(c.holders)}: install refuses it; ${c.free} is free`);
+      user.unshift(`rootless-k8s install --api-port ${c.free}`);
+    }
+  }
+  for (const p of others) {
+    const holders = holdersOf(n.listeners, p);
+    if (!holders.length || n.ownPorts.includes(p)) continue;
+    if (worst === "ok") worst = "warn";
+    said.push(
+      `${p} is taken by ${who(holders)}: a control plane installs, but this host cannot join a cluster as a worker while it is (the control plane reaches a worker's kubelet there)`,
+    );
+    user.push(`ss -ltnp 'sport = :${p}'   # shows what listens on ${p}`);
+  }
+  const summary = said.join("; ");
+  if (worst === "ok") return ok(summary);
+  return worst === "warn" ? warn(summary, { user }) : fail(summary, { user });
+}

@@ -41,18 +41,52 @@ export function parseRoutes(text: string | null): Route[] {
   return out;
 }
 
-/** /proc/net/tcp and tcp6: local ports of sockets in LISTEN (state 0A). */
-export function parseListeningPorts(...texts: (string | null)[]): number[] {
-  const ports = new Set<number>();
+/** A TCP socket in LISTEN on the host: its port, the uid that owns it and the address it is bound to. */
+export interface Listener {
+  port: number;
+  uid: number;
+  /** "127.0.0.1", "0.0.0.0", "::", "::1" or another address, as /proc/net/tcp and tcp6 give it. */
+  address: string;
+}
+
+/**
+ * /proc/net/tcp and tcp6: the sockets in LISTEN (state 0A), each with its owner's uid (the 8th
+ * field): who holds a port, not only whether it is held (proc_net_tcp(5)).
+ */
+export function parseListeners(...texts: (string | null)[]): Listener[] {
+  const out: Listener[] = [];
+  const seen = new Set<string>();
   for (const text of texts) {
     for (const line of (text ?? "").split("\n").slice(1)) {
       const f = line.trim().split(/\s+/);
-      if (f.length < 4 || f[3] !== "0A") continue;
-      const port = parseInt(f[1]!.split(":").pop()!, 16);
-      if (Number.isFinite(port)) ports.add(port);
+      if (f.length < 8 || f[3] !== "0A") continue;
+      const [hexAddr = "", hexPort = ""] = f[1]!.split(":");
+      const port = parseInt(hexPort, 16);
+      const uid = Number(f[7]);
+      if (!Number.isFinite(port) || !Number.isInteger(uid)) continue;
+      const address = procAddress(hexAddr);
+      const key = `${address}|${port}|${uid}`;
+      if (seen.has(key)) continue; // SO_REUSEPORT groups list one line per socket
+      seen.add(key);
+      out.push({ port, uid, address });
     }
   }
-  return [...ports].sort((a, b) => a - b);
+  return out.sort((a, b) => a.port - b.port || a.uid - b.uid);
+}
+
+/** An address of /proc/net/tcp (8 hex digits) or tcp6 (32), each 32-bit word in host (little-endian) order. */
+function procAddress(hex: string): string {
+  const words = hex.match(/.{8}/g) ?? [];
+  const bytes = words.flatMap((w) => [6, 4, 2, 0].map((i) => parseInt(w.slice(i, i + 2), 16)));
+  if (bytes.length === 4) return bytes.join(".");
+  if (bytes.length !== 16) return hex;
+  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return bytes.slice(12).join(".");
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  return groups
+    .join(":")
+    .replace(/(^|:)0(:0)+(:|$)/, "::")
+    .replace(/:{3,}/, "::");
 }
 
 /** /proc/net/udp and udp6: every bound local UDP port (UDP has no listening state: any socket holds its port). */

@@ -17,7 +17,12 @@ export interface ProbeContext {
   user: EvaluatedUser;
   /** Folder the node's data would live in. */
   dataDir: string;
+  /** The ports the node needs on the host, the API server's first. */
   ports: number[];
+  /** The user chose the API port (--api-port). */
+  apiPortFixed: boolean;
+  /** The installed node's own published ports. */
+  ownPorts: number[];
   rootlesskitPath: string;
   note(message: string): void;
 }

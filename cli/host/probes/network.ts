@@ -1,26 +1,33 @@
 // Network and disk facts: routes (for CIDR collisions), listening ports, addresses, hostname, and
 // the free space and file system type of the data folder.
 import type { DiskFacts, NetworkFacts } from "../facts";
-import { parseListeningPorts, parseLocalAddresses, parseRoutes } from "../parse/procfs";
+import { parsePasswd } from "../parse/passwd";
+import { parseListeners, parseLocalAddresses, parseRoutes } from "../parse/procfs";
 import type { ProbeContext } from "./context";
 
 export async function networkFacts(ctx: ProbeContext): Promise<NetworkFacts> {
   const r = (p: string) => ctx.host.readText(p);
-  const [route, tcp, tcp6, fib, hostname] = await Promise.all([
+  const [route, tcp, tcp6, fib, hostname, passwd] = await Promise.all([
     r("/proc/net/route"),
     r("/proc/net/tcp"),
     r("/proc/net/tcp6"),
     r("/proc/net/fib_trie"),
     r("/proc/sys/kernel/hostname"),
+    r("/etc/passwd"),
   ]);
-  const listening = parseListeningPorts(tcp, tcp6);
+  const listeners = parseListeners(tcp, tcp6);
+  const uids = new Set(listeners.map((l) => l.uid));
+  const listenerNames: Record<number, string> = {};
+  for (const e of parsePasswd(passwd)) if (uids.has(e.uid)) listenerNames[e.uid] ??= e.name;
   return {
     routes: parseRoutes(route),
-    listeningTcpPorts: listening,
+    listeners,
+    listenerNames,
     hostname: hostname?.trim() || null,
     addresses: parseLocalAddresses(fib),
     wantedPorts: ctx.ports,
-    busyPorts: ctx.ports.filter((p) => listening.includes(p)),
+    apiPortFixed: ctx.apiPortFixed,
+    ownPorts: ctx.ownPorts,
   };
 }
 

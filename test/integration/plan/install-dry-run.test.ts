@@ -211,8 +211,47 @@ describe("install refuses bad input before anything is written", () => {
     const r = cli(["install", "--dry-run", "--api-port", String(busyPort), "--output", out]);
     expect(r.code).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`^error: refusing this plan: host port ${busyPort} is already in use`, "m"));
-    expect(r.stderr).toMatch(/^fix: pick a free port with --api-port N/m);
+    // The holder is named from the socket's owner (this test, as root or as the runner), and the fix names a free port.
+    expect(r.stderr).toMatch(new RegExp(`already in use \\(by \\S+ \\(uid ${process.getuid?.()}\\)\\)`));
+    expect(r.stderr).toMatch(/^fix: pick a free port with --api-port \d+, or stop what listens/m);
     expect(existsSync(out)).toBe(false);
+    expect(listing(home)).toEqual([]);
+  });
+});
+
+describe("6443 taken by another user: doctor and install agree (one rule, cli/doctor/port-choice.ts)", () => {
+  // 6443 is held either way: by this test (another uid than the test user), or already by someone else.
+  let held: Listening | null = null;
+  beforeAll(async () => {
+    held = await listen(createServer(), { host: "127.0.0.1", port: 6443 }).catch(() => null);
+  });
+  afterAll(async () => {
+    await held?.close();
+  });
+
+  it("doctor warns (no failure) naming the port install will take, and the dry run plans that very port", () => {
+    const d = cli(["doctor", "--json"]);
+    const ports = (JSON.parse(d.stdout) as { checks: { id: string; status: string; summary: string }[] }).checks.find(
+      (c) => c.id === "ports",
+    )!;
+    expect(ports.status).toBe("warn");
+    const m = /^6443 is taken by (.+); install will publish the API server on (\d+), or choose one with --api-port/.exec(ports.summary);
+    expect(m, ports.summary).not.toBeNull();
+    if (held) expect(m![1]).toMatch(new RegExp(`\\(uid ${process.getuid?.()}\\)$`));
+    const r = cli(["install", "--dry-run", "--json"]);
+    const out = JSON.parse(r.stdout) as { plan: { ports: { apiServer: number } }; blockingChecks: { id: string }[] };
+    expect(out.plan.ports.apiServer).toBe(Number(m![2]));
+    expect(out.blockingChecks.map((c) => c.id)).not.toContain("ports");
+    expect(r.code).toBe(expectedCode().code);
+    expect(listing(home)).toEqual([]);
+  });
+
+  it("install --api-port 6443 is refused before anything is written: exit 3, naming the holder and a free port", () => {
+    const r = cli(["install", "--yes", "--api-port", "6443"]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/--api-port 6443 is taken by .+: install refuses it; \d+ is free/);
+    expect(r.stderr).toMatch(/rootless-k8s install --api-port \d+/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(listing(home)).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 // The refusal install and upgrade share when doctor's checks stop them: every blocking check shown
 // by the one presenter (its id, for --ignore-check, and its whole fix), then one error, exit 3.
 import { describe, expect, it } from "vitest";
-import { ownPorts, refuseOnBlocking } from "../../../cli/apply/prepare";
+import { refuseOnBlocking } from "../../../cli/apply/prepare";
 import { diagnose } from "../../../cli/doctor/index";
 import { showOutcomes } from "../../../cli/doctor/present";
 import { ExitCode, UserError } from "../../../cli/errors";
@@ -48,15 +48,5 @@ describe("refuseOnBlocking", () => {
     const out = capture();
     refuseOnBlocking(out, [], "install");
     expect(out.lines).toEqual([]);
-  });
-});
-
-describe("ownPorts", () => {
-  const previous = { network: { published: [{ hostPort: 7443 }, { hostPort: 8080 }] }, ports: { apiServer: 7443 } } as never;
-  it("is the installed node's published ports, plus the API port it would get when --api-port is not given", () => {
-    expect(ownPorts(null, undefined)).toEqual([6443]);
-    expect(ownPorts(null, 6443)).toEqual([]);
-    expect(ownPorts(previous, undefined)).toEqual([7443, 8080, 7443]);
-    expect(ownPorts(previous, 7443)).toEqual([7443, 8080]);
   });
 });

@@ -203,10 +203,11 @@ describe("what gatherFacts reads on real systems", () => {
     await expect(gatherFacts(fixtureHost("debian-12"), { user: "nobody-such" })).rejects.toBeInstanceOf(UnknownUserError);
   });
 
-  it("ports: a port already listening on the host is reported busy", async () => {
-    const f = await gatherFacts(fixtureHost("debian-12"), { ports: [6443, 2024] });
-    expect(f.network.listeningTcpPorts).toContain(2024);
-    expect(f.network.busyPorts).toEqual([2024]);
+  it("ports: who listens on each port (the socket's uid, named from /etc/passwd), and the request", async () => {
+    const f = await gatherFacts(fixtureHost("debian-12"), { ports: [6443, 2024], ownPorts: [7443] });
+    expect(f.network.listeners).toContainEqual({ port: 2024, uid: 0, address: "0.0.0.0" });
+    expect(f.network.listenerNames[0]).toBe("root");
+    expect(f.network).toMatchObject({ wantedPorts: [6443, 2024], apiPortFixed: false, ownPorts: [7443] });
     expect(f.network.routes).toContainEqual({ cidr: "0.0.0.0/0", iface: "eth0" });
   });
 

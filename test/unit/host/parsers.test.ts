@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { attachRegExp, profileCovers, usernsProfilesIn } from "../../../cli/host/parse/apparmor";
 import { atLeast, parseNftVersion, upstreamVersion } from "../../../cli/host/parse/versions";
-import { parseListeningPorts, parseModulesBuiltin, parseRoutes } from "../../../cli/host/parse/procfs";
+import { parseListeners, parseModulesBuiltin, parseRoutes } from "../../../cli/host/parse/procfs";
 import { inRanges, parseGetsubids, rangesOverlap } from "../../../cli/host/parse/subid";
 import { nextFreeStart } from "../../../cli/host/probes/user";
 import { familyOf } from "../../../cli/host/parse/os-release";
@@ -91,9 +91,26 @@ describe("small /proc formats", () => {
       { cidr: "0.0.0.0/0", iface: "eth0" },
       { cidr: "192.0.2.0/24", iface: "eth0" },
     ]);
-    const tcp =
-      "  sl  local_address rem_address   st\n   0: 00000000:192B 00000000:0000 0A 00000000:00000000\n   1: 0100007F:937E 0100007F:9ECB 06 00000000:00000000\n";
-    expect(parseListeningPorts(tcp)).toEqual([6443]);
+    // Lines of this machine's /proc/net/tcp and tcp6: LISTEN (0A) only, each with its owner's uid (the 8th field).
+    const tcp = [
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode",
+      "   0: 0100007F:192B 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1006        0 5512 1 0000000000000000 100 0 0 10 0",
+      "   1: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 71 1 00000000b96b2f8a 100 0 0 10 0",
+      "   2: 0100007F:937E 0100007F:9ECB 06 00000000:00000000 03:0000080C 00000000     0        0 0 3 000000003d91b417",
+    ].join("\n");
+    const tcp6 = [
+      "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode",
+      "   0: 00000000000000000000000000000000:192C 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1005        0 9 1 0 100 0 0 10 0",
+      "   1: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1005        0 9 1 0 100 0 0 10 0",
+      "   2: 0000000000000000FFFF00000100007F:1F91 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1005        0 9 1 0 100 0 0 10 0",
+    ].join("\n");
+    expect(parseListeners(tcp, tcp6)).toEqual([
+      { port: 2024, uid: 0, address: "0.0.0.0" },
+      { port: 6443, uid: 1006, address: "127.0.0.1" },
+      { port: 6444, uid: 1005, address: "::" },
+      { port: 8080, uid: 1005, address: "::1" },
+      { port: 8081, uid: 1005, address: "127.0.0.1" },
+    ]);
     expect([...parseModulesBuiltin("kernel/net/ipv4/netfilter/ip_tables.ko\nkernel/drivers/net/tun.ko.zst\nkernel/net/x-y.ko\n")]).toEqual([
       "ip_tables",
       "tun",

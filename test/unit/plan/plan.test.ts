@@ -5,6 +5,7 @@ import { firstFree, nthAddress, overlapping, parseCidr } from "../../../cli/plan
 import type { PlanOptions } from "../../../cli/plan/plan";
 import { userErrorFrom } from "../../helpers/errors";
 import { baseFacts, delegatedFacts, rootlessDocker, upstreamVersions, withFacts } from "./facts-builder";
+import type { Facts } from "../../../cli/host/facts";
 
 const versions = upstreamVersions();
 
@@ -307,12 +308,21 @@ describe("validatePlan refuses bad plans before anything is written", () => {
     return e;
   };
 
-  it("a port in use (but not our own node's on re-install)", () => {
-    const e = expectRefusal({}, (f) => f.network.listeningTcpPorts.push(6443), /host port 6443 is already in use/);
-    expect(e.fix).toMatch(/--api-port/);
-    const facts = withFacts(baseFacts(), (f) => f.network.listeningTcpPorts.push(6443));
-    const plan = buildPlan(facts, {}, versions);
-    expect(() => validatePlan(plan, facts, { previous: plan })).not.toThrow();
+  it("a port another user holds, even one the installed node's receipt lists; our own node's socket is no obstacle", () => {
+    const bob = (f: Facts) => {
+      f.network.listeners.push({ port: 6443, uid: 1006, address: "127.0.0.1" });
+      f.network.listenerNames[1006] = "bob";
+    };
+    const e = expectRefusal({}, bob, /host port 6443 is already in use \(by bob \(uid 1006\)\)/);
+    expect(e.fix).toMatch(/--api-port 6444/);
+    // "Ours" is decided by who holds the socket, not by the receipt.
+    const taken = withFacts(baseFacts(), bob);
+    const plan = buildPlan(taken, {}, versions);
+    expect(() => validatePlan(plan, taken, { previous: plan })).toThrow(/6443 is already in use/);
+    const mine = withFacts(baseFacts(), (f) => f.network.listeners.push({ port: 6443, uid: 1000, address: "127.0.0.1" }));
+    expect(() => validatePlan(plan, mine, { previous: plan })).not.toThrow();
+    // This user's own program on the port, with no node of ours there: in the way too.
+    expect(() => validatePlan(plan, mine)).toThrow(/6443 is already in use \(by uid 1000\)/);
   });
 
   it("a privileged API port", () => {
@@ -408,7 +418,7 @@ describe("validatePlan refuses bad plans before anything is written", () => {
   });
 
   it("names how many more problems there are", () => {
-    const facts = withFacts(baseFacts(), (f) => f.network.listeningTcpPorts.push(7443));
+    const facts = withFacts(baseFacts(), (f) => f.network.listeners.push({ port: 7443, uid: 0, address: "0.0.0.0" }));
     const plan = buildPlan(facts, { apiPort: 7443, runtimeBin: "/c", runtimeBinVersion: "1.0.0" }, versions);
     expect(userErrorFrom(() => validatePlan(plan, facts)).message).toMatch(/\(and 1 more problem\)/);
   });

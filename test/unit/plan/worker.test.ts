@@ -115,15 +115,15 @@ describe("workerPlan", () => {
 describe("a worker's plan on a host", () => {
   it("is refused when the kubelet's port is taken there, naming it as what the control plane reaches", () => {
     const facts = withFacts(baseFacts(), (f) => {
-      f.network.listeningTcpPorts = [10250];
+      f.network.listeners = [{ port: 10250, uid: 0, address: "0.0.0.0" }];
     });
     const w = workerPlan(buildPlan(facts, {}, versions), { ...join, cluster });
     const [p] = planProblems(w, facts);
-    expect(p).toMatchObject({ id: "port-in-use", message: "host port 10250 is already in use" });
+    expect(p).toMatchObject({ id: "port-in-use", message: "host port 10250 is already in use (by root (uid 0))" });
     expect(p!.fix).toContain("the control plane reaches this worker's kubelet there");
     // The API server's port is no worker's: taken, it stops nothing.
     const api = withFacts(baseFacts(), (f) => {
-      f.network.listeningTcpPorts = [6443];
+      f.network.listeners = [{ port: 6443, uid: 0, address: "0.0.0.0" }];
     });
     expect(planProblems(workerPlan(buildPlan(api, {}, versions), { ...join, cluster }), api)).toEqual([]);
   });
