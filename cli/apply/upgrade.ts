@@ -56,6 +56,7 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     metrics: p.addons?.metrics ? p.addons.metrics.enabled : undefined,
     // A node installed before ports were published gets the default address.
     publishAddress: p.publish?.bindAddress,
+    nodePortRange: p.network.nodePorts,
     pkiAlgorithm: p.pki.algorithm,
     // The thresholds chosen at install stay (the defaults are re-applied, so new ones reach old nodes).
     ...evictionOptions(p.kubelet.eviction),

@@ -2,6 +2,7 @@
 // Thin: facts (cli/host) → checks (cli/doctor) → plan (cli/plan) → files (cli/render) → apply.
 // `--dry-run` stops before apply: it prints the plan (or --json), and with --output DIR writes every
 // file the node would get below DIR, mirroring its real path. Nothing else is changed.
+import { parseNodePortRange } from "../plan/node-ports";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
@@ -83,6 +84,11 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
     "no-dns": {
       type: "boolean",
       description: "No cluster DNS: skip CoreDNS and the kubelet's clusterDNS (removes it from a node that has it)",
+    },
+    "node-port-range": {
+      type: "string",
+      valueName: "FIRST-LAST",
+      description: "Where Services' NodePorts come from (default 30000-32767); on a shared host, a range of your own",
     },
     "publish-address": {
       type: "string",
@@ -172,6 +178,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     storage: opt.bool(parsed, "no-storage") ? false : undefined,
     metrics: opt.bool(parsed, "no-metrics") ? false : undefined,
     publishAddress: opt.str(parsed, "publish-address") as PlanOptions["publishAddress"],
+    nodePortRange: nodePortRangeFlag(parsed, opt.int(parsed, "api-port", 1, 65535, spec.name) ?? 6443),
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
     ...evictionFlags(parsed),
     env: ctx.env,
@@ -195,6 +202,15 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     source: { ...componentSourceFrom(parsed, spec.name), bundle: opt.str(parsed, "bundle"), trustBundle: opt.bool(parsed, "trust-bundle") },
     mergeKubeconfig: opt.bool(parsed, "merge-kubeconfig") ? true : opt.bool(parsed, "no-merge-kubeconfig") ? false : undefined,
   };
+}
+
+/** --node-port-range FIRST-LAST, checked before anything runs (exit 2). */
+function nodePortRangeFlag(parsed: Parsed, apiPort: number): PlanOptions["nodePortRange"] {
+  const text = opt.str(parsed, "node-port-range");
+  if (text === undefined) return undefined;
+  const r = parseNodePortRange(text, apiPort);
+  if (typeof r === "string") throw new UsageError(`--node-port-range "${text}": ${r}`, spec.name);
+  return r;
 }
 
 /** --eviction-hard, --eviction-soft and --eviction-soft-grace, checked as the kubelet checks them (exit 2 otherwise). */

@@ -32,6 +32,7 @@ export async function nodeFacts(receipt: Receipt & { plan: Plan }, env: NodeJS.P
     ownerCgroup,
     snapshotter,
     ports,
+    nodePorts: st.nodePorts,
     clientAddress: plan.publish?.enabled
       ? { keeps: plan.publish.keepsSourceIP, reasons: plan.publish.reasons.filter((r) => /^(TCP|UDP): /.test(r)) }
       : null,

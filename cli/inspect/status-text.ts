@@ -74,6 +74,7 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   for (const a of st.addons) row(`add-on ${a.id}`, a.ready ? s.green(`ready, ${a.detail}`) : s.yellow(`not ready, ${a.detail}`));
   row("runtime", st.runtime.cri.answering ? `answers CRI: ${st.runtime.cri.version}` : `not answering (${st.runtime.cri.detail ?? "?"})`);
   lines.push(...portsLines(st.publishing, st.ports, s));
+  if (st.nodePorts) lines.push(`${pad("node ports")}${st.nodePorts} (Services' NodePorts)`);
   if (st.overlay) {
     const o = st.overlay;
     if (!o.peers.length)

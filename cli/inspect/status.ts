@@ -1,6 +1,7 @@
 // The state of the installed node, read without changing anything: the receipt (what was
 // installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
 // (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
+import { nodePortsOf, rangeText } from "../plan/node-ports";
 import { workerClient } from "../apply/worker-ready";
 import type { Plan } from "../plan/plan";
 import { startOrder } from "../apply/node";
@@ -38,6 +39,8 @@ export interface NodeStatus {
   ports: Plan["network"]["published"];
   /** Services' and pods' ports: each published one with its owner, each one not published with why. */
   publishing: PortsStatus;
+  /** The range Services' NodePorts come from ("30000-32767"); null on a worker (its control plane's). */
+  nodePorts: string | null;
   /** The overlay agent's last pass: the other nodes and whether each answered through it; null without an overlay or state. */
   overlay: OverlayStateFile | null;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
@@ -131,6 +134,7 @@ export async function nodeStatus(
     addons,
     ports: plan.network.published,
     publishing,
+    nodePorts: nodePortWords(plan),
     overlay,
     ...unitsAndLogs(plan, units),
   };
@@ -160,9 +164,14 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
     addons: [],
     ports: plan.network.published,
     publishing: { publisher: null, published: null, unpublished: [], updated: null, detail: "stopped" },
+    nodePorts: nodePortWords(plan),
     overlay: null,
     ...unitsAndLogs(plan, units),
   };
+}
+
+function nodePortWords(plan: Plan): string | null {
+  return plan.role === "worker" ? null : rangeText(nodePortsOf(plan));
 }
 
 /** The units' states and where their logs are: the same for a running and a stopped node. */

@@ -1,5 +1,6 @@
 // The plan in plain words, for `install --dry-run` and the install confirmation: every decision
 // with the reasons for it.
+import { nodePortsOf, rangeText } from "./node-ports";
 import { clientAddressWords } from "../doctor/checks/node";
 import type { Style } from "../ui/output";
 import type { Plan } from "./plan";
@@ -45,6 +46,7 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     ? `every node port (${n.published.map((p) => p.hostPort).join(", ")})`
     : n.published.map((p) => `${p.hostIP}:${p.hostPort}`).join(", ");
   item("Published", `${published} on the host; API server on ${plan.ports.apiServer}`);
+  if (plan.role !== "worker") item("Node ports", `Services' NodePorts from ${rangeText(nodePortsOf(plan))} (--node-port-range)`);
   const pub = plan.publish;
   if (pub) {
     item(

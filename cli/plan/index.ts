@@ -16,6 +16,7 @@ import { evictionProblem } from "./eviction";
 import { decideMode } from "./mode";
 import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
 import { decideNode, decideNodeIP } from "./node";
+import { DEFAULT_NODE_PORTS } from "./node-ports";
 import { OVERLAY_UNIT, decideOverlay } from "./overlay";
 import { planPaths } from "./paths";
 import { PORTS_UNIT, decidePublish } from "./publish";
@@ -79,7 +80,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       evacuateCgroup2: mode.name === "delegated" ? "rootlesskit_evacuation" : null,
     },
     runtime,
-    network,
+    network: { ...network, nodePorts: options.nodePortRange ?? DEFAULT_NODE_PORTS },
     cidrs,
     ports,
     node: withIP(decideNode(facts, mode.name, options), decideNodeIP(options.nodeIP, hostAddresses, network)),

@@ -145,6 +145,8 @@ export interface NetworkPlan extends Reasoned {
   published: { hostIP: string; hostPort: number; namespacePort: number; protocol: "tcp" }[];
   /** True when the driver forwards every port bound in the namespace (pasta's implicit driver). */
   forwardsAllPorts: boolean;
+  /** The range of Services' NodePorts (--node-port-range; the API server's default 30000-32767). Absent from plans written before it. */
+  nodePorts?: { first: number; last: number };
 }
 
 /** The pod network across hosts: a VXLAN device in the namespace, kept by the overlay unit (cli/plan/overlay.ts). */
@@ -404,6 +406,8 @@ export interface PlanOptions {
   storage?: boolean;
   /** false: no metrics-server (--no-metrics). */
   metrics?: boolean;
+  /** --node-port-range: where Services' NodePorts come from (default 30000-32767). */
+  nodePortRange?: { first: number; last: number };
   /** --publish-address: where Services' and pods' ports are published on the host (default 0.0.0.0). */
   publishAddress?: "0.0.0.0" | "127.0.0.1";
   /**

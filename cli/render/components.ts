@@ -2,6 +2,7 @@
 // (kubelet, kube-proxy) get only the flags that have no config field.
 import * as path from "node:path";
 import { advertisedIP } from "../plan/node";
+import { nodePortsOf, rangeText } from "../plan/node-ports";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
 import { FRONT_PROXY_CLIENT, pkiPaths } from "./pki";
@@ -69,6 +70,7 @@ export function apiServerArgs(plan: Plan): string[] {
     `--service-account-key-file=${pki.serviceAccount.publicKey}`,
     `--service-account-signing-key-file=${pki.serviceAccount.privateKey}`,
     `--service-cluster-ip-range=${plan.cidrs.services}`,
+    `--service-node-port-range=${rangeText(nodePortsOf(plan))}`,
     // The aggregation layer (metrics-server and other extension API servers), as kubeadm sets it.
     `--requestheader-client-ca-file=${pki.cas.frontProxyCa.cert}`,
     `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,

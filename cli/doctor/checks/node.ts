@@ -24,6 +24,8 @@ export interface NodeFacts {
     kubeconfig: string;
     answers: { host: string; hostPort: number; namespacePort: number; status: number | null; error: string | null }[] | null;
   };
+  /** The range Services' NodePorts come from ("30000-32767"); null on a worker. */
+  nodePorts: string | null;
   /** What pods see of a client of a published Service port (the plan's decision); null when rootless-k8s publishes none. */
   clientAddress: ClientAddress | null;
   linger: boolean;
@@ -124,7 +126,7 @@ export const nodeChecks: Check<NodeFacts>[] = [
       if (!answers.length) return skip("no port is published");
       const lines = answers.map((a) => `${a.host}:${a.hostPort} → ${a.namespacePort}: ${a.status !== null ? `HTTP ${a.status}` : a.error}`);
       const bad = answers.filter((a) => a.status !== 200).length;
-      if (!bad) return ok(lines.join("; "));
+      if (!bad) return ok([...lines, ...(n.nodePorts ? [`Services' NodePorts from ${n.nodePorts}`] : [])].join("; "));
       return fail(`${bad} of ${answers.length} published ports do not answer: ${lines.join("; ")}`, {
         user: ["rootless-k8s logs rootlesskit   # the port driver", `systemctl --user restart ${n.units.owner}`],
       });

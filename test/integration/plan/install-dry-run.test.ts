@@ -196,6 +196,10 @@ describe("install refuses bad input before anything is written", () => {
     [["install", "--dry-run", "--eviction-hard", "memory.free<1Gi"], 2, /"memory.free" is not an eviction signal of the kubelet/],
     [["install", "--dry-run", "--eviction-hard", "nodefs.available<120%"], 2, /a percentage is 0% \(off\) to 100%/],
     [["install", "--dry-run", "--eviction-soft-grace", "2m"], 2, /--eviction-soft-grace works with --eviction-soft only/],
+    [["install", "--dry-run", "--node-port-range", "30000"], 2, /--node-port-range "30000": a range FIRST-LAST/],
+    [["install", "--dry-run", "--node-port-range", "32000-31000"], 2, /it is reversed: 32000 is above 31000/],
+    [["install", "--dry-run", "--node-port-range", "80-2000"], 2, /it starts below 1024/],
+    [["install", "--dry-run", "--node-port-range", "6000-7000"], 2, /it holds the API server's port 6443/],
     [["install", "--dry-run", "--eviction-soft", "memory.available<1Gi", "--eviction-soft-grace", "soon"], 2, /is not a duration/],
     [["install", "--dry-run", "--eviction-hard", "memory.available<64Ei"], 3, /more than this machine's memory .* would not start/],
   ])("%j → exit %i", (args, code, message) => {

@@ -129,6 +129,7 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
     ownerCgroup: { path: "/user.slice/u/rk", v2: true, controllers: ["cpu", "memory", "pids"], subtreeControl: ["cpu", "memory", "pids"] },
     snapshotter: { runtime: "containerd", criSocket: "/run/c.sock", planned: "overlayfs", used: "overlayfs", error: null },
     ports: { kubeconfig: "/k/admin.conf", answers: [{ host: "127.0.0.1", hostPort: 6443, namespacePort: 6443, status: 200, error: null }] },
+    nodePorts: "31000-31099",
     clientAddress: {
       keeps: { tcp: true, udp: false },
       reasons: ["TCP: pods see the client's own address: …", "UDP: pods see an address of the node, …"],
@@ -151,6 +152,7 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
       ["node-linger", "ok"],
     ]);
     expect(new Set(r.map((o) => o.group))).toEqual(new Set(["node"]));
+    expect(by(healthy)["node-ports"]!.summary).toBe("127.0.0.1:6443 → 6443: HTTP 200; Services' NodePorts from 31000-31099");
   });
 
   it("names what is wrong and how to fix it", () => {
