@@ -14,6 +14,7 @@ import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import { phaseWords, waitForReady } from "../readiness/readiness";
 import { requireReceipt } from "./receipt";
 import { systemdUser, type SystemdUser } from "../clients/systemd";
+import { lostPortError, portsHeldByOthers } from "./port-claim";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { markKubeletStopping } from "./node-object";
 import { waitForWorkerReady, workerClient } from "./worker-ready";
@@ -148,8 +149,12 @@ async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, 
       await waitForUnitsActive(systemd, order, Math.max(1000, timeoutMs - (Date.now() - t0)), ctx.signal);
     });
   } catch (e) {
-    if (!(e instanceof InterruptedError) && !ctx.signal.aborted)
+    if (!(e instanceof InterruptedError) && !ctx.signal.aborted) {
       for (const l of await describeUnitFailure(systemd, order, e)) ctx.out.err(l);
+      // A port another user took while the node was stopped: say so, and how to move on.
+      const [lost] = await portsHeldByOthers(plan).catch(() => []);
+      if (lost) throw lostPortError(plan, lost);
+    }
     throw e;
   }
   return Date.now() - t0;

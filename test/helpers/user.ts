@@ -21,10 +21,13 @@ export interface TestUserOptions {
   /** Create /home/<name> (default: no home folder). */
   home?: boolean;
   /**
-   * Start of a 65536-wide range of subordinate uids and gids, added when the user has none. A user
-   * created here then gets no automatic range besides it.
+   * A 65536-wide range of subordinate uids and gids, added when the user has none: from this start,
+   * or "auto": the next free one, by doctor's own rule (cli/host/probes/user.ts nextFreeStart: above
+   * every range in /etc/subuid and /etc/subgid, aligned to 65536, never below 100000), picked under
+   * the useradd lock so that parallel test files never overlap. A user created here then gets no
+   * automatic range besides it.
    */
-  subIds?: number;
+  subIds?: number | "auto";
 }
 
 export interface TestUser {
@@ -110,12 +113,14 @@ export { removeTestUser };
 function createUser(name: string, opts: TestUserOptions): void {
   const useradd = [opts.home ? "--create-home" : "--no-create-home", "--shell", opts.shell ?? "/usr/sbin/nologin"];
   if (opts.subIds !== undefined) useradd.push("-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0");
-  const range = opts.subIds === undefined ? "" : `${opts.subIds}-${opts.subIds + 65535}`;
+  const range = opts.subIds === undefined ? "" : opts.subIds === "auto" ? "auto" : `${opts.subIds}-${opts.subIds + 65535}`;
   // $0 is the user name, "$@" useradd's options; SUBIDS the range to add when the user has none.
   // A user made here is listed for the run's teardown (test/helpers/global-setup.ts), which removes it.
   const script = [
     'id -u "$0" >/dev/null 2>&1 || { useradd "$@" "$0" && { [ -z "$CREATED" ] || echo "$0" >>"$CREATED"; }; } || exit 1',
     '[ -n "$SUBIDS" ] || exit 0',
+    // "auto": nextFreeStart's rule, over both files.
+    '[ "$SUBIDS" != auto ] || SUBIDS=$(cat /etc/subuid /etc/subgid 2>/dev/null | awk -F: \'BEGIN { t = 100000 } NF >= 3 && $2 + $3 > t { t = $2 + $3 } END { s = int((t + 65535) / 65536) * 65536; printf "%.0f-%.0f", s, s + 65535 }\')',
     'grep -q "^$0:" /etc/subuid 2>/dev/null || usermod --add-subuids "$SUBIDS" "$0" || exit 1',
     'grep -q "^$0:" /etc/subgid 2>/dev/null || usermod --add-subgids "$SUBIDS" "$0"',
   ].join("\n");

@@ -135,9 +135,28 @@ scenario_shared_host() {
   check shared-host "$E2E_USER's published ports are as they were" diff <(rkctl list-ports | awk 'NR > 1' | sort) "$STATE/shared-a.ports"
   check shared-host "$E2E_USER's NodePort still answers" answers_as web-a
   check shared-host "nothing of $B_USER's node is left running" test -z "$(pgrep -u "$bu" -f 'rootlesskit|kube-apiserver|kubelet|etcd|containerd')"
+
+  # A port another user takes while the node is stopped: start names the holder; install moves on.
+  local holder lr=$STATE/shared-restart.log li=$STATE/shared-resume.log fn
+  check shared-host "$E2E_USER's stop" rk8s stop
+  # (SO_REUSEADDR: the stopped node's connections may linger in TIME_WAIT on the port)
+  on_b python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(900)' "$fa" &
+  holder=$!
+  check shared-host "$B_USER listens on $fa now" wait_for 10 sh -c "awk '\$2 ~ /:$(printf '%04X' "$fa")\$/ && \$4 == \"0A\" && \$8 == $bu' /proc/net/tcp | grep -q ."
+  rk8s start --timeout 120 >"$lr" 2>&1
+  check shared-host "start with $fa taken by $B_USER fails naming the port and its holder: $(grep -m1 '^error:' "$lr")" grep -q "^error: RootlessKit could not publish the API server on 127.0.0.1:$fa: $B_USER (uid $bu) holds that port" "$lr"
+  check shared-host "its fix is the install that moves on" grep -q "^fix: re-run \`rootless-k8s install\`: it moves the API server to a free port" "$lr"
+  check shared-host "install (resumed) with $fa still taken by $B_USER: exit 0" install_to "$li" "${FLAGS[@]}"
+  fn=$(api_port_of "$CONFIG/admin.kubeconfig")
+  check shared-host "the question named the holder: $(grep -m1 'Which port' "$li")" grep -q "Port $fa is taken by $B_USER (uid $bu)\. Which port should the API server be published on? -> $fn (not asked)" "$li"
+  check shared-host "the node is Ready on $fn" has ' Ready ' kc get nodes
+  kill "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
   shared_host_down
 }
 shared_host_down() {
+  pkill -u "$(id -u "$B_USER")" -f 'time.sleep\(900\)' 2>/dev/null
   rk8s uninstall --purge --yes >/dev/null 2>&1
   b_state_clean
   b_manager_down

@@ -108,7 +108,7 @@ const canMakeUser = process.getuid?.() === 0 && spawnSync("which", ["newuidmap"]
 
 describe.skipIf(!canMakeUser)("removeTrees in a user namespace (as a real non-root user)", () => {
   it("removes files owned by sub-UIDs and read-only folders that a plain rm cannot", async () => {
-    const user = testUser(TEST_USER, { subIds: 700000 });
+    const user = testUser(TEST_USER, { subIds: "auto" });
     const subStart = subIdRanges(readFileSync("/etc/subuid", "utf8"), TEST_USER, user.uid)[0]!.start;
     const subgStart = subIdRanges(readFileSync("/etc/subgid", "utf8"), TEST_USER, user.uid)[0]!.start;
     const work = tempDir("rk8s-userns-");

@@ -46,7 +46,7 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
   let notify: ChildProcess | null = null;
   let notified = "";
   let ownerLog = "";
-  const user = testUser(NAME, { subIds: 800000 });
+  const user = testUser(NAME, { subIds: "auto" });
 
   beforeAll(async () => {
     mkdirSync(home, { mode: 0o755 });

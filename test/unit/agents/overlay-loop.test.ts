@@ -84,7 +84,7 @@ function readVxlan(d: Buffer) {
 describe.skipIf(reason !== null)(
   "the overlay agent's loop, against a real RootlessKit, the kernel's VXLAN and the fixture API server",
   () => {
-    const user = testUser("rk8s-overlay", { subIds: 920000 });
+    const user = testUser("rk8s-overlay", { subIds: "auto" });
     const work = user.newDir("rk8s-overlay-");
     const stateDir = join(work, "state");
     const rk = rootlessKitClient(join(stateDir, "api.sock"));

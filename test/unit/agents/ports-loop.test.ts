@@ -40,7 +40,7 @@ const TIMING: LoopTiming = { debounceMs: 100, resyncMs: 1000, retryMs: 200, watc
 const reason = slirpRootlessKitSkipReason("ports-loop");
 
 describe.skipIf(reason !== null)("the port publisher's loop, against a real RootlessKit and the fixture API server", () => {
-  const user = testUser(NAME, { subIds: 910000 });
+  const user = testUser(NAME, { subIds: "auto" });
   const work = user.newDir("rk8s-ports-");
   const stateDir = join(work, "state");
   const rk = rootlessKitClient(join(stateDir, "api.sock"));

@@ -27,7 +27,7 @@ const NAME = "rk8s-rkapi";
 const reason = slirpRootlessKitSkipReason("rootlesskit-api");
 
 describe.skipIf(reason !== null)("the RootlessKit API client, against a real RootlessKit (slirp4netns, builtin port driver)", () => {
-  const user = testUser(NAME, { subIds: 900000 });
+  const user = testUser(NAME, { subIds: "auto" });
   const work = user.newDir("rk8s-rkapi-");
   const stateDir = join(work, "state");
   const client = rootlessKitClient(join(stateDir, "api.sock"));
