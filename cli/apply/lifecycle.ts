@@ -114,7 +114,7 @@ async function stop({ plan, systemd }: Node, progress: Progress): Promise<number
     const failed = after.filter((s) => s.activeState === "failed");
     h.update(
       failed.length
-        ? `stopped; ${failed.map((s) => `${s.unit} ended ${s.result}`).join(", ")}`
+        ? `stopped; ${failed.map((s) => (s.result === "timeout" ? `${s.unit} did not stop within its TimeoutStopSec and was killed` : `${s.unit} ended ${s.result}`)).join(", ")}`
         : `${units.length} units stopped, no process left`,
     );
   });

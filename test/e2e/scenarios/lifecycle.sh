@@ -100,6 +100,11 @@ scenario_restart() {
     if [ "$i" -le 10 ]; then
       rk8s stop >"$log" 2>&1 || { bad=$((bad + 1)); fail restart "cycle $i: stop exited non-zero"; tail -20 "$log" | sed 's/^/    | /'; }
       stops+=("$(sed -n 's/.* is stopped (\([0-9.]*\) s).*/\1/p' "$log")")
+      # A slow stop (#41: one in 20 took 61 s, the owner's TimeoutStopSec): which unit, how it ended, and its log kept.
+      if awk -v s="${stops[-1]:-0}" 'BEGIN { exit !(s >= 20) }'; then
+        info restart "cycle $i: stop took ${stops[-1]} s: $(grep -m1 -E 'stopped;|units stopped' "$log" | sed 's/^ *//'); the runtime's log: $STATE/restart-slow-stop-$i.log"
+        save_logs runtime "$STATE/restart-slow-stop-$i.log" 400
+      fi
       [ "$i" = 1 ] && check restart "stop leaves no unit of the node running" units_inactive
       if [ "$i" = 1 ]; then
         rk8s status >"$STATE/restart-status.log" 2>&1

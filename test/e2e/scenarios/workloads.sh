@@ -293,6 +293,26 @@ user_pss_mib() {
   done
   echo $((s / 1024))
 }
+# What the user's processes hold of the per-user limits a full node meets (#45): "threads fds
+# inotify-instances inotify-watches", summed over every process of the test user (as root).
+user_counts() {
+  python3 - "$U" <<'PY'
+import os, sys
+uid = int(sys.argv[1]); th = fd = ii = iw = 0
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.stat(f"/proc/{p}").st_uid != uid: continue
+        th += int(next(l for l in open(f"/proc/{p}/status") if l.startswith("Threads:")).split()[1])
+        for f in os.listdir(f"/proc/{p}/fd"):
+            fd += 1
+            if os.readlink(f"/proc/{p}/fd/{f}") == "anon_inode:inotify":
+                ii += 1
+                iw += sum(1 for l in open(f"/proc/{p}/fdinfo/{f}") if l.startswith("inotify wd:"))
+    except (OSError, StopIteration):
+        pass
+print(th, fd, ii, iw)
+PY
+}
 node_pods() { kc get pods -A --field-selector "spec.nodeName=$1" -o name 2>/dev/null | grep -c .; }
 scale_available() { [ "$(kc -n e2e-scale get deploy fill -o 'jsonpath={.status.availableReplicas}' 2>/dev/null)" = "$1" ]; }
 scale_gone() { ! kc -n e2e-scale get pods -o name 2>/dev/null | grep -q .; }
@@ -300,7 +320,7 @@ scale_gone() { ! kc -n e2e-scale get pods -o name 2>/dev/null | grep -q .; }
 scale_failures() { kc -n e2e-scale get pods -o 'jsonpath={range .items[*]}{.status.containerStatuses[0].state.waiting.reason}{"\n"}{end}' | grep -v '^$\|^ContainerCreating$' | sort | uniq -c | tr -s ' \n' ' '; }
 
 scenario_scale() {
-  local node max have n bb keys0 max_keys pss0 pss1 t0 secs i times=() keys_peak=0 k
+  local node max have n bb keys0 max_keys pss0 pss1 t0 secs i times=() keys_peak=0 k c0 c1
   node=$(receipt_value .plan.node.name)
   bb=$(image_name busybox) || { fail scale "no busybox image"; return; }
   max=$(kc get node "$node" -o 'jsonpath={.status.allocatable.pods}')
@@ -311,6 +331,7 @@ scenario_scale() {
   keys0=$(keys_used)
   max_keys=$(keys_max)
   pss0=$(user_pss_mib)
+  c0=$(user_counts)
   info scale "the node allows $max pods and runs $have: filling it with $n; the user's keys $keys0 of ${max_keys:-?} (kernel.keys.maxkeys), PSS $pss0 MiB"
   for i in 1 2 3; do
     t0=$(ts)
@@ -341,7 +362,7 @@ YAML
     times+=("$secs")
     k=$(keys_used)
     [ "$k" -gt "$keys_peak" ] && keys_peak=$k
-    [ "$i" = 1 ] && pss1=$(user_pss_mib)
+    if [ "$i" = 1 ]; then pss1=$(user_pss_mib); c1=$(user_counts); fi
     check scale "round $i: no container failed to start (waiting reasons: $(scale_failures))" test -z "$(scale_failures)"
     check scale "round $i: the user's keys stay near their baseline with the node full ($k; $keys0 before, maxkeys ${max_keys:-?})" test "$k" -le $((keys0 + 10))
     info scale "round $i: $n pods Running in $secs s ($(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.1f", n / s }') pods/s)"
@@ -353,5 +374,10 @@ YAML
   local per
   per=$(awk -v a="$pss0" -v b="$pss1" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }')
   info scale "PSS: $pss0 MiB idle, $pss1 MiB with $n more pods: $per MiB per pod; keys at most $keys_peak"
-  report "{\"route\":\"$ROUTE\",\"scale\":{\"maxPods\":$max,\"pods\":$n,\"readyS\":[$(IFS=,; echo "${times[*]}")],\"keysBaseline\":$keys0,\"keysPeak\":$keys_peak,\"maxKeys\":${max_keys:-null},\"pssIdleMiB\":$pss0,\"pssFullMiB\":$pss1,\"pssPerPodMiB\":$per}}"
+  # The other per-user limits (threads, open files, inotify instances and watches): idle, full, and per pod.
+  local counts
+  counts=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN { split(a, x, " "); split(b, y, " "); split("threads fds inotifyInstances inotifyWatches", k, " ");
+    for (i = 1; i <= 4; i++) printf "%s\"%s\":{\"idle\":%d,\"full\":%d,\"perPod\":%.2f}", (i > 1 ? "," : ""), k[i], x[i], y[i], (y[i] - x[i]) / n }')
+  info scale "the user's threads, open files, inotify instances and watches: idle $c0, with $n more pods $c1"
+  report "{\"route\":\"$ROUTE\",\"scale\":{\"maxPods\":$max,\"pods\":$n,\"readyS\":[$(IFS=,; echo "${times[*]}")],\"keysBaseline\":$keys0,\"keysPeak\":$keys_peak,\"maxKeys\":${max_keys:-null},\"pssIdleMiB\":$pss0,\"pssFullMiB\":$pss1,\"pssPerPodMiB\":$per,\"userCounts\":{$counts}}}"
 }
