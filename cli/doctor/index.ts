@@ -6,6 +6,7 @@ import type { Facts } from "../host/facts";
 import { cgroupChecks } from "./checks/cgroup";
 import { hostChecks } from "./checks/host";
 import { kernelChecks } from "./checks/kernel";
+import { limitChecks } from "./checks/limits";
 import { networkChecks } from "./checks/network";
 import { runtimeChecks } from "./checks/runtimes";
 import { systemdChecks } from "./checks/systemd";
@@ -24,6 +25,7 @@ export const CHECKS: readonly Check[] = [
   ...cgroupChecks,
   ...systemdChecks,
   ...kernelChecks,
+  ...limitChecks,
   ...networkChecks,
   ...runtimeChecks,
 ];

@@ -265,6 +265,18 @@ export interface NetworkFacts {
   ownPorts: number[];
 }
 
+/** The per-user limits a full node meets (issue 45), and what the user holds of them now. */
+export interface UserLimitFacts {
+  /** The uid's keys (/proc/key-users) and its quota, kernel.keys.maxkeys (root_maxkeys for root). */
+  keys: { used: number; max: number } | null;
+  /** RLIMIT_NPROC (ulimit -u), counting the user's processes and threads together; null when unknown (doctor --user). */
+  nproc: number | "unlimited" | null;
+  /** The threads the user's processes run now; null when /proc cannot be listed. */
+  threads: number | null;
+  /** kernel.threads-max: the whole system's. */
+  threadsMax: number | null;
+}
+
 export interface DiskFacts {
   /** The folder data would live in (or its nearest existing parent) and its free space. */
   dataDir: string;
@@ -287,6 +299,8 @@ export interface Facts {
   features: KernelFeatureFacts;
   network: NetworkFacts;
   disk: DiskFacts;
+  /** The per-user limits a full node meets; absent from facts recorded before they were read. */
+  limits?: UserLimitFacts;
   /** Facts that were not gathered and why (e.g. commands not run under --root). */
   notes: string[];
 }

@@ -10,6 +10,7 @@ import type { EvaluatedUser, ProbeContext } from "./probes/context";
 import { cgroupFacts } from "./probes/cgroup";
 import { distroFacts, featureFacts, kernelFacts } from "./probes/kernel";
 import { diskFacts, networkFacts } from "./probes/network";
+import { userLimitFacts } from "./probes/limits";
 import { runtimeFacts } from "./probes/runtimes";
 import { systemdFacts } from "./probes/systemd";
 import { resolveUser, userFacts } from "./probes/user";
@@ -69,7 +70,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const distroP = distroFacts(ctx);
   const userP = userFacts(ctx);
   const runtimeDir = userP.then((u) => u.runtimeDir.path ?? `/run/user/${user.uid}`);
-  const [distro, kernel, userF, userns, cgroup, systemd, runtimes, features, network, disk] = await Promise.all([
+  const [distro, kernel, userF, userns, cgroup, systemd, runtimes, features, network, disk, limits] = await Promise.all([
     distroP,
     kernelP,
     userP,
@@ -80,6 +81,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     Promise.all([kernelP, distroP]).then(([k, d]) => featureFacts(ctx, k, d.id)),
     networkFacts(ctx),
     diskFacts(ctx),
+    userLimitFacts(ctx),
   ]);
   if (!(await host.stat("/proc/self")))
     notes.push(`no /proc under ${host.root}: cgroup, device, sysctl and port facts are defaults, not readings`);
@@ -95,6 +97,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     features,
     network,
     disk,
+    limits,
     notes,
   };
 }

@@ -1,0 +1,30 @@
+// The per-user limits a full node meets (issue 45), read from this machine's own /proc formats:
+// lines copied from the development VM (Debian 12, kernel 6.x) on 2026-12-06.
+import { describe, expect, it } from "vitest";
+import { parseKeyUsers, parseMaxProcesses, threadsOf } from "../../../cli/host/parse/limits";
+import { gatherFacts } from "../../../cli/host/gather";
+import { localHost } from "../../../cli/host/host";
+
+describe("per-user limits", () => {
+  it("reads a uid's keys and quota from /proc/key-users", () => {
+    const text = "    0:     9 8/8 3/1000000 48/25000000\n 1005:     2 2/2 2/200 28/20000\n";
+    expect(parseKeyUsers(text, 1005)).toEqual({ used: 2, max: 200 });
+    expect(parseKeyUsers(text, 0)).toEqual({ used: 3, max: 1000000 });
+    expect(parseKeyUsers(text, 1006)).toBeNull();
+  });
+  it("reads RLIMIT_NPROC's soft limit and a process's threads", () => {
+    const limits =
+      "Limit                     Soft Limit           Hard Limit           Units     \nMax processes             96367                96367                processes \nMax open files            20000                20000                files     \n";
+    expect(parseMaxProcesses(limits)).toBe(96367);
+    expect(parseMaxProcesses(limits.replace("96367  ", "unlimited"))).toBeNull();
+    expect(parseMaxProcesses("")).toBeUndefined();
+    expect(threadsOf("Name:\tcontainerd\nThreads:\t12\n")).toBe(12);
+  });
+  it("gathers them on this machine: this process's own limit and threads", async () => {
+    const f = await gatherFacts(localHost());
+    expect(f.limits?.threads).toBeGreaterThanOrEqual(1);
+    expect(f.limits?.keys?.max).toBeGreaterThan(0);
+    const own = parseMaxProcesses(await localHost().readText("/proc/self/limits"));
+    expect(f.limits?.nproc).toBe(own === null ? "unlimited" : own);
+  });
+});
