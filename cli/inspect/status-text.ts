@@ -1,5 +1,6 @@
 // `status` in words: one block a person can read at a glance, problems first.
 import type { Style } from "../ui/output";
+import type { UserLimitFacts } from "../host/facts";
 import { clientAddressWords } from "../doctor/checks/node";
 import type { PortsStatus } from "./ports-status";
 import type { NodeStatus } from "./status";
@@ -75,6 +76,7 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   row("runtime", st.runtime.cri.answering ? `answers CRI: ${st.runtime.cri.version}` : `not answering (${st.runtime.cri.detail ?? "?"})`);
   lines.push(...portsLines(st.publishing, st.ports, s));
   if (st.nodePorts) lines.push(`${pad("node ports")}${st.nodePorts} (Services' NodePorts)`);
+  if (st.limits) lines.push(`${pad("limits")}${limitWords(st.limits)}`);
   if (st.overlay) {
     const o = st.overlay;
     if (!o.peers.length)
@@ -103,4 +105,12 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   }
   row("logs", `rootless-k8s logs [COMPONENT]  (${st.logs.to === "file" ? `files in ${t(st.logs.where)}` : "journalctl --user"})`);
   return lines;
+}
+
+/** "threads 1698 of 96367 (ulimit -u); keys 4 of 200 (kernel.keys.maxkeys)": what the node's user holds of its per-user limits. */
+export function limitWords(l: UserLimitFacts): string {
+  const parts: string[] = [];
+  if (l.threads !== null) parts.push(`threads ${l.threads} of ${l.nproc ?? "?"} (ulimit -u)`);
+  if (l.keys) parts.push(`keys ${l.keys.used} of ${l.keys.max} (kernel.keys.maxkeys)`);
+  return parts.join("; ") || "unknown";
 }

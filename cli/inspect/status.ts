@@ -15,6 +15,9 @@ import { portsStatus, type PortsStatus } from "./ports-status";
 import { readOverlayState } from "../apply/worker-ready";
 import type { OverlayStateFile } from "../plan/overlay";
 import { evictionStatus, type EvictionStatus } from "./eviction-status";
+import { localHost } from "../host/host";
+import type { UserLimitFacts } from "../host/facts";
+import { userLimitFacts } from "../host/probes/limits";
 
 export interface NodeStatus {
   schemaVersion: 1;
@@ -41,6 +44,8 @@ export interface NodeStatus {
   publishing: PortsStatus;
   /** The range Services' NodePorts come from ("30000-32767"); null on a worker (its control plane's). */
   nodePorts: string | null;
+  /** What the user holds now of the per-user limits a full node meets (doctor's pod-limits); null when not read. */
+  limits: UserLimitFacts | null;
   /** The overlay agent's last pass: the other nodes and whether each answered through it; null without an overlay or state. */
   overlay: OverlayStateFile | null;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
@@ -135,6 +140,7 @@ export async function nodeStatus(
     ports: plan.network.published,
     publishing,
     nodePorts: nodePortWords(plan),
+    limits: await userLimits(plan),
     overlay,
     ...unitsAndLogs(plan, units),
   };
@@ -165,9 +171,19 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
     ports: plan.network.published,
     publishing: { publisher: null, published: null, unpublished: [], updated: null, detail: "stopped" },
     nodePorts: nodePortWords(plan),
+    limits: null,
     overlay: null,
     ...unitsAndLogs(plan, units),
   };
+}
+
+/** The user's keys and threads against their limits, read as doctor reads them (host/probes/limits.ts). */
+async function userLimits(plan: Plan): Promise<UserLimitFacts | null> {
+  const host = localHost();
+  const user = { name: plan.user.name, uid: plan.user.uid, gid: plan.user.gid, home: null, other: false };
+  return userLimitFacts({ host, user, dataDir: "", ports: [], apiPortFixed: false, ownPorts: [], rootlesskitPath: "", note: () => {} }).catch(
+    () => null,
+  );
 }
 
 function nodePortWords(plan: Plan): string | null {

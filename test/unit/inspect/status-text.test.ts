@@ -111,3 +111,25 @@ describe("status: the eviction manager", () => {
     ]);
   });
 });
+
+describe("status: the node's NodePort range and the user's per-user limits (#40, #45)", () => {
+  it("shows the range, and threads and keys against their limits", () => {
+    const st = {
+      ...base,
+      nodePorts: "31000-31099",
+      limits: { keys: { used: 4, max: 200 }, nproc: 96367, threads: 1698, threadsMax: 192734 },
+    } as NodeStatus;
+    const all = renderStatus(st, "/home/u", makeStyle(false));
+    expect(all).toContain("  node ports  31000-31099 (Services' NodePorts)");
+    expect(all).toContain("  limits      threads 1698 of 96367 (ulimit -u); keys 4 of 200 (kernel.keys.maxkeys)");
+  });
+  it("a worker shows no range of its own; unknown limits are said so", () => {
+    const all = renderStatus(
+      { ...base, nodePorts: null, limits: { keys: null, nproc: null, threads: null, threadsMax: null } } as NodeStatus,
+      "/home/u",
+      makeStyle(false),
+    );
+    expect(all.some((l) => l.startsWith("  node ports"))).toBe(false);
+    expect(all).toContain("  limits      unknown");
+  });
+});
