@@ -181,9 +181,16 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
 async function userLimits(plan: Plan): Promise<UserLimitFacts | null> {
   const host = localHost();
   const user = { name: plan.user.name, uid: plan.user.uid, gid: plan.user.gid, home: null, other: false };
-  return userLimitFacts({ host, user, dataDir: "", ports: [], apiPortFixed: false, ownPorts: [], rootlesskitPath: "", note: () => {} }).catch(
-    () => null,
-  );
+  return userLimitFacts({
+    host,
+    user,
+    dataDir: "",
+    ports: [],
+    apiPortFixed: false,
+    ownPorts: [],
+    rootlesskitPath: "",
+    note: () => {},
+  }).catch(() => null);
 }
 
 function nodePortWords(plan: Plan): string | null {
