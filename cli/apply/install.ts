@@ -3,7 +3,7 @@
 // (cli/apply/apply-plan.ts: fetch → write → start → ready) → the summary.
 import * as path from "node:path";
 import { ExitCode, UserError, refuseRoot } from "../errors";
-import { choosePort, firstFreePort, holderWords } from "../doctor/port-choice";
+import { apiPortRequest, choosePort, firstFreePort, holderWords } from "../doctor/port-choice";
 import { apiServerAddress } from "../plan/network";
 import { claimPort, type PortClaim } from "./port-claim";
 import type { Facts } from "../host/facts";
@@ -129,7 +129,7 @@ async function askOptions(p: Prompter, facts: Facts, chosen: PlanOptions, claims
   }
   const { port, claim } = await claimApiPort(p, facts, options);
   options.apiPort = port;
-  claims.push(...(claim ? [claim] : []));
+  if (claim) claims.push(claim);
   return options;
 }
 
@@ -145,7 +145,7 @@ export async function claimApiPort(p: Prompter, facts: Facts, options: PlanOptio
   const fixed = n.apiPortFixed;
   const avoid: number[] = [];
   for (;;) {
-    const c = choosePort(n.listeners, { wanted: n.wantedPorts[0] ?? 6443, fixed, own: n.ownPorts, uid: facts.user.uid }, avoid);
+    const c = choosePort(n.listeners, apiPortRequest(n, facts.user.uid), avoid);
     if (c.kind === "ours") return { port: c.port, claim: null };
     if (c.kind === "taken") throw apiPortTaken(c.port, holderWords(c.holders, n.listenerNames), c.free);
     let port = c.port;

@@ -6,8 +6,7 @@ import { readFile } from "node:fs/promises";
 import * as net from "node:net";
 import { holdersOf, holderWords } from "../doctor/port-choice";
 import { ExitCode, UserError } from "../errors";
-import { parsePasswd } from "../host/parse/passwd";
-import { parseListeners } from "../host/parse/procfs";
+import { readListeners } from "../host/probes/network";
 import type { Plan } from "../plan/plan";
 
 export interface PortClaim {
@@ -52,11 +51,7 @@ export interface LostPort {
  * instead of the unit's "address already in use".
  */
 export async function portsHeldByOthers(plan: Plan, uid: number = process.getuid?.() ?? plan.user.uid): Promise<LostPort[]> {
-  const read = (f: string) => readFile(f, "utf8").catch(() => null);
-  const [tcp, tcp6, passwd] = await Promise.all([read("/proc/net/tcp"), read("/proc/net/tcp6"), read("/etc/passwd")]);
-  const listeners = parseListeners(tcp, tcp6);
-  const names: Record<number, string> = {};
-  for (const e of parsePasswd(passwd)) names[e.uid] ??= e.name;
+  const { listeners, listenerNames: names } = await readListeners((f) => readFile(f, "utf8").catch(() => null));
   const lost: LostPort[] = [];
   for (const p of plan.network.published) {
     const others = holdersOf(listeners, p.hostPort).filter((u) => u !== uid);
@@ -67,9 +62,7 @@ export async function portsHeldByOthers(plan: Plan, uid: number = process.getuid
 
 /** The error of a node whose API port another user took while it started: names the holder, and the way on. */
 export function lostPortError(plan: Plan, lost: LostPort): UserError {
-  const api =
-    lost.port === plan.ports.apiServer ||
-    plan.network.published.some((p) => p.hostPort === lost.port && p.namespacePort === plan.ports.apiServer);
+  const api = plan.network.published.some((p) => p.hostPort === lost.port && p.namespacePort === plan.ports.apiServer);
   return new UserError(
     `RootlessKit could not publish ${api ? "the API server" : "the node"} on ${lost.address}:${lost.port}: ${lost.holder} holds that port`,
     {

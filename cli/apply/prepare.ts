@@ -14,7 +14,7 @@ import { probeKubelet } from "../host/kubelet";
 import { parseContainerdVersion } from "../host/parse/versions";
 import { diagnose, type CheckOutcome, type Diagnosis } from "../doctor/index";
 import { blockingFailures } from "../doctor/blocking";
-import { choosePort, type PortChoice } from "../doctor/port-choice";
+import { apiPortRequest, choosePort, type PortChoice } from "../doctor/port-choice";
 import { showOutcomes } from "../doctor/present";
 import type { Output } from "../ui/output";
 import { buildPlan, planPaths, validatePlan } from "../plan/index";
@@ -73,8 +73,8 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   const versions = components.versions;
   // With --prefix, doctor judges the folder and the rootlesskit path the node will really use.
   const prefix = req.plan.prefix;
+  // (The ports asked for are set below, once the receipt says which API port the node has.)
   const gathered = await gatherFacts(host, {
-    ports: [req.plan.apiPort ?? 6443],
     ...(prefix ? { dataDir: prefix, rootlesskitPath: path.join(prefix, "versions", "current", "bin", "rootlesskit") } : {}),
   });
 
@@ -139,8 +139,7 @@ export function selfCommand(): string[] {
 
 /** The API port by the one rule (doctor/port-choice.ts), from the facts prepareNode completed with the receipt. */
 export function apiPortChoice(facts: Facts): PortChoice {
-  const n = facts.network;
-  return choosePort(n.listeners, { wanted: n.wantedPorts[0] ?? 6443, fixed: n.apiPortFixed, own: n.ownPorts, uid: facts.user.uid });
+  return choosePort(facts.network.listeners, apiPortRequest(facts.network, facts.user.uid));
 }
 
 /** Shows the checks that stop `command` (install, upgrade) with their fixes, and refuses (exit 3). */

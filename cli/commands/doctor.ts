@@ -176,7 +176,7 @@ async function hostDoctor(ctx: Context, parsed: Parsed): Promise<number> {
     facts = await gatherFacts(host, {
       user: opt.str(parsed, "user"),
       dataDir,
-      ...(mine && { ports: [mine.ports.apiServer, 10250], ownPorts: mine.network.published.map((p) => p.hostPort) }),
+      ...(mine && { ports: [mine.ports.apiServer, mine.ports.kubelet], ownPorts: mine.network.published.map((p) => p.hostPort) }),
     });
   } catch (e) {
     if (e instanceof UnknownUserError) throw new UsageError(`--user: ${e.message}`, spec.name);

@@ -3,6 +3,7 @@
 // fails what install works around. Who holds a port is decided by the socket (its owner's uid in
 // /proc/net/tcp), never by a receipt: a port the installed node once had is "ours" only while this
 // user holds it.
+import type { NetworkFacts } from "../host/facts";
 import type { Listener } from "../host/parse/procfs";
 
 export type PortChoice =
@@ -24,6 +25,11 @@ export interface PortRequest {
   own: readonly number[];
   /** This user's uid: only its sockets can be the node's own. */
   uid: number;
+}
+
+/** The API port's request as the facts hold it (NetworkFacts: wanted, --api-port, the node's own ports), for this user. */
+export function apiPortRequest(n: NetworkFacts, uid: number): PortRequest {
+  return { wanted: n.wantedPorts[0] ?? 6443, fixed: n.apiPortFixed, own: n.ownPorts, uid };
 }
 
 /** The uids that listen on `port`, each once, in order. */

@@ -179,18 +179,8 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
 
 /** The user's keys and threads against their limits, read as doctor reads them (host/probes/limits.ts). */
 async function userLimits(plan: Plan): Promise<UserLimitFacts | null> {
-  const host = localHost();
   const user = { name: plan.user.name, uid: plan.user.uid, gid: plan.user.gid, home: null, other: false };
-  return userLimitFacts({
-    host,
-    user,
-    dataDir: "",
-    ports: [],
-    apiPortFixed: false,
-    ownPorts: [],
-    rootlesskitPath: "",
-    note: () => {},
-  }).catch(() => null);
+  return userLimitFacts({ host: localHost(), user }).catch(() => null);
 }
 
 function nodePortWords(plan: Plan): string | null {

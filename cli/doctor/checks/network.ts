@@ -3,7 +3,7 @@
 import { fsStats } from "../../host/fs-stats";
 import type { NetworkFacts } from "../../host/facts";
 import { fail, ok, skip, warn, type Check, type CheckResult } from "../check";
-import { choosePort, holdersOf, holderWords } from "../port-choice";
+import { apiPortRequest, choosePort, holdersOf, holderWords } from "../port-choice";
 
 const GiB = 1024 ** 3;
 const NETWORK_FS = new Set(["nfs", "cifs", "smb2", "lustre", "gpfs"]);
@@ -78,7 +78,7 @@ function portsOutcome(n: NetworkFacts, uid: number): CheckResult {
   const [api, ...others] = n.wantedPorts;
   if (api === undefined) return skip("no ports to check");
   const who = (holders: number[]) => holderWords(holders, n.listenerNames);
-  const c = choosePort(n.listeners, { wanted: api, fixed: n.apiPortFixed, own: n.ownPorts, uid });
+  const c = choosePort(n.listeners, apiPortRequest(n, uid));
   const said: string[] = [];
   const user: string[] = [];
   let worst: "ok" | "warn" | "fail" = "ok";

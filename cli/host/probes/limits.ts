@@ -6,7 +6,7 @@ import { parseKeyUsers, parseMaxProcesses, threadsOf } from "../parse/limits";
 import { parseIntOrNull } from "../parse/procfs";
 import type { ProbeContext } from "./context";
 
-export async function userLimitFacts(ctx: ProbeContext): Promise<UserLimitFacts> {
+export async function userLimitFacts(ctx: Pick<ProbeContext, "host" | "user">): Promise<UserLimitFacts> {
   const { host, user } = ctx;
   const r = (p: string) => host.readText(p);
   const [keyUsers, maxkeys, limits, threadsMax] = await Promise.all([
@@ -28,7 +28,7 @@ export async function userLimitFacts(ctx: ProbeContext): Promise<UserLimitFacts>
 }
 
 /** The threads the user's processes run now (their Threads: lines), or null when /proc cannot be listed. */
-async function userThreads(ctx: ProbeContext): Promise<number | null> {
+async function userThreads(ctx: Pick<ProbeContext, "host" | "user">): Promise<number | null> {
   const pids = (await ctx.host.readDir("/proc"))?.filter((p) => /^\d+$/.test(p));
   if (!pids) return null;
   let n = 0;

@@ -7,18 +7,12 @@ import type { ProbeContext } from "./context";
 
 export async function networkFacts(ctx: ProbeContext): Promise<NetworkFacts> {
   const r = (p: string) => ctx.host.readText(p);
-  const [route, tcp, tcp6, fib, hostname, passwd] = await Promise.all([
+  const [route, fib, hostname, { listeners, listenerNames }] = await Promise.all([
     r("/proc/net/route"),
-    r("/proc/net/tcp"),
-    r("/proc/net/tcp6"),
     r("/proc/net/fib_trie"),
     r("/proc/sys/kernel/hostname"),
-    r("/etc/passwd"),
+    readListeners(r),
   ]);
-  const listeners = parseListeners(tcp, tcp6);
-  const uids = new Set(listeners.map((l) => l.uid));
-  const listenerNames: Record<number, string> = {};
-  for (const e of parsePasswd(passwd)) if (uids.has(e.uid)) listenerNames[e.uid] ??= e.name;
   return {
     routes: parseRoutes(route),
     listeners,
@@ -29,6 +23,18 @@ export async function networkFacts(ctx: ProbeContext): Promise<NetworkFacts> {
     apiPortFixed: ctx.apiPortFixed,
     ownPorts: ctx.ownPorts,
   };
+}
+
+/** The host's listening TCP sockets with their owners' uids, and those owners' names from /etc/passwd. */
+export async function readListeners(
+  read: (p: string) => Promise<string | null>,
+): Promise<Pick<NetworkFacts, "listeners" | "listenerNames">> {
+  const [tcp, tcp6, passwd] = await Promise.all([read("/proc/net/tcp"), read("/proc/net/tcp6"), read("/etc/passwd")]);
+  const listeners = parseListeners(tcp, tcp6);
+  const uids = new Set(listeners.map((l) => l.uid));
+  const listenerNames: Record<number, string> = {};
+  for (const e of parsePasswd(passwd)) if (uids.has(e.uid)) listenerNames[e.uid] ??= e.name;
+  return { listeners, listenerNames };
 }
 
 /** statfs f_type magics worth naming (linux/magic.h). */

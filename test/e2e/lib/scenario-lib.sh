@@ -116,6 +116,14 @@ install_to() { local log=$1; shift; rk8s_shown "$log" install "$@"; }
 status_json_healthy() { has '"healthy": true' rk8s status --json; }
 # (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
 # save_logs COMPONENT FILE [LINES]: the component's last LINES (default 100000) log lines into FILE.
+# pss_mib_of UID: the PSS of every process of UID, in MiB (smaps_rollup).
+pss_mib_of() {
+  local p s=0 k
+  for p in $(pgrep -u "$1"); do
+    k=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) && s=$((s + ${k:-0}))
+  done
+  echo $((s / 1024))
+}
 save_logs() { rk8s logs "$1" -n "${3:-100000}" >"$2" 2>&1; }
 # The kubelet's eviction manager giving up its cycle: it cannot read the file systems (kubernetes#141119).
 # (Not "failed to get summary stats ... node not found": the manager's first cycle may come before the

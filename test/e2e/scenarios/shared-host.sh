@@ -64,14 +64,6 @@ YAML
 np_answer() { "$E2E_OPT/node" -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(5000) }).then((r) => r.text()).then((t) => process.stdout.write(t), () => process.exit(1))' "http://127.0.0.1:$SH_NP/hostname"; }
 answers_as() { [ "$(np_answer 2>/dev/null)" = "$1" ]; }
 failed_event() { "$@" get events -n default --field-selector involvedObject.name=shared -o 'jsonpath={range .items[*]}{.reason} {.message}{"\n"}{end}' 2>/dev/null | grep PortPublishFailed; }
-# The PSS of one user's processes, in MiB.
-pss_of_uid() {
-  local p s=0 k
-  for p in $(pgrep -u "$1"); do
-    k=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) && s=$((s + ${k:-0}))
-  done
-  echo $((s / 1024))
-}
 
 scenario_shared_host() {
   local la=$STATE/shared-a.log lb=$STATE/shared-b.log pa pb ra rb bu fa fb pssa pssb moved f
@@ -121,8 +113,8 @@ scenario_shared_host() {
   check shared-host "the port still answers for $E2E_USER" answers_as web-a
   check shared-host "$B_USER's Service works inside its cluster" has web-b b_kc get --raw /api/v1/namespaces/default/services/shared:80/proxy/hostname
 
-  pssa=$(pss_of_uid "$U")
-  pssb=$(pss_of_uid "$bu")
+  pssa=$(pss_mib_of "$U")
+  pssb=$(pss_mib_of "$bu")
   info shared-host "PSS: $E2E_USER's node $pssa MiB, $B_USER's $pssb MiB (with one pod each)"
   report "{\"route\":\"$ROUTE\",\"sharedHost\":{\"apiPorts\":[$fa,$fb],\"pssMiB\":{\"$E2E_USER\":$pssa,\"$B_USER\":$pssb},\"nodePortServedFor\":\"$E2E_USER\"}}"
 

@@ -286,13 +286,7 @@ YAML
 keys_used() { awk -v u="$U:" '$1 == u { split($4, q, "/"); print q[1]; f = 1 } END { if (!f) print 0 }' /proc/key-users; }
 keys_max() { awk -v u="$U:" '$1 == u { split($4, q, "/"); print q[2] }' /proc/key-users; }
 # The user's PSS in MiB: every process of the test user (the node's, the pods').
-user_pss_mib() {
-  local p s=0 k
-  for p in $(pgrep -u "$U"); do
-    k=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) && s=$((s + ${k:-0}))
-  done
-  echo $((s / 1024))
-}
+user_pss_mib() { pss_mib_of "$U"; }
 # What the user's processes hold of the per-user limits a full node meets (#45): "threads fds
 # inotify-instances inotify-watches", summed over every process of the test user (as root).
 user_counts() {
