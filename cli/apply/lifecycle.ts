@@ -4,12 +4,13 @@
 // transaction (systemd orders it in reverse of the start order) and returns once none is left
 // running; restart is stop, then start. Each runs under the install lock, so it never races an
 // install, upgrade or uninstall of the same user.
+import { unitsToRun } from "./admits-nodes";
 import { ExitCode, InterruptedError, UserError, refuseRoot } from "../errors";
 import type { Context } from "../context";
 import { acquireInstallLock } from "../fetch/index";
 import type { Plan } from "../plan/plan";
 import { createProgress, type Progress } from "../ui/progress";
-import { allUnits, startOrder } from "./node";
+import { allUnits } from "./node";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import { phaseWords, waitForReady } from "../readiness/readiness";
 import { requireReceipt } from "./receipt";
@@ -52,7 +53,7 @@ async function underLock<T>(ctx: Context, command: string, fn: () => Promise<T>)
 
 export async function startNode(ctx: Context, o: LifecycleOptions): Promise<number> {
   const node = await openNode(ctx, "start", o.prefix);
-  const states = await unitStates(node.systemd, startOrder(node.plan));
+  const states = await unitStates(node.systemd, await unitsToRun(node.plan));
   if (states.every((s) => s.activeState === "active")) {
     ctx.out.out(`The node ${node.plan.node.name} is already running (every unit active); \`rootless-k8s status\` shows its health.`);
     return ExitCode.Ok;
@@ -124,7 +125,7 @@ async function stop({ plan, systemd }: Node, progress: Progress): Promise<number
 /** reset-failed, start the target, wait for Ready and every unit active. Returns the milliseconds to Ready. */
 async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, timeoutMs: number): Promise<number> {
   const t0 = Date.now();
-  const order = startOrder(plan);
+  const order = await unitsToRun(plan);
   // A kubelet started now posts a new Ready; the one in the API may be from before the stop.
   const kubeletRunning = (await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active";
   const freshSince = kubeletRunning ? undefined : t0;

@@ -18,6 +18,8 @@ import { sleep } from "../wait";
 import { FIELD_MANAGER, objectPath, patiently } from "./addons";
 import { type ApiClient, apiClient, apiMessage, readKubeconfig } from "../clients/kubernetes";
 import { advertisedIP } from "../plan/node";
+import type { SystemdUser } from "../clients/systemd";
+import { admitNodes } from "./admits-nodes";
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 const randomText = (n: number) => Array.from({ length: n }, () => ALPHABET[randomInt(ALPHABET.length)]).join("");
@@ -53,6 +55,8 @@ function refusedBy(what: string, r: { status: number; body: string }): UserError
 }
 
 export interface CreatedToken {
+  /** The on-demand units this token started (the node's first: the overlay agent and the approver). */
+  started: string[];
   token: BootstrapToken;
   server: string;
   caHash: string;
@@ -64,6 +68,8 @@ export interface CreateOptions {
   description: string;
   /** --server: the URL other hosts reach the API server at (default: the host's first address). */
   server?: string | undefined;
+  /** The user manager that starts the on-demand units (cli/apply/admits-nodes.ts). */
+  systemd: SystemdUser;
   /** How long to wait for the bootstrapsigner's signature (default 60 s). */
   signTimeoutMs?: number;
   signal?: AbortSignal | undefined;
@@ -87,6 +93,8 @@ export async function createToken(plan: Plan, o: CreateOptions): Promise<Created
     );
   }
   const { client, caPem } = await adminClient(plan);
+  // The overlay and the approver first: a token is handed out only by a node ready for its join.
+  const started = await admitNodes(plan, o.systemd, o.signal);
   for (const obj of joinObjects(plan, server, caPem)) {
     const r = await patiently(() => client.apply(objectPath(obj), obj, FIELD_MANAGER, 30_000), { signal: o.signal });
     if (r.status !== 200 && r.status !== 201) throw refusedBy(`could not apply ${obj.kind} ${obj.metadata.name}`, r);
@@ -108,7 +116,13 @@ export async function createToken(plan: Plan, o: CreateOptions): Promise<Created
     await client.delete(`${SECRETS}/${TOKEN_SECRET_PREFIX}${token.id}`).catch(() => undefined);
     throw e;
   }
-  return { token, server, caHash: caHashOf(caPem), expiration: String((secret.stringData as Record<string, string>).expiration) };
+  return {
+    token,
+    server,
+    caHash: caHashOf(caPem),
+    expiration: String((secret.stringData as Record<string, string>).expiration),
+    started,
+  };
 }
 
 /** Until cluster-info carries a valid signature by `token` (the bootstrapsigner's work, usually within a second). */

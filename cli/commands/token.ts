@@ -8,6 +8,7 @@ import { TOKEN_ID_PATTERN, isServerUrl } from "../host/parse/bootstrap-token";
 import { joinCheckLine, joinLine, TOKEN_ENV } from "../render/join";
 import { parseDuration } from "./durations";
 import type { Context } from "../context";
+import { systemdUser } from "../clients/systemd";
 
 const ACTIONS = ["create", "list", "delete"] as const;
 const DEFAULT_TTL = "24h";
@@ -99,7 +100,9 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
       description: opt.str(parsed, "description") ?? `made by rootless-k8s token create on ${plan.node.name}`,
       server,
       signal: ctx.signal,
+      systemd: systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined }),
     });
+    if (t.started.length) ctx.out.err(`started ${t.started.join(", ")}: the node now admits other nodes (they start with it from now on)`);
     if (json) {
       ctx.out.out(
         JSON.stringify({ token: `${t.token.id}.${t.token.secret}`, server: t.server, caHash: t.caHash, expiration: t.expiration }, null, 2),

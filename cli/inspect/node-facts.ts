@@ -27,7 +27,7 @@ export async function nodeFacts(receipt: Receipt & { plan: Plan }, env: NodeJS.P
     user: plan.user.name,
     node: plan.node.name,
     mode: plan.mode.name,
-    units: { owner: plan.units.owner, target: plan.units.target, states: st.units },
+    units: { owner: plan.units.owner, target: plan.units.target, states: st.units, waiting: st.waitingForNodes },
     ready: { api: st.api.ready, node: st.nodeView?.ready === true, problems: st.problems },
     ownerCgroup,
     snapshotter,

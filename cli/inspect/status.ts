@@ -9,6 +9,7 @@ import { isStopped } from "../readiness/watch";
 import { criClient } from "../clients/cri";
 import { apiClient, parseNode, readKubeconfig, type NodeView } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
+import { admitsNodes } from "../apply/admits-nodes";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
 import { systemdUser, type SystemdUser, type UnitState } from "../clients/systemd";
 import { portsStatus, type PortsStatus } from "./ports-status";
@@ -49,6 +50,8 @@ export interface NodeStatus {
   /** The overlay agent's last pass: the other nodes and whether each answered through it; null without an overlay or state. */
   overlay: OverlayStateFile | null;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
+  /** The on-demand units that wait for the node to admit another node (`token create`), not a problem while they do. */
+  waitingForNodes: string[];
   logs: { to: "journal" | "file"; where: string };
 }
 
@@ -66,8 +69,9 @@ export async function nodeStatus(
   const units = await Promise.all([plan.units.target, ...startOrder(plan)].map((u) => systemd.state(u)));
   // A stopped node is one line and its fix, not a line for each unit and peer that does not answer.
   if (isStopped(units)) return stoppedStatus(receipt, units, problems);
+  const waiting = (await admitsNodes(plan)) ? [] : (plan.onDemand?.units ?? []);
   for (const u of units)
-    if (u.activeState !== "active")
+    if (u.activeState !== "active" && !(waiting.includes(u.unit) && u.activeState === "inactive"))
       problems.push(`${u.unit} is ${u.activeState} (${u.subState}${u.result !== "success" ? `, ${u.result}` : ""})`);
 
   const api = { url: "", ready: false, detail: "" };
@@ -143,6 +147,7 @@ export async function nodeStatus(
     limits: await userLimits(plan),
     overlay,
     ...unitsAndLogs(plan, units),
+    waitingForNodes: waiting,
   };
 }
 
@@ -174,6 +179,7 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
     limits: null,
     overlay: null,
     ...unitsAndLogs(plan, units),
+    waitingForNodes: [],
   };
 }
 

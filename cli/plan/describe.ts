@@ -80,6 +80,7 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
   item("PKI", plan.pki.algorithm === "rsa-2048" ? "RSA 2048" : "ECDSA P-256", [
     `API server names: ${[...plan.pki.hostnames, ...plan.pki.hostAddresses].join(", ") || "(loopback only)"}`,
   ]);
+  if (plan.memory) item("Memory", `GOGC=${plan.memory.goGC} for the Go components`, plan.memory.reasons);
   item("Logs", plan.logging.to === "journal" ? "journal" : `files in ${t(plan.paths.logDir)}`, plan.logging.reasons);
   item("Binaries", `${t(plan.paths.versionBinDir)} (active through ${t(plan.paths.currentLink)})`);
   item("Data", t(plan.paths.dataDir));
@@ -88,6 +89,7 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     "Units",
     `${t(plan.paths.unitDir)}: ${plan.units.target} and ${Object.values(plan.units).filter((u) => u && u !== plan.units.target).length} services`,
   );
+  if (plan.onDemand?.units.length) item("On demand", plan.onDemand.units.join(", "), plan.onDemand.reasons);
   item("Sockets", t(plan.paths.runtimeDir));
   return lines;
 }

@@ -31,6 +31,8 @@ export { versionSetOf } from "./versions";
 export { planPaths } from "./paths";
 
 import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS } from "./logging";
+import { decideMemory } from "./memory";
+import { decideOnDemand } from "./on-demand";
 
 export const UNIT_PREFIX = "rootless-k8s";
 
@@ -97,6 +99,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       options,
     ),
     overlay: decideOverlay(network, runtime),
+    memory: decideMemory(),
     paths,
     logging:
       facts.systemd.journal === false
@@ -108,7 +111,8 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
           }
         : { to: "journal", reasons: ["unit output goes to the journal (journalctl --user -u UNIT)"] },
   };
-  return { ...plan, units: unitNames(plan) };
+  const units = unitNames(plan);
+  return { ...plan, units, onDemand: decideOnDemand(units, "server") };
 }
 
 function withIP<T extends object>(node: T, ip: string | undefined): T & { ip?: string } {

@@ -357,10 +357,17 @@ export interface Plan {
   /** Absent from the plans of receipts written before nodes could join (read: off, no overlay unit). */
   overlay?: OverlayPlan;
   paths: Paths;
+  /** The Go runtime's settings for the node's Go components (cli/plan/memory.ts); absent from older plans (Go's defaults). */
+  memory?: { goGC: number } & Reasoned;
   /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */
   logging: { to: "journal" | "file" } & Reasoned;
   /** systemd unit names, by role. */
   units: UnitNames;
+  /**
+   * The services systemd starts only once the node admits other nodes (cli/plan/on-demand.ts): a
+   * server's overlay and approver. Absent from older plans, whose units always ran.
+   */
+  onDemand?: { units: string[] } & Reasoned;
 }
 
 export interface UnitNames {

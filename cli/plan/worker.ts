@@ -4,6 +4,7 @@
 // A worker runs the runtime, the kubelet and kube-proxy; no etcd, no control plane, no add-ons.
 import { ExitCode, UserError } from "../errors";
 import { withNodeRange } from "./network";
+import { decideOnDemand } from "./on-demand";
 import type { JoinPlan, Plan } from "./plan";
 import { atLeast } from "./rules";
 import { CLUSTER_PARAMETERS, type ClusterParameters, IPV4 } from "../host/parse/cluster-parameters";
@@ -126,6 +127,7 @@ export function workerPlan(base: Plan, w: WorkerInputs): Plan {
         }
       : {}),
     units: { ...base.units, csrApprover: null },
+    onDemand: decideOnDemand({ ...base.units, csrApprover: null }, "worker"),
   };
 }
 

@@ -133,6 +133,7 @@ export function renderEnv(plan: Plan): RenderedFile {
     `# rewritten on every install: put your own variables in ${plan.paths.userEnvFile}, which is never`,
     "# written, e.g. KUBELET_EXTRA_ARGS=--v=4 (also KUBE_APISERVER_EXTRA_ARGS, ETCD_EXTRA_ARGS, ...).",
     `PATH=${envValue(pathVar)}`,
+    ...(plan.memory ? [`# ${plan.memory.reasons[0]}.`, `GOGC=${plan.memory.goGC}`] : []),
     "",
   ].join("\n");
   return { path: plan.paths.envFile, content, mode: PUBLIC, kind: "env", unit: plan.units.target };

@@ -11,6 +11,7 @@ import { layout } from "./layout";
 import { pkiPaths } from "./pki";
 import { rootlesskitArgs } from "./rootlesskit";
 import { GATE_TIMEOUT_S, START_LIMIT, startGate } from "../plan/start";
+import { admitsNodesFile } from "../plan/on-demand";
 import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, LOG_ROTATE_EVERY } from "../plan/logging";
 import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
 
@@ -229,6 +230,8 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
           ["After", [owner, ...c.after].join(" ")],
           ["StartLimitIntervalSec", START_LIMIT.intervalSec],
           ["StartLimitBurst", START_LIMIT.burst],
+          // Skipped (not failed) until the node admits another node (cli/plan/on-demand.ts).
+          ["ConditionPathExists", plan.onDemand?.units.includes(c.unit) ? escapePath(admitsNodesFile(plan.paths)) : null],
         ],
       ],
       [

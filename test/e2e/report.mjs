@@ -81,6 +81,11 @@ for (const spec of values.route ?? []) {
     overlay: lines.find((l) => l.overlay)?.overlay ?? null,
     // The publish scenario's count of the addresses pods saw over published ports under load.
     clientAddress: lines.find((l) => l.clientAddress)?.clientAddress ?? null,
+    // The footprint scenario's memory per component (PSS, RSS, anonymous and file-backed, MiB) at
+    // rest and after a workload came and went; the scale and shared-host scenarios' figures.
+    footprint: lines.find((l) => l.footprint)?.footprint ?? null,
+    scale: lines.find((l) => l.scale)?.scale ?? null,
+    sharedHost: lines.find((l) => l.sharedHost)?.sharedHost ?? null,
     passed: scenarios.filter((s) => s.result === "pass").length,
     failed: scenarios.filter((s) => s.result !== "pass").length,
   };
@@ -123,6 +128,19 @@ console.log(`report: ${values.out}`);
 console.log("| route | mode | kubelet | runtime | scenarios passed | failed |");
 console.log("|---|---|---|---|---|---|");
 for (const r of rows) console.log(r);
+// The node's memory at rest per route (issue 33): the heaviest components and the total.
+for (const [name, r] of Object.entries(routes)) {
+  const f = r.footprint;
+  if (!f) continue;
+  console.log(`\nmemory at rest, ${name} route (mode ${r.mode}), ${f.idleSeconds} s after the add-ons were available (MiB):`);
+  console.log("| component | PSS | anon | file | RSS | after a workload (PSS) |");
+  console.log("|---|---|---|---|---|---|");
+  for (const [c, v] of Object.entries(f.idle.components))
+    console.log(`| ${c} | ${v.pssMiB} | ${v.anonMiB} | ${v.fileMiB} | ${v.rssMiB} | ${f.afterWorkload.components[c]?.pssMiB ?? "-"} |`);
+  console.log(
+    `| total | ${f.idle.totalPssMiB} | ${f.idle.anonMiB} | ${f.idle.fileMiB} | ${f.idle.totalRssMiB} | ${f.afterWorkload.totalPssMiB} |`,
+  );
+}
 if (matrix.length) {
   console.log("\n| route | mode | runtime | network | result | reason |");
   console.log("|---|---|---|---|---|---|");

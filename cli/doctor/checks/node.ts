@@ -12,7 +12,8 @@ export interface NodeFacts {
   user: string;
   node: string;
   mode: "delegated" | "none";
-  units: { owner: string; target: string; states: { unit: string; activeState: string }[] };
+  /** `waiting`: the on-demand units that start once the node admits another node (not a problem while inactive). */
+  units: { owner: string; target: string; states: { unit: string; activeState: string }[]; waiting?: string[] };
   /** The API server's /readyz and the node's Ready condition; `problems` from `status`. */
   ready: { api: boolean; node: boolean; problems: string[] };
   /** The owner unit's cgroup (read in mode delegated only): path below the v2 root, controllers, subtree_control. */
@@ -54,8 +55,13 @@ export const nodeChecks: Check<NodeFacts>[] = [
     group: "node",
     label: "units",
     run: (n) => {
-      const down = n.units.states.filter((u) => u.activeState !== "active");
-      if (!down.length) return ok(`${n.units.states.length} units active`);
+      const waits = (u: { unit: string; activeState: string }) => u.activeState === "inactive" && (n.units.waiting ?? []).includes(u.unit);
+      const down = n.units.states.filter((u) => u.activeState !== "active" && !waits(u));
+      const waiting = n.units.states.filter(waits).map((u) => u.unit);
+      if (!down.length)
+        return ok(
+          `${n.units.states.length - waiting.length} units active${waiting.length ? `; ${waiting.join(", ")} start once the node admits another (rootless-k8s token create)` : ""}`,
+        );
       return fail(down.map((u) => `${u.unit} ${u.activeState}`).join(", "), {
         user: ["rootless-k8s logs", `systemctl --user start ${n.units.target}`],
       });

@@ -116,14 +116,9 @@ install_to() { local log=$1; shift; rk8s_shown "$log" install "$@"; }
 status_json_healthy() { has '"healthy": true' rk8s status --json; }
 # (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
 # save_logs COMPONENT FILE [LINES]: the component's last LINES (default 100000) log lines into FILE.
-# pss_mib_of UID: the PSS of every process of UID, in MiB (smaps_rollup).
-pss_mib_of() {
-  local p s=0 k
-  for p in $(pgrep -u "$1"); do
-    k=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) && s=$((s + ${k:-0}))
-  done
-  echo $((s / 1024))
-}
+# pss_mib_of UID: the PSS of every process of UID and of its containers' subordinate ids, in whole
+# MiB (lib/footprint.py, which the footprint scenario reports per component).
+pss_mib_of() { python3 "$HERE/lib/footprint.py" "$1" | python3 -c 'import json, sys; print(round(json.load(sys.stdin)["totalPssMiB"]))'; }
 save_logs() { rk8s logs "$1" -n "${3:-100000}" >"$2" 2>&1; }
 # The kubelet's eviction manager giving up its cycle: it cannot read the file systems (kubernetes#141119).
 # (Not "failed to get summary stats ... node not found": the manager's first cycle may come before the
@@ -131,6 +126,16 @@ save_logs() { rk8s logs "$1" -n "${3:-100000}" >"$2" 2>&1; }
 eviction_manager_errors() { rk8s logs kubelet -n 10000000 2>/dev/null | grep -cE 'failed to synchronize|cannot find filesystem info|failed to get HasDedicatedImageFs'; }
 kubelet_logs_registered() { has 'Successfully registered node' rk8s logs kubelet -n 100000; }
 mirror_bytes_over() { [ "$(mirror_stat bytes)" -gt "$1" ]; }
+# The on-demand units (#33): the overlay agent and the CSR approver, which a single node does without.
+ON_DEMAND=(rootless-k8s-overlay.service rootless-k8s-csr-approver.service)
+# on_demand_skipped: each is inactive, skipped by its ConditionPathExists (not failed).
+on_demand_skipped() {
+  local u
+  for u in "${ON_DEMAND[@]}"; do
+    [ "$(as_user systemctl --user show -p ActiveState,ConditionResult --value "$u" | xargs)" = "inactive no" ] || { echo "$u: $(as_user systemctl --user show -p ActiveState,ConditionResult "$u" | xargs)"; return 1; }
+  done
+}
+on_demand_active() { local u; for u in "${ON_DEMAND[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = active ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
 target_inactive() { [ "$(as_user systemctl --user is-active rootless-k8s.target)" != active ]; }
 no_unit_files() { ! ls "$H"/.config/systemd/user/rootless-k8s* >/dev/null 2>&1; }
 partial_kept() { has . find "$H/.cache/rootless-k8s" -path '*partial*' -type f -size +0; }

@@ -125,6 +125,7 @@ scenario_join() {
   out=$(rk8s token create --description "e2e join" 2>"$STATE/token-create.err")
   rc=$?
   check join "token create: exit $rc, two lines to copy ($(head -1 "$STATE/token-create.err"))" test "$rc" = 0 || { sed 's/^/    | /' "$STATE/token-create.err"; return; }
+  check join "token create started the overlay agent and the CSR approver, which a single node does without (#33)" on_demand_active
   check join "the second line is the join itself: ROOTLESS_K8S_TOKEN=<token> rootless-k8s join https://<address>:<port> --ca-hash sha256:<hex>" \
     grep -Eq '^ROOTLESS_K8S_TOKEN=[a-z0-9]{6}\.[a-z0-9]{16} rootless-k8s join https://[0-9.]+:[0-9]+ --ca-hash sha256:[0-9a-f]{64}$' <<<"$(tail -1 <<<"$out")"
   line=$(tail -2 <<<"$out" | head -1)

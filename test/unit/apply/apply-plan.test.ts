@@ -2,7 +2,17 @@
 // that records what it is told (and, when the node is started, brings up a loopback HTTPS "API
 // server" serving the certificate the write step just rendered), the real readiness wait through
 // the rendered admin kubeconfig (mutual TLS), and the real receipt.
-import { promises as fsp, chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  promises as fsp,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import * as https from "node:https";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -14,6 +24,7 @@ import type { Context } from "../../../cli/context";
 import { buildPlan } from "../../../cli/plan/index";
 import { withNodeRange } from "../../../cli/plan/network";
 import { layout } from "../../../cli/render/layout";
+import { admitsNodesFile } from "../../../cli/plan/on-demand";
 import type { Plan, PlanOptions } from "../../../cli/plan/plan";
 import { createProgress } from "../../../cli/ui/progress";
 import { makeStyle, type Output } from "../../../cli/ui/output";
@@ -64,7 +75,10 @@ class FakeManager implements SystemdUser {
   }
   async start(units: string[]) {
     this.calls.push(`start ${units.join(" ")}`);
-    for (const u of [...units, ...Object.values(this.plan.units)]) this.active.add(u);
+    // As systemd's ConditionPathExists= does: the on-demand units are skipped until the node admits others.
+    const admits = existsSync(admitsNodesFile(this.plan.paths));
+    for (const u of [...units, ...Object.values(this.plan.units)])
+      if (u && (admits || !this.plan.onDemand?.units.includes(u))) this.active.add(u);
     await this.listen();
   }
   async restart(units: string[]) {
@@ -308,9 +322,15 @@ describe("applyPlan", () => {
   it("a node without its pod range yet takes two passes: registered with the range, then its CNI network, then Ready", async () => {
     const { first, previous } = await setUp({}, { fresh: true });
     expect(first.cidrs.node).toBeNull();
-    const { run, systemd } = await apply(first, previous);
+    const { run, systemd, out } = await apply(first, previous);
     const r = await run;
     expect(r.plan.cidrs.node).toBe(NODE_RANGE);
+    // The set is hashed once: the second pass takes the first's word for it (#33: 2.2 s of a warm install).
+    const fetchSays = out.lines.filter((l) => /intact/.test(l));
+    expect(fetchSays).toEqual([
+      expect.stringContaining("already installed and intact"),
+      expect.stringContaining("checked intact by this run"),
+    ]);
     expect(r.plan.cidrs.reasons.at(-1)).toContain(`${NODE_RANGE}, the range the controller-manager gave it`);
     const cni = JSON.parse(readFileSync(layout(r.plan).cniConflist, "utf8")) as { plugins: { ipam?: { ranges: unknown } }[] };
     expect(cni.plugins[0]!.ipam!.ranges).toEqual([[{ subnet: NODE_RANGE }]]);
@@ -328,6 +348,28 @@ describe("applyPlan", () => {
     const receipt = (await readReceipt(first.paths.receipt))!;
     expect((receipt.plan as Plan).cidrs.node).toBe(NODE_RANGE);
     expect(receipt.files.some((f) => f.path === layout(r.plan).cniConflist)).toBe(true);
+  });
+
+  it("a single node runs without its on-demand units (overlay, approver): systemd skips them, and install does not wait for them (#33)", async () => {
+    const { first, previous } = await setUp();
+    expect(first.onDemand?.units).toEqual([first.units.overlay, first.units.csrApprover]);
+    const { run, systemd } = await apply(first, previous);
+    await run;
+    expect(existsSync(admitsNodesFile(first.paths))).toBe(false);
+    for (const u of first.onDemand?.units ?? []) expect(systemd.active.has(u), u).toBe(false);
+    expect(systemd.active.has(first.units.kubelet)).toBe(true);
+    const unit = readFileSync(join(first.paths.unitDir, first.units.overlay as string), "utf8");
+    expect(unit).toContain(`ConditionPathExists=${admitsNodesFile(first.paths)}`);
+  });
+
+  it("an upgrade of a node whose plan ran the overlay and approver always keeps running them: it is marked as admitting nodes (#33)", async () => {
+    const { first, previous } = await setUp();
+    const { onDemand: _, ...older } = first;
+    const installed = { ...previous, state: "installed", plan: older } as Receipt;
+    const { run, systemd } = await apply(first, installed);
+    await run;
+    expect(statSync(admitsNodesFile(first.paths)).mode & 0o777).toBe(0o600);
+    for (const u of first.onDemand?.units ?? []) expect(systemd.active.has(u), u).toBe(true);
   });
 
   it("a second run of the same plan writes nothing, reloads nothing and restarts nothing", async () => {

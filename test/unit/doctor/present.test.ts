@@ -155,6 +155,27 @@ describe("doctor --node checks, pure functions of the node's facts", () => {
     expect(by(healthy)["node-ports"]!.summary).toBe("127.0.0.1:6443 → 6443: HTTP 200; Services' NodePorts from 31000-31099");
   });
 
+  it("the on-demand units of a single node, inactive, are no failure; failed they are (#33)", () => {
+    const states = [
+      { unit: "rootless-k8s.target", activeState: "active" },
+      { unit: "rootless-k8s-overlay.service", activeState: "inactive" },
+      { unit: "rootless-k8s-csr-approver.service", activeState: "inactive" },
+    ];
+    const waiting = ["rootless-k8s-overlay.service", "rootless-k8s-csr-approver.service"];
+    expect(by({ ...healthy, units: { ...healthy.units, states, waiting } })["node-units"]).toMatchObject({
+      status: "ok",
+      summary:
+        "1 units active; rootless-k8s-overlay.service, rootless-k8s-csr-approver.service start once the node admits another (rootless-k8s token create)",
+    });
+    const failed = states.map((s) => (s.unit === "rootless-k8s-overlay.service" ? { ...s, activeState: "failed" } : s));
+    expect(by({ ...healthy, units: { ...healthy.units, states: failed, waiting } })["node-units"]).toMatchObject({
+      status: "fail",
+      summary: "rootless-k8s-overlay.service failed",
+    });
+    // Once the node admits others (nothing waits), an inactive one is a failure.
+    expect(by({ ...healthy, units: { ...healthy.units, states, waiting: [] } })["node-units"]!.status).toBe("fail");
+  });
+
   it("names what is wrong and how to fix it", () => {
     const bad = by({
       ...healthy,

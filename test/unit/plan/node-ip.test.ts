@@ -2,6 +2,7 @@
 // it (the `kubernetes` Service's endpoint, the node's InternalIP), from the plan (cli/plan/node.ts)
 // to the files that carry it, and token create's refusal without it. The host is the Debian 12
 // fixture of facts-builder.ts (address 192.168.1.20).
+import type { SystemdUser } from "../../../cli/clients/systemd";
 import YAML from "yaml";
 import { describe, expect, it } from "vitest";
 import { createToken } from "../../../cli/apply/token";
@@ -79,7 +80,13 @@ describe("install --node-ip", () => {
 describe("token create on a control plane that advertises its namespace's address", () => {
   it("refuses (exit 3) before it reads anything, naming install --node-ip with the host's address", async () => {
     const single = buildPlan(baseFacts(), {}, versions);
-    const e = (await createToken(single, { ttlSeconds: 60, description: "t" }).catch((x: unknown) => x)) as UserError;
+    // Refused before the user manager is touched: any use of it throws.
+    const systemd = new Proxy({} as SystemdUser, {
+      get: () => {
+        throw new Error("the user manager was used");
+      },
+    });
+    const e = (await createToken(single, { ttlSeconds: 60, description: "t", systemd }).catch((x: unknown) => x)) as UserError;
     expect(e).toBeInstanceOf(UserError);
     expect(e.exitCode).toBe(3);
     expect(e.message).toContain(`advertises its namespace's address ${single.network.namespaceIP}`);

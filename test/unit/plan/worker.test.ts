@@ -64,6 +64,11 @@ describe("workerPlan", () => {
     expect(w.units.overlay).toBe("rootless-k8s-overlay.service");
   });
 
+  it("runs its overlay always: a worker has joined another node, so nothing of it is on demand (#33)", () => {
+    expect(base.onDemand?.units).toContain("rootless-k8s-overlay.service");
+    expect(w.onDemand).toEqual({ units: [], reasons: [] });
+  });
+
   it("refuses to join where the overlay cannot run (pasta: no port API for its UDP port), naming the drivers that can", () => {
     const pasta = { ...base, overlay: { ...base.overlay!, enabled: false, reasons: ["off: pasta"] } };
     const e = (() => {

@@ -14,7 +14,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
 import { DEFAULT_EVICTION_HARD, decideEviction } from "../../../cli/plan/eviction";
 import type { Plan } from "../../../cli/plan/plan";
+import { renderEnv } from "../../../cli/render/index";
 import { layout } from "../../../cli/render/layout";
+import { renderUnits } from "../../../cli/render/units";
 import { kubeProxyConfiguration, kubeletConfiguration } from "../../../cli/render/kube-configs";
 import { containerdConfig, crioConfig, renderToml } from "../../../cli/render/runtime-configs";
 import { ociRuntimeWrapper } from "../../../cli/render/scripts";
@@ -214,5 +216,28 @@ describe.skipIf(!hasContainerd16)("the real containerd 1.6 of Debian loads the v
     writeFileSync(file, 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\ndisable_cgroup = "yes"\n');
     const r = spawnSync("containerd", ["--config", file, "config", "dump"], { encoding: "utf8" });
     expect(r.status).not.toBe(0);
+  });
+});
+
+describe("the Go components' garbage collector target (issue 33)", () => {
+  let plan: Plan;
+  beforeAll(async () => {
+    const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns");
+    if (!combo) throw new Error("no combination none-containerd-slirp4netns");
+    const r = planCombo(combo, await comboFacts(combo));
+    if (!r.plan) throw new Error(`${combo.name} is refused`);
+    plan = r.plan;
+  });
+  it("the env file every unit reads sets GOGC from the plan, and env.local comes after it, so a user's GOGC wins", () => {
+    expect(plan.memory?.goGC).toBe(50);
+    expect(String(renderEnv(plan).content).split("\n")).toContain("GOGC=50");
+    for (const u of renderUnits(plan).filter((x) => x.name.endsWith(".service") && x.content.includes("EnvironmentFile"))) {
+      const files = u.content.split("\n").filter((l) => l.startsWith("EnvironmentFile="));
+      expect(files, u.name).toEqual([`EnvironmentFile=${plan.paths.envFile}`, `EnvironmentFile=-${plan.paths.userEnvFile}`]);
+    }
+  });
+  it("a plan from an older receipt (no memory field) keeps Go's default: no GOGC line", () => {
+    const { memory: _, ...older } = plan;
+    expect(renderEnv(older as Plan).content).not.toMatch(/^GOGC=/m);
   });
 });
