@@ -22,7 +22,7 @@ import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
 import { waitForWorkerReady } from "./worker-ready";
-import { withNodeRange } from "../plan/network";
+import { firstNodeRange, withNodeRange } from "../plan/network";
 import { mergeAdminContext } from "./kubeconfig-merge";
 import { ensureRuntimeDir } from "./runtime-dir";
 import { lostPortError, portsHeldByOthers, type PortClaim } from "./port-claim";
@@ -46,6 +46,8 @@ export interface ApplyInput {
    * pod range, not until it is Ready (it cannot be: its CNI network needs that range).
    */
   until?: "ready" | "registered";
+  /** Ready counts only once the node has its pod range (the first node's range taken ahead, then checked). */
+  needsRange?: boolean;
   /** The id of a version set this run has just installed or checked intact (the second pass): not hashed again. */
   verified?: string;
 }
@@ -65,13 +67,42 @@ export interface ApplyResult {
 
 /**
  * fetch → write → daemon-reload → enable/start → ready, recording each change in the receipt first.
- * A node that has no pod range yet (a first install, a join) takes two passes: the first starts it
- * and waits until the node is registered with the range the controller-manager gives it; the
- * second writes its CNI network for that range and waits until it is Ready. `plan` of the result is
- * the plan the node runs (the input's, with its range).
+ * A first server node takes the range the controller-manager gives the first node (firstNodeRange)
+ * and is checked once Ready: one pass (a second one cost 8.9 s of a warm install, waiting for the
+ * kubelet's next status after the CNI network appeared). Any other node that has no pod range yet
+ * (a join; a first node given another range) takes two passes: the first starts it and waits until
+ * the node is registered with the range the controller-manager gives it; the second writes its CNI
+ * network for that range and waits until it is Ready. `plan` of the result is the plan the node
+ * runs (the input's, with its range).
  */
-export async function applyPlan(ctx: Context, input: ApplyInput): Promise<ApplyResult> {
+export async function applyPlan(ctx: Context, given: ApplyInput): Promise<ApplyResult> {
+  let input = given;
   if (input.plan.cidrs.node !== null) return applyOnce(ctx, input);
+  const expected = input.plan.role === "worker" ? null : firstNodeRange(input.plan.cidrs.pods);
+  if (expected) {
+    const guess = await applyOnce(ctx, {
+      ...input,
+      plan: { ...input.plan, cidrs: withNodeRange(input.plan.cidrs, expected) },
+      needsRange: true,
+    });
+    if (guess.ready.node.podCidr === expected) return guess;
+    // Another range (a Node kept from before with its own): the CNI network is written for that one.
+    const got = guess.ready.node.podCidr;
+    ctx.out.err(`the controller-manager gave the node ${got ?? "no range yet"}, not ${expected}: writing its network for that`);
+    const plan: Plan = { ...input.plan, cidrs: withNodeRange(input.plan.cidrs, got) };
+    const previous = await readReceipt(plan.paths.receipt);
+    if (got) {
+      const again = await applyOnce(ctx, { ...input, plan, previous, verified: guess.verified });
+      return {
+        ...again,
+        written: guess.written + again.written,
+        restarted: [...guess.restarted, ...again.restarted],
+        unchanged: false,
+        mergedContext: guess.mergedContext ?? again.mergedContext,
+      };
+    }
+    input = { ...input, previous, verified: guess.verified };
+  }
   const first = await applyOnce(ctx, { ...input, until: "registered" });
   const range = first.ready.node.podCidr;
   if (!range) throw new Error("the node registered without a pod range");
@@ -274,6 +305,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
               expectVersion: plan.versions.components.kubernetes,
               freshSince: kubeletStartedAt,
               until: input.until ?? "ready",
+              needsRange: input.needsRange,
               onPhase: (phase) => {
                 h.update(phaseWords(phase, plan.node.name));
                 if (phase === "node") probe = restartGaveUp;

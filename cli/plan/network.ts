@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
 import { PASTA_FOR_ROOTLESSKIT, pastaBlocker } from "../host/pasta";
 import type { Facts } from "../host/facts";
-import { firstFree, nthAddress } from "./cidr";
+import { firstFree, formatCidr, nthAddress, parseCidr } from "./cidr";
 import type { Cidrs, NetworkDriver, NetworkPlan, Paths, PlanOptions, Ports, VersionSet } from "./plan";
 import { ROOTLESSKIT_NETWORK_FLOORS, atLeast } from "./rules";
 
@@ -212,6 +212,19 @@ export function dockerNetwork(options: PlanOptions, ports: Ports): NetworkPlan {
       `the API server port ${ports.apiServer} is published on ${apiServerAddress(options).hostIP} through that RootlessKit's API (rootlessctl add-ports): ${apiServerAddress(options).why}`,
     ],
   };
+}
+
+/** The size of each node's part of the pod network (the controller-manager's --node-cidr-mask-size). */
+export const NODE_CIDR_MASK = 24;
+
+/**
+ * The range the controller-manager gives the first node of a cluster: the pod network's first /24
+ * (its range allocator hands out the lowest free one). Install writes the CNI network for it at
+ * once and checks it once the node is Ready; null when the pod network is smaller than a /24.
+ */
+export function firstNodeRange(pods: string): string | null {
+  const net = parseCidr(pods);
+  return net && net.prefix <= NODE_CIDR_MASK ? formatCidr({ base: net.base, prefix: NODE_CIDR_MASK }) : null;
 }
 
 /**

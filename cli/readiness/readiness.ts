@@ -48,6 +48,8 @@ export interface WaitOptions {
    * its CNI network is written only then (the apply engine's first pass). Default "ready".
    */
   until?: "ready" | "registered";
+  /** Ready counts only once the node has its pod range too (a first node whose range install took ahead: it is checked). */
+  needsRange?: boolean;
 }
 
 export interface ReadyResult {
@@ -152,8 +154,9 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
           const node = parseNode(r.body);
           const versionOk = !o.expectVersion || node.kubeletVersion?.replace(/^v/, "") === o.expectVersion;
           const stale = node.ready && readyPostedBefore(node, o.freshSince);
-          if (node.ready && versionOk && !stale && o.worker) return { node, apiMs, nodeMs: Date.now() - start };
-          if (node.ready && versionOk && !stale) {
+          const rangeMissing = o.needsRange === true && !node.podCidr;
+          if (node.ready && versionOk && !stale && !rangeMissing && o.worker) return { node, apiMs, nodeMs: Date.now() - start };
+          if (node.ready && versionOk && !stale && !rangeMissing) {
             ready = { node, nodeMs: Date.now() - start };
             phase = "account";
             o.onPhase?.("account", ready.nodeMs);
@@ -163,11 +166,13 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
           const rc = node.conditions.find((c) => c.type === "Ready");
           last = stale
             ? `Ready=True as posted at ${rc?.lastHeartbeatTime ?? "an unknown time"}, before the kubelet started again`
-            : node.ready
-              ? `the kubelet still reports ${node.kubeletVersion ?? "no version"}, not v${o.expectVersion}`
-              : rc
-                ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}`
-                : "no Ready condition yet";
+            : node.ready && versionOk && rangeMissing
+              ? "Ready, no spec.podCIDR yet (the controller-manager gives it)"
+              : node.ready
+                ? `the kubelet still reports ${node.kubeletVersion ?? "no version"}, not v${o.expectVersion}`
+                : rc
+                  ? `Ready=${rc.status}${rc.reason ? ` (${rc.reason})` : ""}`
+                  : "no Ready condition yet";
         } else {
           last = r.status === 404 ? `node ${o.nodeName} not registered yet` : `HTTP ${r.status}`;
         }

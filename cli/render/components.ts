@@ -3,6 +3,7 @@
 import * as path from "node:path";
 import { advertisedIP } from "../plan/node";
 import { nodePortsOf, rangeText } from "../plan/node-ports";
+import { NODE_CIDR_MASK } from "../plan/network";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
 import { FRONT_PROXY_CLIENT, pkiPaths } from "./pki";
@@ -108,7 +109,7 @@ export function controllerManagerArgs(plan: Plan): string[] {
     // Each node gets a /24 of the pod network (spec.podCIDR): a worker's pods take their addresses from it.
     "--allocate-node-cidrs=true",
     `--cluster-cidr=${plan.cidrs.pods}`,
-    "--node-cidr-mask-size=24",
+    `--node-cidr-mask-size=${NODE_CIDR_MASK}`,
     "--leader-elect=false",
   ];
 }

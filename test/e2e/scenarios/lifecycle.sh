@@ -93,6 +93,16 @@ start_phases() {
   echo "${out# }"
 }
 
+# unit_stop_seconds: "unit=seconds ..." for every unit of the node, the time from leaving active to
+# entering inactive in its last stop (systemd's monotonic timestamps), longest first (#41).
+unit_stop_seconds() {
+  local u
+  for u in $(as_user systemctl --user list-units --all --plain --no-legend 'rootless-k8s*' | awk '{ print $1 }'); do
+    as_user systemctl --user show -p ActiveExitTimestampMonotonic,InactiveEnterTimestampMonotonic --value "$u" | xargs |
+      awk -v u="${u#rootless-k8s-}" '{ if ($1 > 0 && $2 >= $1) printf "%s %.1f\n", u, ($2 - $1) / 1e6 }'
+  done | sort -k2 -rn | awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2 }'
+}
+
 scenario_restart() {
   local i rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st phases=()
   failed0=$(command_failed_lines)
@@ -104,6 +114,7 @@ scenario_restart() {
       if awk -v s="${stops[-1]:-0}" 'BEGIN { exit !(s >= 20) }'; then
         info restart "cycle $i: stop took ${stops[-1]} s: $(grep -m1 -E 'stopped;|units stopped' "$log" | sed 's/^ *//'); the runtime's log: $STATE/restart-slow-stop-$i.log"
         save_logs runtime "$STATE/restart-slow-stop-$i.log" 400
+        info restart "cycle $i: each unit's stop, from leaving active to inactive (s): $(unit_stop_seconds)"
       fi
       [ "$i" = 1 ] && check restart "stop leaves no unit of the node running" units_inactive
       if [ "$i" = 1 ]; then

@@ -52,6 +52,8 @@ class FakeManager implements SystemdUser {
   active = new Set<string>();
   server: https.Server | null = null;
   requests: string[] = [];
+  /** The range the controller-manager gives the node (spec.podCIDR). */
+  podCidr = NODE_RANGE;
   constructor(
     private plan: Plan,
     private readyz = 200,
@@ -116,7 +118,7 @@ class FakeManager implements SystemdUser {
     const node = {
       metadata: { name: this.plan.node.name, labels: {} as Record<string, string> },
       // The controller-manager's allocation (--allocate-node-cidrs).
-      spec: { podCIDR: NODE_RANGE },
+      spec: { podCIDR: this.podCidr },
       status: { conditions: [{ type: "Ready", status: "True", lastHeartbeatTime: "" }], nodeInfo: { kubeletVersion: `v${k8s}` } },
     };
     const readyAt = Date.now() + this.notReadyMs;
@@ -319,35 +321,39 @@ describe("applyPlan", () => {
     expect(readdirSync(elsewhere)).toEqual([]);
   });
 
-  it("a node without its pod range yet takes two passes: registered with the range, then its CNI network, then Ready", async () => {
+  it("a first node takes the first /24 of the pod network at once: one pass, checked against its spec.podCIDR once Ready (#33)", async () => {
     const { first, previous } = await setUp({}, { fresh: true });
     expect(first.cidrs.node).toBeNull();
+    expect(NODE_RANGE).toBe(first.cidrs.pods.replace(/\/\d+$/, "/24"));
     const { run, systemd, out } = await apply(first, previous);
     const r = await run;
     expect(r.plan.cidrs.node).toBe(NODE_RANGE);
-    // The set is hashed once: the second pass takes the first's word for it (#33: 2.2 s of a warm install).
-    const fetchSays = out.lines.filter((l) => /intact/.test(l));
-    expect(fetchSays).toEqual([
-      expect.stringContaining("already installed and intact"),
-      expect.stringContaining("checked intact by this run"),
-    ]);
     expect(r.plan.cidrs.reasons.at(-1)).toContain(`${NODE_RANGE}, the range the controller-manager gave it`);
     const cni = JSON.parse(readFileSync(layout(r.plan).cniConflist, "utf8")) as { plugins: { ipam?: { ranges: unknown } }[] };
     expect(cni.plugins[0]!.ipam!.ranges).toEqual([[{ subnet: NODE_RANGE }]]);
-    // The first pass reloads and starts; the second only writes the CNI network (no unit reads it: no restart).
-    expect(systemd.calls).toEqual([
-      "ensure-reachable",
-      "daemon-reload",
-      `enable ${first.units.target}`,
-      `start ${first.units.target}`,
-      "ensure-reachable",
-      `enable ${first.units.target}`,
-      `start ${first.units.target}`,
-    ]);
-    expect(r.restarted).toEqual([]);
+    expect(systemd.calls).toEqual(["ensure-reachable", "daemon-reload", `enable ${first.units.target}`, `start ${first.units.target}`]);
+    expect(out.lines.filter((l) => /intact/.test(l))).toEqual([expect.stringContaining("already installed and intact")]);
     const receipt = (await readReceipt(first.paths.receipt))!;
     expect((receipt.plan as Plan).cidrs.node).toBe(NODE_RANGE);
-    expect(receipt.files.some((f) => f.path === layout(r.plan).cniConflist)).toBe(true);
+  });
+
+  it("a first node the controller-manager gives another range takes a second pass: its CNI network for that range, then Ready", async () => {
+    const { first, previous } = await setUp({}, { fresh: true });
+    const other = first.cidrs.pods.replace(/\.0\.0\/\d+$/, ".7.0/24");
+    const systemd = new FakeManager(first);
+    systemd.podCidr = other;
+    const { run, out } = await apply(first, previous, { systemd });
+    const r = await run;
+    expect(r.plan.cidrs.node).toBe(other);
+    const cni = JSON.parse(readFileSync(layout(r.plan).cniConflist, "utf8")) as { plugins: { ipam?: { ranges: unknown } }[] };
+    expect(cni.plugins[0]!.ipam!.ranges).toEqual([[{ subnet: other }]]);
+    expect(out.lines.join("\n")).toContain(`the controller-manager gave the node ${other}, not ${NODE_RANGE}`);
+    // The set is hashed once: the second pass takes the first's word for it (#33: 2.2 s of a warm install).
+    expect(out.lines.filter((l) => /intact/.test(l))).toEqual([
+      expect.stringContaining("already installed and intact"),
+      expect.stringContaining("checked intact by this run"),
+    ]);
+    expect(((await readReceipt(first.paths.receipt))!.plan as Plan).cidrs.node).toBe(other);
   });
 
   it("a single node runs without its on-demand units (overlay, approver): systemd skips them, and install does not wait for them (#33)", async () => {

@@ -6,6 +6,7 @@ import type { PlanOptions } from "../../../cli/plan/plan";
 import { userErrorFrom } from "../../helpers/errors";
 import { baseFacts, delegatedFacts, rootlessDocker, upstreamVersions, withFacts } from "./facts-builder";
 import type { Facts } from "../../../cli/host/facts";
+import { firstNodeRange } from "../../../cli/plan/network";
 
 const versions = upstreamVersions();
 
@@ -432,5 +433,15 @@ describe("cidr", () => {
     expect(overlapping("10.0.0.0/8", ["10.1.2.0/24", "192.168.0.0/16"])).toEqual(["10.1.2.0/24"]);
     expect(firstFree(["10.0.0.0/8", "172.16.0.0/12"], ["10.5.0.0/16"])).toBe("172.16.0.0/12");
     expect(firstFree(["10.0.0.0/8"], ["0.0.0.0/1"])).toBeNull();
+  });
+});
+
+describe("the first node's part of the pod network (#33)", () => {
+  it("is the pod network's first /24, as the controller-manager's range allocator gives the first node; none below a /24", () => {
+    expect(firstNodeRange("10.244.0.0/16")).toBe("10.244.0.0/24");
+    expect(firstNodeRange("10.42.0.0/24")).toBe("10.42.0.0/24");
+    expect(firstNodeRange("172.31.128.0/17")).toBe("172.31.128.0/24");
+    expect(firstNodeRange("10.244.0.0/25")).toBeNull();
+    expect(firstNodeRange("not a network")).toBeNull();
   });
 });

@@ -20,12 +20,15 @@ let nodeState: "absent" | "notready" | "ready" = "absent";
 let account = true;
 /** The Ready condition's lastHeartbeatTime; null: none. */
 let heartbeat: string | null = null;
+/** The node's spec.podCIDR; null: not given yet. */
+let podCidr: string | null = null;
 
 function node(ready: boolean) {
   return {
     kind: "Node",
     apiVersion: "v1",
     metadata: { name: "n1", labels: { "rootless-k8s.io/resource-isolation": "none" } },
+    ...(podCidr ? { spec: { podCIDR: podCidr } } : {}),
     status: {
       conditions: [
         {
@@ -152,6 +155,20 @@ describe("waitForReady", () => {
     expect(seen.filter((s) => s.path === "/readyz").length).toBe(3);
     expect(seen.filter((s) => s.path.endsWith("/serviceaccounts/default")).length).toBeGreaterThan(1);
     expect(new Set(seen.map((s) => s.cn))).toEqual(new Set(["kubernetes-admin"]));
+  });
+
+  it("needsRange: a node Ready before the controller-manager gave it a range is waited for until it has one (#33)", async () => {
+    readyzFailures = 0;
+    nodeState = "ready";
+    account = true;
+    podCidr = null;
+    const client = apiClient(await readKubeconfig(tls.kubeconfig(url)));
+    const early = await waitForReady({ client, nodeName: "n1", timeoutMs: 400, pollMs: 50, needsRange: true }).catch((e: unknown) => e);
+    expect((early as Error).message).toContain("Ready, no spec.podCIDR yet");
+    setTimeout(() => (podCidr = "10.244.0.0/24"), 300);
+    const r = await waitForReady({ client, nodeName: "n1", timeoutMs: 10_000, pollMs: 50, needsRange: true });
+    expect(r.node.podCidr).toBe("10.244.0.0/24");
+    podCidr = null;
   });
 
   it("times out naming the phase and what it saw last", async () => {
