@@ -112,8 +112,10 @@ scenario_restart() {
       stops+=("$(sed -n 's/.* is stopped (\([0-9.]*\) s).*/\1/p' "$log")")
       # A slow stop (#41: one in 20 took 61 s, the owner's TimeoutStopSec): which unit, how it ended, and its log kept.
       if awk -v s="${stops[-1]:-0}" 'BEGIN { exit !(s >= 20) }'; then
-        info restart "cycle $i: stop took ${stops[-1]} s: $(grep -m1 -E 'stopped;|units stopped' "$log" | sed 's/^ *//'); the runtime's log: $STATE/restart-slow-stop-$i.log"
+        info restart "cycle $i: stop took ${stops[-1]} s: $(grep -m1 -E 'stopped;|units stopped' "$log" | sed 's/^ *//'); the runtime's and the API server's logs: $STATE/restart-slow-stop-$i.log, $STATE/restart-slow-stop-$i-apiserver.log"
         save_logs runtime "$STATE/restart-slow-stop-$i.log" 400
+        # The one seen so far was kube-apiserver's drain, 60.1 s: its --request-timeout (1 m) for a request in flight?
+        save_logs kube-apiserver "$STATE/restart-slow-stop-$i-apiserver.log" 400
         info restart "cycle $i: each unit's stop, from leaving active to inactive (s): $(unit_stop_seconds)"
       fi
       [ "$i" = 1 ] && check restart "stop leaves no unit of the node running" units_inactive
