@@ -23,6 +23,11 @@ export function expectedUnits(plan: Plan, admits: boolean): string[] {
   return startOrder(plan).filter((u) => !later.includes(u));
 }
 
+/** The on-demand units that wait for the node to admit another, as the disk says now (none once it does). */
+export async function awaitingNodes(plan: Plan): Promise<string[]> {
+  return (await admitsNodes(plan)) ? [] : (plan.onDemand?.units ?? []);
+}
+
 /** The node's expected units as the disk says now. */
 export async function unitsToRun(plan: Plan): Promise<string[]> {
   return expectedUnits(plan, await admitsNodes(plan));

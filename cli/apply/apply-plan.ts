@@ -91,16 +91,7 @@ export async function applyPlan(ctx: Context, given: ApplyInput): Promise<ApplyR
     ctx.out.err(`the controller-manager gave the node ${got ?? "no range yet"}, not ${expected}: writing its network for that`);
     const plan: Plan = { ...input.plan, cidrs: withNodeRange(input.plan.cidrs, got) };
     const previous = await readReceipt(plan.paths.receipt);
-    if (got) {
-      const again = await applyOnce(ctx, { ...input, plan, previous, verified: guess.verified });
-      return {
-        ...again,
-        written: guess.written + again.written,
-        restarted: [...guess.restarted, ...again.restarted],
-        unchanged: false,
-        mergedContext: guess.mergedContext ?? again.mergedContext,
-      };
-    }
+    if (got) return bothPasses(guess, await applyOnce(ctx, { ...input, plan, previous, verified: guess.verified }));
     input = { ...input, previous, verified: guess.verified };
   }
   const first = await applyOnce(ctx, { ...input, until: "registered" });
@@ -109,6 +100,11 @@ export async function applyPlan(ctx: Context, given: ApplyInput): Promise<ApplyR
   const plan: Plan = { ...input.plan, cidrs: withNodeRange(input.plan.cidrs, range) };
   // The first pass installed or checked this set a moment ago: hashing its binaries again took 2.2 s of a warm install.
   const second = await applyOnce(ctx, { ...input, plan, previous: await readReceipt(plan.paths.receipt), verified: first.verified });
+  return bothPasses(first, second);
+}
+
+/** The result of two passes: the second's node and plan, what both wrote and restarted. */
+function bothPasses(first: ApplyResult, second: ApplyResult): ApplyResult {
   return {
     ...second,
     written: first.written + second.written,

@@ -1,4 +1,5 @@
 // `status` in words: one block a person can read at a glance, problems first.
+import { WHEN_ADMITTED, waitsForNodes } from "../doctor/checks/node";
 import type { Style } from "../ui/output";
 import type { UserLimitFacts } from "../host/facts";
 import { clientAddressWords } from "../doctor/checks/node";
@@ -99,9 +100,9 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
   const w = Math.max(...st.units.map((u) => u.unit.length));
   for (const u of st.units) {
     const state = `${u.activeState} (${u.subState})`;
-    const waits = u.activeState === "inactive" && st.waitingForNodes.includes(u.unit);
+    const waits = waitsForNodes(u, st.waitingForNodes);
     lines.push(
-      `    ${u.unit.padEnd(w)}  ${u.activeState === "active" ? s.green(state) : waits ? s.dim(`${state}: starts once the node admits another (rootless-k8s token create)`) : s.red(state)}${u.mainPid ? `  pid ${u.mainPid}` : ""}${u.nRestarts ? `  ${u.nRestarts} restarts` : ""}`,
+      `    ${u.unit.padEnd(w)}  ${u.activeState === "active" ? s.green(state) : waits ? s.dim(`${state}: starts ${WHEN_ADMITTED}`) : s.red(state)}${u.mainPid ? `  pid ${u.mainPid}` : ""}${u.nRestarts ? `  ${u.nRestarts} restarts` : ""}`,
     );
   }
   row("logs", `rootless-k8s logs [COMPONENT]  (${st.logs.to === "file" ? `files in ${t(st.logs.where)}` : "journalctl --user"})`);

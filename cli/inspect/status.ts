@@ -9,7 +9,8 @@ import { isStopped } from "../readiness/watch";
 import { criClient } from "../clients/cri";
 import { apiClient, parseNode, readKubeconfig, type NodeView } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
-import { admitsNodes } from "../apply/admits-nodes";
+import { awaitingNodes } from "../apply/admits-nodes";
+import { waitsForNodes } from "../doctor/checks/node";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
 import { systemdUser, type SystemdUser, type UnitState } from "../clients/systemd";
 import { portsStatus, type PortsStatus } from "./ports-status";
@@ -69,9 +70,9 @@ export async function nodeStatus(
   const units = await Promise.all([plan.units.target, ...startOrder(plan)].map((u) => systemd.state(u)));
   // A stopped node is one line and its fix, not a line for each unit and peer that does not answer.
   if (isStopped(units)) return stoppedStatus(receipt, units, problems);
-  const waiting = (await admitsNodes(plan)) ? [] : (plan.onDemand?.units ?? []);
+  const waiting = await awaitingNodes(plan);
   for (const u of units)
-    if (u.activeState !== "active" && !(waiting.includes(u.unit) && u.activeState === "inactive"))
+    if (u.activeState !== "active" && !waitsForNodes(u, waiting))
       problems.push(`${u.unit} is ${u.activeState} (${u.subState}${u.result !== "success" ? `, ${u.result}` : ""})`);
 
   const api = { url: "", ready: false, detail: "" };

@@ -85,10 +85,5 @@ printf '  %-36s %9s   %-44s %9s   %s\n' "start + ready" "$(($(m start) + $(m rea
 printf '  %-36s %9s\n' "total (wall clock)" "$(m total)"
 echo
 echo "memory at rest, host route (mode none): PSS of every process of the node per component, ${IDLE}s after DNS, storage and metrics were available, and ${IDLE}s after a workload of 10 pods came and went (MiB)"
-python3 -c 'import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print("  %-26s %8s %8s %8s %8s   %s" % ("component", "PSS", "anon", "file", "RSS", "PSS after the workload"))
-for k, v in a["components"].items():
-    print("  %-26s %8.1f %8.1f %8.1f %8.1f   %8.1f" % (k, v["pssMiB"], v["anonMiB"], v["fileMiB"], v["rssMiB"], b["components"].get(k, {}).get("pssMiB", 0)))
-print("  %-26s %8.1f %8.1f %8.1f %8.1f   %8.1f" % ("total", a["totalPssMiB"], a["anonMiB"], a["fileMiB"], a["totalRssMiB"], b["totalPssMiB"]))
-print("  (k3s publishes about 1600 MB for a server with a workload, 275 MB for an agent; the goal of issue 33 is 640 MiB PSS: %.2fx of it)" % (a["totalPssMiB"] / 640))' "$FP_IDLE" "$FP_AFTER"
+python3 "$E2E/lib/footprint.py" --table "$FP_IDLE" "$FP_AFTER"
+python3 -c 'import json, sys; print("  (k3s publishes about 1600 MB for a server with a workload, 275 MB for an agent; the goal of issue 33 is 640 MiB PSS: %.2fx of it)" % (json.loads(sys.argv[1])["totalPssMiB"] / 640))' "$FP_IDLE"

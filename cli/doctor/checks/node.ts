@@ -49,18 +49,26 @@ export function clientAddressWords(keeps: ClientAddress["keeps"]): string {
   return `pods see ${say(keeps.tcp)} over TCP${keeps.tcp ? " (Services with externalTrafficPolicy: Local)" : ""}, ${say(keeps.udp)} over UDP`;
 }
 
+/** When an on-demand unit starts, in the words status and doctor show beside it. */
+export const WHEN_ADMITTED = "once the node admits another (rootless-k8s token create)";
+
+/** An on-demand unit that is inactive while the node admits no other node is waiting, not down: the one rule status and doctor apply (the units: cli/plan/on-demand.ts). */
+export function waitsForNodes(u: { unit: string; activeState: string }, waiting: readonly string[]): boolean {
+  return u.activeState === "inactive" && waiting.includes(u.unit);
+}
+
 export const nodeChecks: Check<NodeFacts>[] = [
   {
     id: "node-units",
     group: "node",
     label: "units",
     run: (n) => {
-      const waits = (u: { unit: string; activeState: string }) => u.activeState === "inactive" && (n.units.waiting ?? []).includes(u.unit);
+      const waits = (u: { unit: string; activeState: string }) => waitsForNodes(u, n.units.waiting ?? []);
       const down = n.units.states.filter((u) => u.activeState !== "active" && !waits(u));
       const waiting = n.units.states.filter(waits).map((u) => u.unit);
       if (!down.length)
         return ok(
-          `${n.units.states.length - waiting.length} units active${waiting.length ? `; ${waiting.join(", ")} start once the node admits another (rootless-k8s token create)` : ""}`,
+          `${n.units.states.length - waiting.length} units active${waiting.length ? `; ${waiting.join(", ")} start ${WHEN_ADMITTED}` : ""}`,
         );
       return fail(down.map((u) => `${u.unit} ${u.activeState}`).join(", "), {
         user: ["rootless-k8s logs", `systemctl --user start ${n.units.target}`],

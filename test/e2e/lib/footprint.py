@@ -6,6 +6,8 @@ non-root user, e.g. CoreDNS's 65532), summed by component, as JSON (issue 33). R
     footprint.py UID            {"components": {"kube-apiserver": {"pssMiB": .., "anonMiB": .., "fileMiB": ..,
                                  "rssMiB": .., "processes": 1}, ..}, "totalPssMiB": .., "anonMiB": .., "fileMiB": ..,
                                  "totalRssMiB": .., "processes": ..}
+    footprint.py --table JSON [AFTER]   that JSON as a table (MiB), with AFTER's PSS beside each row: the
+                                 one presenter of the e2e's footprint scenario and `make bench`
 
 anonMiB and fileMiB split the PSS: the heaps and stacks (Pss_Anon), and the pages mapped from the
 binaries (Pss_File: clean, dropped by the kernel under memory pressure, read again when needed).
@@ -18,7 +20,7 @@ import json
 import os
 import sys
 
-AGENTS = {"ports", "overlay", "approver", "agent", "up"}
+AGENTS = {"ports", "overlay", "approver"}
 
 
 def component(pid: str) -> str:
@@ -35,7 +37,7 @@ def component(pid: str) -> str:
         exe = os.path.basename(argv[0])
     if exe.startswith("containerd-shim"):
         return "containerd-shim"
-    if exe.startswith("rootless-k8s") or (exe in ("node",) and any(a.endswith("rootless-k8s") for a in argv[:2])):
+    if exe.startswith("rootless-k8s") or (exe == "node" and any(a.endswith("rootless-k8s") for a in argv[:2])):
         sub = next((a for a in argv[1:] if a in AGENTS), None)
         return f"rootless-k8s {sub}" if sub else "rootless-k8s"
     if exe == "exe" and argv:  # RootlessKit's child re-executes /proc/self/exe
@@ -77,7 +79,21 @@ def subordinate(uid: int) -> list[range]:
     return out
 
 
+def table(now: dict, after: dict | None) -> None:
+    """Per component: PSS, its anonymous and file-backed parts, RSS, processes (and AFTER's PSS), then the total."""
+    row = "  %-26s %8s %8s %8s %8s %5s" + ("   %s" if after else "")
+    print(row % (("component", "PSS", "anon", "file", "RSS", "procs") + (("PSS after",) if after else ())))
+    rows = [(k, v["pssMiB"], v["anonMiB"], v["fileMiB"], v["rssMiB"], v["processes"]) for k, v in now["components"].items()]
+    rows.append(("total", now["totalPssMiB"], now["anonMiB"], now["fileMiB"], now["totalRssMiB"], now["processes"]))
+    for r in rows:
+        later = () if after is None else ((after["totalPssMiB"] if r[0] == "total" else after["components"].get(r[0], {}).get("pssMiB", "-")),)
+        print(row % (r + later))
+
+
 def main() -> None:
+    if sys.argv[1] == "--table":
+        table(json.loads(sys.argv[2]), json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)
+        return
     uid = int(sys.argv[1])
     subs = subordinate(uid)
     by: dict[str, dict[str, int]] = {}

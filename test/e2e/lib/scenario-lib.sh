@@ -198,6 +198,27 @@ assert_images_and_sandbox() {
 }
 
 # kubectl apply of a manifest on stdin, as the test user
+# apply_sleepers NAMESPACE NAME REPLICAS IMAGE: a Deployment of REPLICAS pods of IMAGE (busybox,
+# loaded) that sleep, ending at once when deleted: the load of the scale and footprint scenarios.
+apply_sleepers() {
+  apply <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $2, namespace: $1}
+spec:
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: c
+        image: $4
+        imagePullPolicy: Never
+        command: ["sleep", "86400"]
+YAML
+}
 apply() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" apply -f - >"$STATE/apply.out" 2>&1 || { cat "$STATE/apply.out"; return 1; }; }
 logs_show_netexec() { has 'Started HTTP server' kc -n e2e logs deploy/web; }
 hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }

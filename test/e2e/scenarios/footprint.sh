@@ -14,13 +14,8 @@ FOOTPRINT_PODS=${FOOTPRINT_PODS:-10}
 footprint_json() { python3 "$HERE/lib/footprint.py" "$U"; }
 # footprint_get JSON EXPR: a value of the footprint (a Python expression over d).
 footprint_get() { python3 -c 'import json, sys; d = json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2"; }
-# footprint_table JSON: "component PSS RSS" lines, largest first, for the log.
-footprint_table() {
-  python3 -c 'import json, sys
-d = json.loads(sys.argv[1])
-for k, v in d["components"].items(): print("    %-26s %7.1f MiB PSS (%5.1f anon, %5.1f file) %7.1f MiB RSS  x%d" % (k, v["pssMiB"], v["anonMiB"], v["fileMiB"], v["rssMiB"], v["processes"]))
-print("    %-26s %7.1f MiB PSS (%5.1f anon, %5.1f file) %7.1f MiB RSS" % ("total", d["totalPssMiB"], d["anonMiB"], d["fileMiB"], d["totalRssMiB"]))' "$1"
-}
+# footprint_table JSON [AFTER]: the figures as a table for the log (lib/footprint.py --table).
+footprint_table() { python3 "$HERE/lib/footprint.py" --table "$@" | sed 's/^/  /'; }
 status_waits_for_nodes() { local o; o=$(rk8s status) || { echo "$o"; return 1; }; grep -q "starts once the node admits another" <<<"$o" || { echo "$o"; return 1; }; }
 addons_available() { coredns_available && provisioner_available && metrics_server_available; }
 footprint_gone() { ! kc -n e2e-footprint get pods -o name 2>/dev/null | grep -q .; }
@@ -38,8 +33,6 @@ scenario_footprint() {
   info footprint "the node runs $pods pods (the add-ons); idle for ${FOOTPRINT_IDLE}s"
   sleep "$FOOTPRINT_IDLE"
   idle=$(footprint_json)
-  info footprint "at rest, ${FOOTPRINT_IDLE}s after the add-ons were available:"
-  footprint_table "$idle"
   # Every component the node runs is in the figure: a process missed (another uid, a renamed
   # binary) would make the total look lighter than it is.
   want="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd rootlesskit coredns metrics-server local-path-provisioner pause"
@@ -58,30 +51,14 @@ scenario_footprint() {
   bb=$(image_name busybox) || { fail footprint "no busybox image"; return; }
   kc delete namespace e2e-footprint --wait=true >/dev/null 2>&1
   kc create namespace e2e-footprint >/dev/null
-  check footprint "a workload of $FOOTPRINT_PODS pods (busybox sleep) applied" apply <<YAML || return
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: load, namespace: e2e-footprint}
-spec:
-  replicas: $FOOTPRINT_PODS
-  selector: {matchLabels: {app: load}}
-  template:
-    metadata: {labels: {app: load}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      containers:
-      - name: c
-        image: $bb
-        imagePullPolicy: Never
-        command: ["sleep", "86400"]
-YAML
+  check footprint "a workload of $FOOTPRINT_PODS pods (busybox sleep) applied" apply_sleepers e2e-footprint load "$FOOTPRINT_PODS" "$bb" || return
   check footprint "the $FOOTPRINT_PODS pods are Running" wait_for 300 footprint_available
   kc delete namespace e2e-footprint --wait=false >/dev/null 2>&1
   check footprint "and gone once deleted" wait_for 300 footprint_gone
   sleep "$FOOTPRINT_IDLE"
   after=$(footprint_json)
-  info footprint "${FOOTPRINT_IDLE}s after a workload of $FOOTPRINT_PODS pods came and went:"
-  footprint_table "$after"
+  info footprint "at rest, ${FOOTPRINT_IDLE}s after the add-ons were available, and ${FOOTPRINT_IDLE}s after a workload of $FOOTPRINT_PODS pods came and went (MiB):"
+  footprint_table "$idle" "$after"
   info footprint "total PSS $(footprint_get "$idle" 'd["totalPssMiB"]') MiB at rest, $(footprint_get "$after" 'd["totalPssMiB"]') MiB after the workload (mode $MODE, GOGC=$gogc)"
   report "{\"route\":\"$ROUTE\",\"footprint\":{\"idleSeconds\":$FOOTPRINT_IDLE,\"goGC\":${gogc:-null},\"idle\":$idle,\"afterWorkload\":$after}}"
 }

@@ -329,23 +329,7 @@ scenario_scale() {
   info scale "the node allows $max pods and runs $have: filling it with $n; the user's keys $keys0 of ${max_keys:-?} (kernel.keys.maxkeys), PSS $pss0 MiB"
   for i in 1 2 3; do
     t0=$(ts)
-    check scale "round $i: a Deployment of $n pods (busybox sleep) applied" apply <<YAML || return
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: fill, namespace: e2e-scale}
-spec:
-  replicas: $n
-  selector: {matchLabels: {app: fill}}
-  template:
-    metadata: {labels: {app: fill}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      containers:
-      - name: c
-        image: $bb
-        imagePullPolicy: Never
-        command: ["sleep", "86400"]
-YAML
+    check scale "round $i: a Deployment of $n pods (busybox sleep) applied" apply_sleepers e2e-scale fill "$n" "$bb" || return
     if ! check scale "round $i: all $n pods Running (the node at its $max)" wait_for 600 scale_available "$n"; then
       info scale "round $i: not running: $(scale_failures); the user's keys $(keys_used) of ${max_keys:-?}"
       kc -n e2e-scale get events --field-selector type=Warning 2>&1 | tail -5 | sed 's/^/    | /'
