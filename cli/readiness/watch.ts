@@ -49,21 +49,39 @@ export function unitProbe(systemd: SystemdUser, units: string[]): () => Promise<
   return async () => throwIfFailing(await unitStates(systemd, units));
 }
 
-/** Lines that explain a failed start: the failing unit (or the first not active) and its last output. */
+/** "failed (exit-code)", "activating (auto-restart), 1 restart": a unit's state in a few words. */
+export function stateWords(s: UnitState): string {
+  const what = s.activeState === "failed" ? `failed (${s.result})` : `${s.activeState}${s.subState ? ` (${s.subState})` : ""}`;
+  return s.nRestarts > 0 ? `${what}, ${s.nRestarts} restart${s.nRestarts === 1 ? "" : "s"}` : what;
+}
+
+/**
+ * Lines that explain a failed start: every unit that is not running or was restarted, in start
+ * order, then the last lines of the first of them (the one the others depend on: when the
+ * namespace owner dies, every component after it goes down too) and of the unit the error names.
+ */
 export async function describeUnitFailure(systemd: SystemdUser, units: string[], e: unknown): Promise<string[]> {
-  let unit = e instanceof UnitFailedError ? e.unit : null;
-  if (!unit) {
-    const states = await unitStates(systemd, units);
-    unit = (states.find(isFailing) ?? states.find((s) => s.activeState !== "active"))?.unit ?? null;
+  const states = await unitStates(systemd, units);
+  const troubled = states.filter((s) => isFailing(s) || s.activeState !== "active" || s.nRestarts > 0);
+  const named = e instanceof UnitFailedError ? e.unit : null;
+  const shown = [...new Set([troubled[0]?.unit, named].filter((u): u is string => !!u))];
+  if (!shown.length) return [`(every unit is active; the error was: ${messageOf(e)})`];
+  const out = troubled.length
+    ? [`units not running or restarted, in start order: ${troubled.map((s) => `${s.unit} ${stateWords(s)}`).join("; ")}`]
+    : [];
+  for (const unit of shown) {
+    const tail = await systemd.unitLogs(unit, 30);
+    if (!tail.source) {
+      out.push(`${unit}: no log lines found (no journal entries and no log file)`);
+      continue;
+    }
+    out.push(
+      `--- last ${tail.lines.length} lines of ${unit} (${tail.source === "journal" ? `journalctl --user -u ${unit} -n 30` : tail.source}) ---`,
+      ...tail.lines,
+      "---",
+    );
   }
-  if (!unit) return [`(every unit is active; the error was: ${messageOf(e)})`];
-  const tail = await systemd.unitLogs(unit, 30);
-  if (!tail.source) return [`${unit}: no log lines found (no journal entries and no log file)`];
-  return [
-    `--- last ${tail.lines.length} lines of ${unit} (${tail.source === "journal" ? `journalctl --user -u ${unit} -n 30` : tail.source}) ---`,
-    ...tail.lines,
-    "---",
-  ];
+  return out;
 }
 
 /**

@@ -14,7 +14,7 @@ import { renderOverlayConfig } from "./overlay";
 import { PORTS_USER, renderPortsConfig } from "./ports";
 import { APPROVER_USER } from "./approver-rbac";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
-import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderPublishScript } from "./scripts";
+import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderNetwatchScript, renderPublishScript } from "./scripts";
 import { renderUnits } from "./units";
 import { hasAuthenticationConfig, renderAuthenticationConfig } from "./authentication";
 
@@ -115,6 +115,8 @@ function renderScripts(plan: Plan): RenderedFile[] {
       unit: plan.units.apiServer,
     });
   else files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
+  const netwatch = renderNetwatchScript(plan);
+  if (netwatch) files.push({ path: l.scripts.netwatch, content: netwatch, mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
   // Run anew by the shim for each container: a change needs no restart.
   const wrapper = ociRuntimeWrapper(plan);
   if (wrapper) files.push({ path: l.scripts.ociRuntime, content: wrapper, mode: EXECUTABLE, kind: "script" });

@@ -45,6 +45,8 @@ export function layout(plan: Plan) {
       enter: path.join(libexecDir, "rootless-k8s-enter"),
       /** docker runtime: publishes the API port through dockerd's RootlessKit. */
       publish: path.join(libexecDir, "rootless-k8s-publish"),
+      /** The owner unit's watch on the network driver RootlessKit started (slirp4netns, pasta). */
+      netwatch: path.join(libexecDir, "rootless-k8s-netwatch"),
       /** containerd 2 in mode none: crun with --cgroup-manager=disabled, as the shim's BinaryName. */
       ociRuntime: path.join(libexecDir, "rootless-k8s-oci-runtime"),
     },

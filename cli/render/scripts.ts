@@ -176,6 +176,48 @@ export function renderEnterScript(plan: Plan): string {
 }
 
 /**
+ * The owner unit's watch on its network driver (ExecStartPost=, given RootlessKit's pid), or null
+ * where RootlessKit runs no driver process (builtin) or dockerd's RootlessKit owns the network.
+ * RootlessKit starts slirp4netns or pasta and never looks at it again: were it to die, the node
+ * would run on, Ready, with no network beyond its namespace (no image pulls, no egress). This finds
+ * the driver among RootlessKit's children and leaves a loop that, once the driver is gone while the
+ * unit is active (not stopping), kills RootlessKit: systemd restarts the namespaces
+ * (Restart=on-failure) and every component with them (PartOf=).
+ */
+export function renderNetwatchScript(plan: Plan): string | null {
+  if (!plan.network.binary || plan.runtime.docker) return null;
+  const driver = path.basename(plan.network.binary);
+  return [
+    HEADER("rootless-k8s-netwatch", [
+      `ends RootlessKit when its network driver (${driver}) ends under a running node, so that systemd`,
+      "restarts the node's namespaces and every component with them. RootlessKit does not watch the driver.",
+      "Usage: rootless-k8s-netwatch ROOTLESSKIT_PID (the owner unit's ExecStartPost=, with $MAINPID)",
+    ]),
+    'owner="$1"',
+    "# alive PID: the process exists and is not a zombie (RootlessKit reaps its driver only when it stops).",
+    'alive() { [ -r "/proc/$1/stat" ] && [ "$(cut -d" " -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }',
+    "pid=",
+    'children=$(cat /proc/"$owner"/task/*/children 2>/dev/null || true)',
+    "for c in $children; do",
+    `  case "$(cat "/proc/$c/comm" 2>/dev/null)" in ${shQuote(driver)}*) pid=$c; break ;; esac`,
+    "done",
+    'if [ -z "$pid" ]; then',
+    `  echo "rootless-k8s-netwatch: no ${driver} process under RootlessKit ($owner): its network driver is not watched" >&2`,
+    "  exit 0",
+    "fi",
+    "(",
+    '  while alive "$pid"; do sleep 1; done',
+    "  # A stop ends the driver too: only a driver that ends while the unit is active is a fault.",
+    `  if [ "$(systemctl --user is-active ${shQuote(plan.units.owner)} 2>/dev/null)" = active ] && alive "$owner"; then`,
+    '    kill -KILL "$owner"',
+    `    echo "rootless-k8s-netwatch: ${driver} (pid $pid) ended while the node ran: ended RootlessKit (pid $owner); systemd starts the node's namespaces again" >&2`,
+    "  fi",
+    ") </dev/null &",
+    "",
+  ].join("\n");
+}
+
+/**
  * docker runtime only: publishes the API server port on the host through the RootlessKit of the
  * user's dockerd, whose state folder (and API socket) dockerd's environment names.
  */

@@ -1,7 +1,11 @@
 // The systemd user units of a node: rootless-k8s.target (WantedBy=default.target),
 // the namespace owner (RootlessKit + runtime: Delegate=yes, KillMode=mixed, Type=notify,
 // NotifyAccess=all) and one unit per component that enters the owner's namespaces with nsenter,
-// BindsTo=/After= the owner, PartOf= the target, Restart=on-failure with bounded start limits.
+// Requires=/After=/PartOf= the owner, PartOf= the target, Restart=on-failure with bounded start
+// limits. PartOf=, not BindsTo=, ties a component to the owner: when the owner dies and systemd
+// restarts it (Restart=on-failure), BindsTo= stops its components for good (systemd 252 stops a
+// bound unit as the owner passes through auto-restart, and nothing starts it again), while
+// PartOf= restarts each of them after the owner, so the node comes back whole by itself.
 // No modprobe, no multi-user.target. Users change units only through drop-ins
 // (~/.config/systemd/user/<unit>.d/*.conf) and env.local, which rootless-k8s never writes.
 import * as path from "node:path";
@@ -10,6 +14,7 @@ import { apiServerArgs, controllerManagerArgs, criDockerdArgs, etcdArgs, kubePro
 import { layout } from "./layout";
 import { pkiPaths } from "./pki";
 import { rootlesskitArgs } from "./rootlesskit";
+import { renderNetwatchScript } from "./scripts";
 import { GATE_TIMEOUT_S, START_LIMIT, startGate } from "../plan/start";
 import { admitsNodesFile } from "../plan/on-demand";
 import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, LOG_ROTATE_EVERY } from "../plan/logging";
@@ -224,8 +229,8 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
         [
           ["Description", `rootless-k8s: ${c.description}`],
           ["Documentation", c.documentation],
-          ["PartOf", plan.units.target],
-          ["BindsTo", owner],
+          ["PartOf", `${plan.units.target} ${owner}`],
+          ["Requires", owner],
           ["Wants", c.after.length ? c.after.join(" ") : null],
           ["After", [owner, ...c.after].join(" ")],
           ["StartLimitIntervalSec", START_LIMIT.intervalSec],
@@ -303,6 +308,8 @@ function ownerUnit(plan: Plan): UnitFile {
           ...environmentFiles(plan),
           ["ExecStartPre", commandLine(runtimeDirCommand(plan))],
           ["ExecStart", commandLine(rootlesskitArgs(plan))],
+          // RootlessKit does not watch its network driver: this does (render/scripts.ts).
+          ["ExecStartPost", renderNetwatchScript(plan) ? `${escapePath(layout(plan).scripts.netwatch)} $MAINPID` : null],
           ["Restart", "on-failure"],
           ["RestartSec", 2],
           ["TimeoutStartSec", 120],

@@ -38,8 +38,8 @@ describe("the ports unit", () => {
     );
     expect(text).not.toContain("rootless-k8s-enter");
     for (const line of [
-      "PartOf=rootless-k8s.target",
-      "BindsTo=rootless-k8s-rootlesskit.service",
+      "PartOf=rootless-k8s.target rootless-k8s-rootlesskit.service",
+      "Requires=rootless-k8s-rootlesskit.service",
       "Wants=rootless-k8s-kube-apiserver.service",
       "After=rootless-k8s-rootlesskit.service rootless-k8s-kube-apiserver.service",
       "Restart=on-failure",

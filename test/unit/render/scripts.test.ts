@@ -1,11 +1,14 @@
 // The helper scripts the units run are plain POSIX sh: `sh -n` parses them and shellcheck (when
 // installed; CI installs it) finds nothing, for every combination's scripts. The child script's
 // Service-range guard runs with the real iptables in a new user and network namespace.
-import { spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { closeSync, copyFileSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { generatePki, renderNode } from "../../../cli/render/index";
 import { shQuote } from "../../../cli/render/scripts";
 import { COMBOS, comboFacts, planCombo } from "../../golden/combos";
+import { tempDir } from "../../helpers/temp";
 
 async function childScript(name: string): Promise<{ text: string; services: string }> {
   const combo = COMBOS.find((c) => c.name === name);
@@ -32,8 +35,11 @@ describe("rendered helper scripts", () => {
       const { plan } = planCombo(combo, await comboFacts(combo));
       if (!plan) continue;
       const scripts = renderNode(plan, await generatePki(plan)).filter((f) => f.kind === "script");
-      // the enter script, the child (or docker's publish) script, and in mode none with containerd 2 crun's wrapper
-      expect(scripts.length).toBe(plan.runtime.ociRuntime?.cgroupManager ? 3 : 2);
+      // the enter script, the child (or docker's publish) script, in mode none with containerd 2 crun's
+      // wrapper, and the network driver's watch where RootlessKit runs a driver process
+      expect(scripts.length).toBe(
+        2 + (plan.runtime.ociRuntime?.cgroupManager ? 1 : 0) + (plan.network.binary && !plan.runtime.docker ? 1 : 0),
+      );
       for (const s of scripts) {
         const text = s.content.toString();
         expect(text.startsWith("#!/bin/sh\n")).toBe(true);
@@ -87,5 +93,68 @@ describe("rendered helper scripts", () => {
     expect(shQuote("/home/a b/it's")).toBe(`'/home/a b/it'\\''s'`);
     const r = spawnSync("sh", ["-c", `printf %s ${shQuote("a b'c$HOME")}`], { encoding: "utf8" });
     expect(r.stdout).toBe("a b'c$HOME");
+  });
+
+  describe("the network driver's watch (rootless-k8s-netwatch)", () => {
+    // A stand-in RootlessKit as the real one behaves: it starts the driver and never reaps it, so a
+    // dead driver stays a zombie. The driver is a copy of sleep named slirp4netns (its comm); the
+    // unit's state comes from a systemctl on PATH that prints what the case sets.
+    async function watched(unitState: string, withDriver = true) {
+      const dir = tempDir();
+      copyFileSync("/bin/sleep", join(dir, "slirp4netns"));
+      writeFileSync(join(dir, "systemctl"), `#!/bin/sh\necho ${unitState}\n`, { mode: 0o755 });
+      const combo = COMBOS.find((c) => c.name === "none-containerd-slirp4netns");
+      if (!combo) throw new Error("no combination none-containerd-slirp4netns");
+      const { plan } = planCombo(combo, await comboFacts(combo));
+      const script = renderNode(plan!, await generatePki(plan!)).find((f) => f.path.endsWith("/rootless-k8s-netwatch"));
+      if (!script) throw new Error("no netwatch script");
+      writeFileSync(join(dir, "netwatch"), script.content, { mode: 0o755 });
+      const driver = withDriver ? `subprocess.Popen([${JSON.stringify(join(dir, "slirp4netns"))}, "60"])` : "None";
+      const owner: ChildProcess = spawn(
+        "python3",
+        ["-c", `import subprocess, time\nd = ${driver}\nprint(d.pid if d else 0, flush=True)\ntime.sleep(60)`],
+        {
+          stdio: ["ignore", "pipe", "inherit"],
+        },
+      );
+      const driverPid = Number(await new Promise<string>((resolve) => owner.stdout?.once("data", (b: Buffer) => resolve(b.toString()))));
+      const exited = new Promise<NodeJS.Signals | null>((resolve) => owner.once("exit", (_code, signal) => resolve(signal)));
+      const env = { ...process.env, PATH: `${dir}:${process.env.PATH}` };
+      // Its output to a file, as the unit's is: the loop it leaves behind keeps the descriptors.
+      const out = openSync(join(dir, "out"), "w");
+      const run = spawnSync("sh", [join(dir, "netwatch"), String(owner.pid)], { env, stdio: ["ignore", out, out], timeout: 5000 });
+      closeSync(out);
+      return { owner, driverPid, exited, status: run.status, output: () => readFileSync(join(dir, "out"), "utf8") };
+    }
+
+    it("kills RootlessKit once its driver is gone while the unit is active", async () => {
+      const w = await watched("active");
+      expect(w.status).toBe(0);
+      process.kill(w.driverPid, "SIGKILL");
+      const signal = await Promise.race([w.exited, new Promise((r) => setTimeout(() => r("still running"), 5000))]);
+      w.owner.kill("SIGKILL");
+      expect(signal).toBe("SIGKILL");
+      expect(w.output()).toBe(
+        `rootless-k8s-netwatch: slirp4netns (pid ${w.driverPid}) ended while the node ran: ended RootlessKit (pid ${w.owner.pid}); systemd starts the node's namespaces again\n`,
+      );
+    }, 15_000);
+
+    it("leaves RootlessKit alone when the driver ends in a stop (the unit is deactivating)", async () => {
+      const w = await watched("deactivating");
+      process.kill(w.driverPid, "SIGKILL");
+      const signal = await Promise.race([w.exited, new Promise((r) => setTimeout(() => r("still running"), 3000))]);
+      w.owner.kill("SIGKILL");
+      expect(signal).toBe("still running");
+      expect(w.output()).toBe("");
+    }, 15_000);
+
+    it("says so, and exits 0, where RootlessKit runs no driver process", async () => {
+      const w = await watched("active", false);
+      w.owner.kill("SIGKILL");
+      expect(w.status).toBe(0);
+      expect(w.output()).toMatch(
+        /^rootless-k8s-netwatch: no slirp4netns process under RootlessKit \(\d+\): its network driver is not watched\n$/,
+      );
+    });
   });
 });
