@@ -76,6 +76,8 @@ for (const spec of values.route ?? []) {
     conformance: lines.find((l) => l.conformance)?.conformance?.line ?? null,
     // The restart scenario's start→Ready and stop times (seconds): each cycle, their median and max.
     lifecycle: lines.find((l) => l.lifecycle)?.lifecycle ?? null,
+    // The faults scenario's seconds from each SIGKILL until the node was back by itself.
+    faults: lines.find((l) => l.faults)?.faults ?? null,
     // The worker scenario's iperf3 figures: pod to pod across the overlay and on one node (Gbit/s),
     // TCP and UDP, and their ratios, measured in the same run.
     overlay: lines.find((l) => l.overlay)?.overlay ?? null,

@@ -81,6 +81,13 @@ run_bg() {
 }
 
 units_active() { local u; for u in "${UNITS[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = active ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
+# units_not_running UNIT...: "unit ActiveState SubState Result NRestarts" for each one not active (for a failed check)
+units_not_running() {
+  local u
+  for u in "$@"; do
+    [ "$(as_user systemctl --user is-active "$u")" = active ] || echo "$u $(as_user systemctl --user show -p ActiveState,SubState,Result,NRestarts --value "$u" | xargs)"
+  done
+}
 units_gone() { ! has . as_user systemctl --user list-units --all --plain --no-legend 'rootless-k8s*'; }
 # pid and start time of every unit: equal before and after means nothing was restarted
 unit_stamps() { local u; for u in "${UNITS[@]:1}"; do echo "$u $(as_user systemctl --user show -p MainPID -p ExecMainStartTimestampMonotonic --value "$u" | tr '\n' ' ')"; done; }
@@ -118,6 +125,8 @@ status_json_healthy() { has '"healthy": true' rk8s status --json; }
 # save_logs COMPONENT FILE [LINES]: the component's last LINES (default 100000) log lines into FILE.
 # pss_mib_of UID: the PSS of every process of UID and of its containers' subordinate ids, in whole
 # MiB (lib/footprint.py, which the footprint scenario reports per component).
+# stats: "median max" of numbers, one per line
+stats() { sort -n | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s", m, v[NR] }'; }
 pss_mib_of() { python3 "$HERE/lib/footprint.py" "$1" | python3 -c 'import json, sys; print(round(json.load(sys.stdin)["totalPssMiB"]))'; }
 save_logs() { rk8s logs "$1" -n "${3:-100000}" >"$2" 2>&1; }
 # The kubelet's eviction manager giving up its cycle: it cannot read the file systems (kubernetes#141119).

@@ -79,8 +79,6 @@ command_failed_lines() {
   echo "$n"
 }
 units_inactive() { local u; for u in "${UNITS[@]}"; do [ "$(as_user systemctl --user is-active "$u")" = inactive ] || { echo "$u: $(as_user systemctl --user is-active "$u")"; return 1; }; done; }
-# stats: "median max" of numbers, one per line
-stats() { sort -n | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s", m, v[NR] }'; }
 # unit_started_us UNIT: when its main process started (after its ExecStartPre= gate), monotonic µs.
 unit_started_us() { as_user systemctl --user show -p ExecMainStartTimestampMonotonic --value "rootless-k8s-$1.service"; }
 # start_phases: where a start's time went, from the namespace owner's start: "etcd api kubelet"
@@ -104,7 +102,7 @@ unit_stop_seconds() {
 }
 
 scenario_restart() {
-  local i rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st phases=()
+  local i n rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st phases=()
   failed0=$(command_failed_lines)
   for i in $(seq 1 20); do
     if [ "$i" -le 10 ]; then
@@ -131,10 +129,27 @@ scenario_restart() {
       rk8s restart --timeout "$TIMEOUT" >"$log" 2>&1
     fi
     rc=$?
-    if [ "$rc" != 0 ]; then bad=$((bad + 1)); fail restart "cycle $i: $([ "$i" -le 10 ] && echo start || echo restart) exited $rc"; tail -30 "$log" | sed 's/^/    | /'; continue; fi
+    if [ "$rc" != 0 ]; then
+      bad=$((bad + 1))
+      fail restart "cycle $i: $([ "$i" -le 10 ] && echo start || echo restart) exited $rc"
+      # What CI's output keeps: the units that are down, the error, then the runtime's last lines.
+      units_not_running "${UNITS[@]:1}" | sed 's/^/    | not running: /'
+      grep -E '^(error|fix|units not running)' "$log" | sed 's/^/    | /'
+      save_logs runtime "$STATE/restart-failed-$i.log" 400
+      tail -15 "$STATE/restart-failed-$i.log" | sed 's/^/    | runtime: /'
+      tail -30 "$log" >"$STATE/restart-failed-$i-start.log"
+      continue
+    fi
     starts+=("$(sed -n 's/.* Ready[a-z ]*: \([0-9.]*\) s from start.*/\1/p' "$log")")
     phases+=("$(start_phases)")
-    restarts=$((restarts + $(n_restarts)))
+    n=$(n_restarts)
+    restarts=$((restarts + n))
+    if [ "$n" != 0 ]; then
+      # Which unit systemd restarted, and the runtime's last lines: what CI's output keeps (#41).
+      info restart "cycle $i: systemd restarted units during the start: $(for u in "${UNITS[@]:1}"; do as_user systemctl --user show -p Id,NRestarts --value "$u" | xargs; done | awk '$2 > 0' | tr '\n' ' ')"
+      save_logs runtime "$STATE/restart-restarted-$i.log" 400
+      tail -15 "$STATE/restart-restarted-$i.log" | sed 's/^/    | runtime: /'
+    fi
     [ "$i" = 1 ] && check restart "a second start: exit 0, already running" has 'already running' rk8s start
   done
   check restart "20 cycles (10 stop+start, 10 restart): every one ended Ready with every unit active" sh -c "[ $bad = 0 ]"
