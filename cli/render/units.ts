@@ -309,7 +309,7 @@ function ownerUnit(plan: Plan): UnitFile {
           ["ExecStartPre", commandLine(runtimeDirCommand(plan))],
           ["ExecStart", commandLine(rootlesskitArgs(plan))],
           // RootlessKit does not watch its network driver: this does (render/scripts.ts).
-          ["ExecStartPost", renderNetwatchScript(plan) ? `${escapePath(layout(plan).scripts.netwatch)} $MAINPID` : null],
+          ["ExecStartPost", renderNetwatchScript(plan) ? commandLine([layout(plan).scripts.netwatch, { variable: "MAINPID" }]) : null],
           ["Restart", "on-failure"],
           ["RestartSec", 2],
           ["TimeoutStartSec", 120],
