@@ -62,7 +62,8 @@ export function stateWords(s: UnitState): string {
  */
 export async function describeUnitFailure(systemd: SystemdUser, units: string[], e: unknown): Promise<string[]> {
   const states = await unitStates(systemd, units);
-  const troubled = states.filter((s) => isFailing(s) || s.activeState !== "active" || s.nRestarts > 0);
+  // (a failing unit is never active: isFailing is within the first test)
+  const troubled = states.filter((s) => s.activeState !== "active" || s.nRestarts > 0);
   const named = e instanceof UnitFailedError ? e.unit : null;
   const shown = [...new Set([troubled[0]?.unit, named].filter((u): u is string => !!u))];
   if (!shown.length) return [`(every unit is active; the error was: ${messageOf(e)})`];

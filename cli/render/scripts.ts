@@ -175,6 +175,11 @@ export function renderEnterScript(plan: Plan): string {
   ].join("\n");
 }
 
+/** The name of the network driver process RootlessKit runs and the owner unit watches, or null (builtin, docker). */
+export function watchedDriver(plan: Plan): string | null {
+  return plan.network.binary && !plan.runtime.docker ? path.basename(plan.network.binary) : null;
+}
+
 /**
  * The owner unit's watch on its network driver (ExecStartPost=, given RootlessKit's pid), or null
  * where RootlessKit runs no driver process (builtin) or dockerd's RootlessKit owns the network.
@@ -185,8 +190,8 @@ export function renderEnterScript(plan: Plan): string {
  * (Restart=on-failure) and every component with them (PartOf=).
  */
 export function renderNetwatchScript(plan: Plan): string | null {
-  if (!plan.network.binary || plan.runtime.docker) return null;
-  const driver = path.basename(plan.network.binary);
+  const driver = watchedDriver(plan);
+  if (!driver) return null;
   return [
     HEADER("rootless-k8s-netwatch", [
       `ends RootlessKit when its network driver (${driver}) ends under a running node, so that systemd`,

@@ -14,7 +14,7 @@ import { apiServerArgs, controllerManagerArgs, criDockerdArgs, etcdArgs, kubePro
 import { layout } from "./layout";
 import { pkiPaths } from "./pki";
 import { rootlesskitArgs } from "./rootlesskit";
-import { renderNetwatchScript } from "./scripts";
+import { watchedDriver } from "./scripts";
 import { GATE_TIMEOUT_S, START_LIMIT, startGate } from "../plan/start";
 import { admitsNodesFile } from "../plan/on-demand";
 import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, LOG_ROTATE_EVERY } from "../plan/logging";
@@ -309,7 +309,7 @@ function ownerUnit(plan: Plan): UnitFile {
           ["ExecStartPre", commandLine(runtimeDirCommand(plan))],
           ["ExecStart", commandLine(rootlesskitArgs(plan))],
           // RootlessKit does not watch its network driver: this does (render/scripts.ts).
-          ["ExecStartPost", renderNetwatchScript(plan) ? commandLine([layout(plan).scripts.netwatch, { variable: "MAINPID" }]) : null],
+          ["ExecStartPost", watchedDriver(plan) ? commandLine([layout(plan).scripts.netwatch, { variable: "MAINPID" }]) : null],
           ["Restart", "on-failure"],
           ["RestartSec", 2],
           ["TimeoutStartSec", 120],

@@ -121,18 +121,21 @@ rk8s_to() {
 rk8s_shown() { local log=$1; shift; rk8s_to "$log" "$@" || { tail -30 "$log" | sed 's/^/    | /'; return 1; }; }
 install_to() { local log=$1; shift; rk8s_shown "$log" install "$@"; }
 status_json_healthy() { has '"healthy": true' rk8s status --json; }
-# (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
-# save_logs COMPONENT FILE [LINES]: the component's last LINES (default 100000) log lines into FILE.
-# pss_mib_of UID: the PSS of every process of UID and of its containers' subordinate ids, in whole
-# MiB (lib/footprint.py, which the footprint scenario reports per component).
 # stats: "median max" of numbers, one per line
 stats() { sort -n | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s", m, v[NR] }'; }
+# pss_mib_of UID: the PSS of every process of UID and of its containers' subordinate ids, in whole
+# MiB (lib/footprint.py, which the footprint scenario reports per component).
 pss_mib_of() { python3 "$HERE/lib/footprint.py" "$1" | python3 -c 'import json, sys; print(round(json.load(sys.stdin)["totalPssMiB"]))'; }
+# save_logs COMPONENT FILE [LINES]: the component's last LINES (default 100000) log lines into FILE.
 save_logs() { rk8s logs "$1" -n "${3:-100000}" >"$2" 2>&1; }
+# show_runtime_log FILE: the runtime's last 400 log lines (containerd and RootlessKit) kept in FILE,
+# and its last 15 printed, for a failed check: what CI's output keeps.
+show_runtime_log() { save_logs runtime "$1" 400; tail -15 "$1" | sed 's/^/    | runtime: /'; }
 # The kubelet's eviction manager giving up its cycle: it cannot read the file systems (kubernetes#141119).
 # (Not "failed to get summary stats ... node not found": the manager's first cycle may come before the
 # kubelet registered its Node, once per start.)
 eviction_manager_errors() { rk8s logs kubelet -n 10000000 2>/dev/null | grep -cE 'failed to synchronize|cannot find filesystem info|failed to get HasDedicatedImageFs'; }
+# (the whole log: on a slow VM the kubelet writes thousands of lines after registering)
 kubelet_logs_registered() { has 'Successfully registered node' rk8s logs kubelet -n 100000; }
 mirror_bytes_over() { [ "$(mirror_stat bytes)" -gt "$1" ]; }
 # The on-demand units (#33): the overlay agent and the CSR approver, which a single node does without.
@@ -206,7 +209,6 @@ assert_images_and_sandbox() {
   check "$scope" "StopPodSandbox and RemovePodSandbox: the probe's sandbox is gone (exit $rc)$(tail -n +2 <<<"$r" | tr '\n' ' ' | sed 's/^./: &/')" test "$rc" = 0
 }
 
-# kubectl apply of a manifest on stdin, as the test user
 # apply_sleepers NAMESPACE NAME REPLICAS IMAGE: a Deployment of REPLICAS pods of IMAGE (busybox,
 # loaded) that sleep, ending at once when deleted: the load of the scale and footprint scenarios.
 apply_sleepers() {
@@ -228,6 +230,7 @@ spec:
         command: ["sleep", "86400"]
 YAML
 }
+# kubectl apply of a manifest on stdin, as the test user
 apply() { as_user "$SHARE/versions/current/bin/kubectl" --kubeconfig "$CONFIG/admin.kubeconfig" apply -f - >"$STATE/apply.out" 2>&1 || { cat "$STATE/apply.out"; return 1; }; }
 logs_show_netexec() { has 'Started HTTP server' kc -n e2e logs deploy/web; }
 hog_done() { case "$(kc -n e2e get pod hog -o 'jsonpath={.status.phase}' 2>/dev/null)" in Succeeded | Failed) return 0 ;; esac; return 1; }

@@ -41,8 +41,8 @@ fault_pid() {
 }
 
 # back_from OLD_PID COMM PATTERN: the process runs again under another pid, every unit that ran
-# before is active, `status` says healthy, the workloads run (their containers too) and, when the
-# publish scenario made one, the NodePort answers from the host again.
+# before is active, `status` says healthy, the workloads run (their containers too) and, where the
+# plan publishes ports, the scenario's NodePort answers from the host again.
 # (It prints what is not back yet.)
 back_from() {
   local old=$1 comm=$2 pattern=$3 now u
@@ -89,8 +89,7 @@ YAML
     else
       fail faults "$name killed (SIGKILL): the node is not back within $bound s: $why"
       units_not_running "${FAULT_UNITS[@]}" | sed 's/^/    | not running: /'
-      save_logs runtime "$STATE/faults-$name.log" 400
-      tail -15 "$STATE/faults-$name.log" | sed 's/^/    | runtime: /'
+      show_runtime_log "$STATE/faults-$name.log"
       # The node as the user would bring it back, so that the next fault starts from a running node.
       rk8s start --timeout "$TIMEOUT" >"$STATE/faults-start.log" 2>&1 || tail -20 "$STATE/faults-start.log" | sed 's/^/    | start: /'
     fi

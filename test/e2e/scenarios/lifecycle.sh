@@ -135,9 +135,8 @@ scenario_restart() {
       # What CI's output keeps: the units that are down, the error, then the runtime's last lines.
       units_not_running "${UNITS[@]:1}" | sed 's/^/    | not running: /'
       grep -E '^(error|fix|units not running)' "$log" | sed 's/^/    | /'
-      save_logs runtime "$STATE/restart-failed-$i.log" 400
-      tail -15 "$STATE/restart-failed-$i.log" | sed 's/^/    | runtime: /'
-      tail -30 "$log" >"$STATE/restart-failed-$i-start.log"
+      show_runtime_log "$STATE/restart-failed-$i.log"
+      cp "$log" "$STATE/restart-failed-$i-start.log"
       continue
     fi
     starts+=("$(sed -n 's/.* Ready[a-z ]*: \([0-9.]*\) s from start.*/\1/p' "$log")")
@@ -147,8 +146,7 @@ scenario_restart() {
     if [ "$n" != 0 ]; then
       # Which unit systemd restarted, and the runtime's last lines: what CI's output keeps (#41).
       info restart "cycle $i: systemd restarted units during the start: $(for u in "${UNITS[@]:1}"; do as_user systemctl --user show -p Id,NRestarts --value "$u" | xargs; done | awk '$2 > 0' | tr '\n' ' ')"
-      save_logs runtime "$STATE/restart-restarted-$i.log" 400
-      tail -15 "$STATE/restart-restarted-$i.log" | sed 's/^/    | runtime: /'
+      show_runtime_log "$STATE/restart-restarted-$i.log"
     fi
     [ "$i" = 1 ] && check restart "a second start: exit 0, already running" has 'already running' rk8s start
   done
