@@ -27,6 +27,7 @@ import { mergeAdminContext } from "./kubeconfig-merge";
 import { ensureRuntimeDir } from "./runtime-dir";
 import { lostPortError, portsHeldByOthers, type PortClaim } from "./port-claim";
 import { markAdmits, unitsToRun } from "./admits-nodes";
+import { bootstrapReadiness } from "./bootstrap-marker";
 
 export interface ApplyInput {
   plan: Plan;
@@ -292,9 +293,11 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
               await systemd.resetFailed(gaveUp);
               await systemd.start([plan.units.target]);
             };
+            const bootstrap = await bootstrapReadiness(plan);
             const r = await waitForReady({
               client,
               nodeName: plan.node.name,
+              readyz: bootstrap.readyz,
               timeoutMs: input.timeoutMs,
               signal,
               probe: () => probe(),
@@ -312,6 +315,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
             // node is installed only when every unit runs.
             h.update("every unit active");
             await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal);
+            if ((input.until ?? "ready") === "ready") await bootstrap.record();
             // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
             const changed = await reconcileNode(client, plan, r.node);
             if (changed) h.update(`node ${plan.node.name}: ${changed}`);

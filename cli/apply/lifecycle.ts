@@ -19,6 +19,7 @@ import { lostPortError, portsHeldByOthers } from "./port-claim";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { markKubeletStopping } from "./node-object";
 import { waitForWorkerReady, workerClient } from "./worker-ready";
+import { bootstrapReadiness } from "./bootstrap-marker";
 
 export interface LifecycleOptions {
   prefix?: string;
@@ -138,16 +139,19 @@ async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, 
     await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(timeoutMs / 1000)} s)`, async (h) => {
       const probe = unitProbe(systemd, order);
       const w = { timeoutMs, signal: ctx.signal, probe, freshSince, onPhase: (p: string) => h.update(p) };
+      const bootstrap = await bootstrapReadiness(plan);
       if (plan.role === "worker") await waitForWorkerReady(plan, w);
       else
         await waitForReady({
           client: apiClient(await readKubeconfig(plan.paths.adminKubeconfig)),
           nodeName: plan.node.name,
+          readyz: bootstrap.readyz,
           ...w,
           onPhase: (p) => h.update(phaseWords(p, plan.node.name)),
         });
       h.update("every unit active");
       await waitForUnitsActive(systemd, order, Math.max(1000, timeoutMs - (Date.now() - t0)), ctx.signal);
+      await bootstrap.record();
     });
   } catch (e) {
     if (!(e instanceof InterruptedError) && !ctx.signal.aborted) {

@@ -10,12 +10,15 @@ import { GATE_TIMEOUT_S } from "../plan/start";
 export const spec: CommandSpec = {
   name: "wait",
   summary: "Wait until the API server or etcd is ready (the node's units run it before they start)",
-  usage: "rootless-k8s wait api --kubeconfig FILE | etcd --endpoint URL --ca FILE --cert FILE --key FILE [--timeout SECONDS]",
+  usage:
+    "rootless-k8s wait api --kubeconfig FILE [--bootstrapped FILE --kubernetes-version V] | etcd --endpoint URL --ca FILE --cert FILE --key FILE [--timeout SECONDS]",
   description: `
 The node's units run it as ExecStartPre=, so each component starts only once the peer it needs is
 ready: the API server waits for etcd's /health, and on the control-plane node everything that talks
-to the API server waits for its /readyz (ok once its bootstrap hooks, RBAC included, have run). It
-uses the component's own credential, from where the component runs. You do not need to run it.
+to the API server waits for its /readyz (ok once its bootstrap hooks, RBAC included, have run). On
+a node whose marker (--bootstrapped) says it passed them at this --kubernetes-version, it waits
+without the two hooks that poll once a second and only re-create what etcd holds. It uses the
+component's own credential, from where the component runs. You do not need to run it.
 
 Exit status: 0 once ready, 1 when the timeout passed (the unit then fails and systemd restarts it),
 3 when the credential cannot be read, 130 when stopped.`,
@@ -26,10 +29,25 @@ Exit status: 0 once ready, 1 when the timeout passed (the unit then fails and sy
     ca: { type: "string", valueName: "FILE", description: "etcd: the CA its certificate is checked against" },
     cert: { type: "string", valueName: "FILE", description: "etcd: a client certificate it trusts" },
     key: { type: "string", valueName: "FILE", description: "etcd: that certificate's key" },
+    bootstrapped: {
+      type: "string",
+      valueName: "FILE",
+      description: "api: the marker of the version whose bootstrap this node passed (with --kubernetes-version)",
+    },
+    "kubernetes-version": { type: "string", valueName: "VERSION", description: "api: this node's Kubernetes version" },
     timeout: { type: "string", valueName: "SECONDS", description: `Give up after this long (default ${GATE_TIMEOUT_S})` },
   },
   examples: ["rootless-k8s wait api --kubeconfig ~/.config/rootless-k8s/scheduler.kubeconfig --timeout 30"],
 };
+
+/** --bootstrapped and --kubernetes-version, given together or not at all. */
+function bootstrapMarker(args: Parsed): { marker: string; version: string } | undefined {
+  const marker = opt.str(args, "bootstrapped");
+  const version = opt.str(args, "kubernetes-version");
+  if (!marker && !version) return undefined;
+  if (!marker || !version) throw new UsageError("wait api needs --bootstrapped and --kubernetes-version together", spec.name);
+  return { marker, version };
+}
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
   const peer = args.positionals[0];
@@ -41,7 +59,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
   };
   const target =
     peer === "api"
-      ? await apiGate(need("kubeconfig"))
+      ? await apiGate(need("kubeconfig"), bootstrapMarker(args))
       : peer === "etcd"
         ? await etcdGate(need("endpoint"), { ca: need("ca"), cert: need("cert"), key: need("key") })
         : null;

@@ -5,7 +5,9 @@
 //   - on the control-plane node, everything that talks to the API server (controller-manager,
 //     scheduler, kubelet, kube-proxy, the port publisher, the overlay agent, the CSR approver) waits
 //     for its /readyz, which is ok only once its bootstrap hooks (RBAC roles and bindings, the
-//     priority classes, the extension-apiserver-authentication ConfigMap) have run;
+//     priority classes, the extension-apiserver-authentication ConfigMap) have run (on a node
+//     bootstrapped at this version, without the two hooks that poll once a second:
+//     cli/readiness/bootstrap.ts);
 //   - a worker's units wait for nothing: its API server is another host's, which may be down for
 //     longer than any bound, and its kubelet retries by itself.
 // Pure: the units renderer turns a gate into its command line.

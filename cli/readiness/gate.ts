@@ -6,6 +6,7 @@ import { promises as fsp } from "node:fs";
 import { ExitCode, UserError } from "../errors";
 import { sleep } from "../wait";
 import { apiClient, readKubeconfig, type ApiClient, type KubeconfigCreds } from "../clients/kubernetes";
+import { bootstrappedAt, readyzPath } from "./bootstrap";
 
 export interface GateTarget {
   /** What waits for: "the API server", "etcd". */
@@ -15,9 +16,15 @@ export interface GateTarget {
   path: string;
 }
 
-/** The API server as the kubeconfig reaches it: /readyz is ok only once its bootstrap hooks ran. */
-export async function apiGate(kubeconfig: string): Promise<GateTarget> {
-  return { what: "the API server", client: apiClient(await readCreds(() => readKubeconfig(kubeconfig), kubeconfig)), path: "/readyz" };
+/**
+ * The API server as the kubeconfig reaches it: /readyz is ok only once its bootstrap hooks ran. With
+ * `bootstrapped` (the marker and this node's Kubernetes version), a node that passed them at this
+ * version already waits without the two that poll once a second (cli/readiness/bootstrap.ts).
+ */
+export async function apiGate(kubeconfig: string, bootstrapped?: { marker: string; version: string }): Promise<GateTarget> {
+  const client = apiClient(await readCreds(() => readKubeconfig(kubeconfig), kubeconfig));
+  const warm = bootstrapped ? await bootstrappedAt(bootstrapped.marker, bootstrapped.version) : false;
+  return { what: "the API server", client, path: readyzPath(warm) };
 }
 
 /** etcd at `endpoint`, with a client certificate it trusts (the API server's own). */

@@ -50,6 +50,8 @@ export interface WaitOptions {
   until?: "ready" | "registered";
   /** Ready counts only once the node has its pod range too (a first node whose range install took ahead: it is checked). */
   needsRange?: boolean;
+  /** The API server's readiness path (default /readyz; a bootstrapped node's: cli/readiness/bootstrap.ts). */
+  readyz?: string;
 }
 
 export interface ReadyResult {
@@ -129,7 +131,7 @@ export async function waitForReady(o: WaitOptions): Promise<ReadyResult> {
     }
     try {
       if (phase === "api") {
-        const r = await o.client.get("/readyz", 5000);
+        const r = await o.client.get(o.readyz ?? "/readyz", 5000);
         last = `HTTP ${r.status} ${r.body.trim().split("\n").pop() ?? ""}`.trim();
         const mismatch = r.status === 200 && o.expectVersion && !o.worker ? await apiVersionMismatch(o.client, o.expectVersion) : null;
         if (mismatch) last = mismatch;

@@ -83,6 +83,15 @@ export function apiServerArgs(plan: Plan): string[] {
     // The API server reaches an extension server at its endpoints' IPs, not through the Service's
     // cluster IP: it does not depend on kube-proxy's rules being in place.
     "--enable-aggregator-routing=true",
+    // A bounded stop (issue 41). By default the server's http.Server.Shutdown waits up to
+    // --request-timeout (60 s) for every connection to go idle, and a stop or restart took 60 s
+    // whenever one stayed busy ("Failed to shutdown server: context deadline exceeded", then the
+    // watch caches end). With retry-after, requests in flight drain first (new ones get 429 and
+    // Retry-After), and Shutdown itself is given 2 s (k8s.io/apiserver genericapiserver.go); watches
+    // end as the drain begins instead of holding their connections open. Nothing is lost: a node has
+    // one API server, every client retries, and its state is in etcd.
+    "--shutdown-send-retry-after=true",
+    "--shutdown-watch-termination-grace-period=5s",
   ];
 }
 

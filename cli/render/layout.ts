@@ -52,6 +52,8 @@ export function layout(plan: Plan) {
     },
     data: {
       etcd: data("etcd"),
+      /** The Kubernetes version whose bootstrap hooks this etcd's data has passed (cli/readiness/bootstrap.ts). */
+      bootstrapMarker: data("bootstrapped"),
       kubelet: data("kubelet"),
       kubeletPlugins: data("kubelet-plugins"),
       cni: data("cni"),

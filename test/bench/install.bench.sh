@@ -4,6 +4,8 @@
 #   fetch (warm cache)  vs  sha256sum + tar -x of the same cached archives (a shell installer's floor)
 #   start + ready       vs  systemctl --user start rootless-k8s.target of the same units, polled to
 #                           Ready with kubectl (systemd and the components, without rootless-k8s)
+#   start (warm)        vs  the same reference: `rootless-k8s stop`, then `rootless-k8s start` of the
+#                           installed node to Ready (issue 41); stop's own time beside it
 # Each install runs after `uninstall` (data, PKI and the download cache kept), RUNS times; medians.
 # Prints a table; asserts nothing. Needs root (the host route's test user), like `make e2e`
 # (test/bench/lib/node-env.sh).
@@ -22,7 +24,13 @@ ms_of() { # ms_of LOG LABEL-PREFIX: the step's duration from "ok  <label> (<n> m
 now_ms() { date +%s%3N; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 all_inactive() { ! as_user systemctl --user list-units --plain --no-legend --state=active,activating,deactivating 'rootless-k8s*' | grep -q .; }
-node_ready() { as_user "$BIN/kubectl" --kubeconfig "$KCFG" get nodes --no-headers 2>/dev/null | grep -q " Ready "; }
+# node_ready [EPOCH-S]: the node is Ready, and (given EPOCH-S) its Ready was posted then or later, so a
+# Ready left in the API from before a stop does not count.
+node_ready() {
+  local r
+  r=$(as_user "$BIN/kubectl" --kubeconfig "$KCFG" get nodes -o 'jsonpath={.items[0].status.conditions[?(@.type=="Ready")].status} {.items[0].status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null)
+  [ "${r%% *}" = True ] && { [ -z "${1:-}" ] || [ "$(date -u -d "${r#* }" +%s)" -ge "$1" ]; }
+}
 
 declare -A T
 for i in $(seq 1 "$RUNS"); do
@@ -36,13 +44,21 @@ for i in $(seq 1 "$RUNS"); do
   T[ready]+="$(ms_of "$OUT/install-$i.log" Waiting) "
   T[doctor]+="$(($(now_ms) - t0 - $(ms_of "$OUT/install-$i.log" Fetching) - $(ms_of "$OUT/install-$i.log" Writing) - $(ms_of "$OUT/install-$i.log" Starting) - $(ms_of "$OUT/install-$i.log" Waiting))) "
 
-  # Reference: the same units started by systemd alone, polled to Ready.
+  # Reference: the same units started by systemd alone, polled to a Ready posted after the start.
   as_user systemctl --user stop rootless-k8s.target
   for _ in $(seq 1 200); do all_inactive && break; sleep 0.05; done
   t0=$(now_ms)
   as_user systemctl --user start rootless-k8s.target
-  for _ in $(seq 1 600); do node_ready && break; sleep 0.05; done
+  for _ in $(seq 1 600); do node_ready "$((t0 / 1000))" && break; sleep 0.05; done
   T[ref_start]+="$(($(now_ms) - t0)) "
+
+  # Day two (issue 41): `rootless-k8s stop` and a warm `rootless-k8s start` to Ready (every unit
+  # active and the default ServiceAccount too), beside the reference above.
+  rk8s stop >"$OUT/stop-$i.log" 2>&1 || { echo "stop $i failed: $(tail -5 "$OUT/stop-$i.log")" >&2; exit 1; }
+  T[stop]+="$(sed -n 's/.* is stopped (\([0-9.]*\) s).*/\1/p' "$OUT/stop-$i.log" | awk '{ printf "%d", $1 * 1000 }') "
+  t0=$(now_ms)
+  rk8s start >"$OUT/start-$i.log" 2>&1 || { echo "start $i failed: $(tail -5 "$OUT/start-$i.log")" >&2; exit 1; }
+  T[warm]+="$(($(now_ms) - t0)) "
 
   # Reference: verify and unpack the same cached archives with sha256sum and tar.
   scratch=$(mktemp -d)
@@ -83,6 +99,8 @@ printf '  %-36s %9s   %-44s %9s   %s\n' "fetch (verify cache, install binaries)"
 printf '  %-36s %9s   %-44s %9s   %s\n' "write (render, PKI reuse, atomic)" "$(m write)" "" "" ""
 printf '  %-36s %9s   %-44s %9s   %s\n' "start + ready" "$(($(m start) + $(m ready)))" "systemctl --user start, polled to Ready" "$(m ref_start)" "$(ratio "$(($(m start) + $(m ready)))" "$(m ref_start)")"
 printf '  %-36s %9s\n' "total (wall clock)" "$(m total)"
+printf '  %-36s %9s   %-44s %9s   %s\n' "rootless-k8s start (warm) to Ready" "$(m warm)" "systemctl --user start, polled to Ready" "$(m ref_start)" "$(ratio "$(m warm)" "$(m ref_start)")"
+printf '  %-36s %9s\n' "rootless-k8s stop" "$(m stop)"
 echo
 echo "memory at rest, host route (mode none): PSS of every process of the node per component, ${IDLE}s after DNS, storage and metrics were available, and ${IDLE}s after a workload of 10 pods came and went (MiB)"
 python3 "$E2E/lib/footprint.py" --table "$FP_IDLE" "$FP_AFTER"

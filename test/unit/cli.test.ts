@@ -48,6 +48,17 @@ describe("rootless-k8s command line", () => {
     expect(r.stderr).toContain("usage: rootless-k8s doctor");
     expect(r.stderr).not.toMatch(/\bat .*\.(js|ts|cjs):\d+/);
   });
+
+  it("wait api: a bootstrap marker without the version (or the reverse) is bad usage, exit 2", async () => {
+    for (const half of [
+      ["--bootstrapped", "/nonexistent/bootstrapped"],
+      ["--kubernetes-version", "1.36.3"],
+    ]) {
+      const r = await runCli(["wait", "api", "--kubeconfig", "/nonexistent/kubeconfig", ...half]);
+      expect(r.code).toBe(2);
+      expect(r.stderr.split("\n")[0]).toBe("error: wait api needs --bootstrapped and --kubernetes-version together");
+    }
+  });
 });
 
 describe("a file-system failure is the user's to fix, never reported as a bug", () => {

@@ -8,7 +8,7 @@ OUT=/e2e-out
 mkdir -p "$OUT"
 export E2E_OPT=/opt/rk8s-e2e E2E_CACHE=/var/tmp/rk8s-e2e
 # Every scenario but docker (its Debian packages are not in the guest; the host route runs it).
-export E2E_SCENARIOS=${E2E_SCENARIOS:-interrupt-fetch fresh footprint workloads services publish dns storage metrics limits faults reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
+export E2E_SCENARIOS=${E2E_SCENARIOS:-interrupt-fetch fresh footprint workloads services publish dns storage metrics limits restart faults reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 export E2E_REPORT=$OUT/report.jsonl
 export E2E_READY_TIMEOUT=${E2E_READY_TIMEOUT:-900}
 # shellcheck disable=SC1091 # written by vm-env.sh: the host's E2E_SCENARIOS, E2E_READY_TIMEOUT, E2E_CONFORMANCE_*

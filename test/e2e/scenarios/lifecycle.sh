@@ -101,6 +101,12 @@ unit_stop_seconds() {
   done | sort -k2 -rn | awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2 }'
 }
 
+# last_gate_path UNIT-COMPONENT: the readiness path its start gate waited for in its last start
+# (the gate's line in the unit's log: "the API server is ready (PATH ok at URL) after N s").
+last_gate_path() { rk8s logs "$1" -n 1000000 2>/dev/null | sed -n 's/.*the API server is ready (\([^ ]*\) ok at .*/\1/p' | tail -1; }
+# marker_says VERSION: the bootstrap marker beside etcd's data records VERSION (cli/readiness/bootstrap.ts).
+marker_says() { [ "$(as_user cat "$SHARE/data/bootstrapped" 2>/dev/null)" = "$1" ]; }
+
 scenario_restart() {
   local i n rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st phases=()
   failed0=$(command_failed_lines)
@@ -155,6 +161,12 @@ scenario_restart() {
   check restart "no component logged 'command failed' during the cycles ($(($(command_failed_lines) - failed0)) new lines)" test "$(command_failed_lines)" = "$failed0"
   check restart "every unit is active" units_active
   check restart "the workloads run again" wait_for 180 pods_settled
+  local kv gate
+  kv=$(receipt_value .plan.versions.components.kubernetes)
+  gate=$(last_gate_path kubelet)
+  check restart "the bootstrap marker says $kv (written once a start passed the whole /readyz)" marker_says "$kv"
+  check restart "a warm start's gates wait for /readyz without the two bootstrap hooks that poll once a second (the kubelet's: $gate)" \
+    test "$gate" = "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes"
   local s t
   s=$(printf '%s\n' "${starts[@]}" | grep . | stats)
   t=$(printf '%s\n' "${stops[@]}" | grep . | stats)
@@ -207,6 +219,9 @@ scenario_upgrade() {
   check upgrade "the namespace owner and runtime were not restarted (only Kubernetes changed; pid $owner_before)" \
     test "$(as_user systemctl --user show -p MainPID --value rootless-k8s-rootlesskit.service)" = "$owner_before"
   check upgrade "every file matches the receipt after the upgrade" tool receipt-check "$RECEIPT"
+  check upgrade "a new version's first start waited for the whole /readyz (the kubelet's gate: $(last_gate_path kubelet))" \
+    test "$(last_gate_path kubelet)" = /readyz
+  check upgrade "then the bootstrap marker says $V_UPGRADE" marker_says "$V_UPGRADE"
   wait_for 300 pods_settled
   pods_after=$(workload_pods)
   check upgrade "running pods survived: same pods, same containers, no restart ($(tr '\n' ';' <<<"$pods_after"))" test "$pods_before" = "$pods_after"

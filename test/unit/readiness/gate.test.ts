@@ -5,7 +5,10 @@
 import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { apiGate, etcdGate, waitForGate } from "../../../cli/readiness/gate";
+import { POLLED_BOOTSTRAP_HOOKS } from "../../../cli/readiness/bootstrap";
 import { ExitCode, InterruptedError, UserError } from "../../../cli/errors";
 import { freePort, listen, type Listening } from "../../helpers/net";
 import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
@@ -13,6 +16,8 @@ import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
 let tls: TlsFixture;
 let server: Listening;
 let failures = 0;
+/** Bootstrap hooks not finished yet: /readyz fails unless its query excludes each of them, as the API server's does. */
+let pendingHooks: string[] = [];
 const seen: { path: string; cn: string }[] = [];
 
 beforeAll(async () => {
@@ -21,7 +26,11 @@ beforeAll(async () => {
     { key: tls.serverKey, cert: tls.serverCert, ca: tls.ca, requestCert: true, rejectUnauthorized: true },
     (req, res) => {
       seen.push({ path: req.url ?? "", cn: String((req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject?.CN ?? "") });
-      if (failures > 0) {
+      const excluded = new URL(req.url ?? "/", "https://x").searchParams.getAll("exclude");
+      const pending = pendingHooks.filter((h) => !excluded.includes(h));
+      if (req.url?.startsWith("/readyz") && pending.length > 0) {
+        res.writeHead(500).end(`${pending.map((h) => `[-]${h} failed: not finished`).join("\n")}\nreadyz check failed\n`);
+      } else if (failures > 0) {
         failures--;
         res.writeHead(500).end("[-]poststarthook/rbac/bootstrap-roles failed: not finished\nreadyz check failed\n");
       } else res.writeHead(200).end(req.url === "/health" ? '{"health":"true","reason":""}' : "ok");
@@ -80,6 +89,40 @@ describe("waitForGate", () => {
     const e = await waitForGate(await apiGate(tls.kubeconfig(server.url)), 60_000, ac.signal).catch((x: unknown) => x);
     failures = 0;
     expect(e).toBeInstanceOf(InterruptedError);
+  });
+
+  describe("a node bootstrapped before (the marker beside etcd's data, cli/readiness/bootstrap.ts)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "rk8s-gate-"));
+    const marker = join(dir, "bootstrapped");
+
+    it("at this version: does not wait for the two hooks that poll once a second, and asks for everything else", async () => {
+      writeFileSync(marker, "1.36.3\n");
+      pendingHooks = [...POLLED_BOOTSTRAP_HOOKS];
+      seen.length = 0;
+      const r = await waitForGate(await apiGate(tls.kubeconfig(server.url), { marker, version: "1.36.3" }), 5_000);
+      pendingHooks = [];
+      expect(r.polls).toBe(1);
+      expect(seen.map((s) => s.path)).toEqual([
+        "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes",
+      ]);
+    });
+
+    it.each([
+      ["another version's (an upgrade, a rollback)", "1.35.9\n"],
+      ["an empty one", ""],
+      ["none", null],
+    ])("marker %s: waits for the whole /readyz", async (_, content) => {
+      const m = content === null ? join(dir, "missing") : marker;
+      if (content !== null) writeFileSync(marker, content);
+      pendingHooks = [...POLLED_BOOTSTRAP_HOOKS];
+      seen.length = 0;
+      const e = await waitForGate(await apiGate(tls.kubeconfig(server.url), { marker: m, version: "1.36.3" }), 300).catch(
+        (x: unknown) => x,
+      );
+      pendingHooks = [];
+      expect((e as Error).message).toMatch(/did not answer \/readyz ok within .* \(last: HTTP 500 readyz check failed\)$/);
+      expect(new Set(seen.map((s) => s.path))).toEqual(new Set(["/readyz"]));
+    });
   });
 
   it("a credential it cannot read: refused (exit 3) with the fix, before any request", async () => {
