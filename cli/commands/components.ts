@@ -54,6 +54,7 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
             name: manifest.name,
             origin: manifest.origin,
             ...(manifest.unavailable ? { unavailable: manifest.unavailable } : {}),
+            ...(manifest.choices ? { choices: manifest.choices } : {}),
           },
           versionSet: { id: fetch.versionSetId(manifest, sel.arch), versions: fetch.versionSet(manifest) },
           images: manifest.images ?? [],

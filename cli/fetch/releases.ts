@@ -11,6 +11,7 @@ import type { HttpClient } from "./http";
 import { loadManifest } from "./manifest";
 import { applyMirror } from "./mirror";
 import { expandTemplate, fileNameOf } from "./select";
+import { newestPatch, type TagListing } from "./tags";
 import type { Arch, HashAlgorithm, Manifest, ManifestArtifact, PinnedChecksum } from "./types";
 
 export type VersionSpec =
@@ -31,6 +32,8 @@ interface ReleaseTable {
     binaries: string[];
     arch: Partial<Record<Arch, string>>;
   };
+  /** Where each companion's newest patch is looked up: its repository's tags. */
+  tags: { url: string; source: string; repos: Record<string, Omit<TagListing, "url">> };
   minors: Record<string, { companions: Record<string, Companion>; images?: Record<string, { name: string; source: string }> }>;
 }
 const RELEASES = table as ReleaseTable;
@@ -200,9 +203,21 @@ export async function resolvedManifest(k: ResolvedKubernetes, arch: Arch, src: R
     }
     const baseToken = base.arch[arch];
     if (!baseToken) continue;
-    const a: ManifestArtifact = { ...base, version: c.version, notes: `${c.source ?? ""} (${SOURCE}, Kubernetes ${k.minor})` };
-    const fileName = fileNameOf(expandTemplate(a.url, c.version, baseToken));
-    const side = (a.sideFiles ?? []).find((s) => s.algorithm === "sha256") ?? a.sideFiles?.[0];
+    const side = (base.sideFiles ?? []).find((s) => s.algorithm === "sha256") ?? base.sideFiles?.[0];
+    const checksumOf = (v: string) =>
+      side
+        ? upstreamChecksum(
+            src,
+            expandTemplate(side.url, v, baseToken),
+            fileNameOf(expandTemplate(base.url, v, baseToken)),
+            side.algorithm,
+            `${id} ${v}`,
+          )
+        : null;
+    const newest = side ? await newerPatch(id, c.version, src, checksumOf) : null;
+    const version = newest?.use ? newest.use.version : c.version;
+    const source = `${c.source ?? SOURCE}${newest ? `; ${newest.words}` : ""}`;
+    const a: ManifestArtifact = { ...base, version, notes: `${source} (${SOURCE}, Kubernetes ${k.minor})` };
     if (!side) {
       // No checksum file upstream (cri-dockerd): only the signed binary's own pin of that very file.
       const pin = base.checksums[arch];
@@ -214,13 +229,13 @@ export async function resolvedManifest(k: ResolvedKubernetes, arch: Arch, src: R
       }
       continue;
     }
-    const sum = await upstreamChecksum(src, expandTemplate(side.url, c.version, baseToken), fileName, side.algorithm, `${id} ${c.version}`);
+    const sum = newest?.use ? newest.use.sum : await (checksumOf(c.version) as ReturnType<typeof upstreamChecksum>);
     if ("missing" in sum) {
       unavailable[a.component] = `its checksum file ${sum.url} is not published (${sum.missing})`;
       continue;
     }
     artifacts.push({ ...a, arch: { [arch]: baseToken }, checksums: { [arch]: sum }, sideFiles: [] });
-    choices.push(`${a.component} ${c.version}: ${c.source ?? SOURCE}; verified by ${nameOf(sum.source)}, upstream's checksum file`);
+    choices.push(`${a.component} ${version}: ${source}; verified by ${nameOf(sum.source)}, upstream's checksum file`);
   }
   for (const [component, why] of Object.entries(unavailable)) choices.push(`${component}: not in this set: ${why}`);
   // Add-on images: the table's for this minor (else the built-in set's names), by tag: the registry,
@@ -239,6 +254,37 @@ export async function resolvedManifest(k: ResolvedKubernetes, arch: Arch, src: R
     origin: `--kubernetes-version (${k.how})`,
     choices,
     ...(Object.keys(unavailable).length ? { unavailable } : {}),
+  };
+}
+
+/**
+ * A companion's newest patch among its project's tags (cli/fetch/tags.ts), when newer than the
+ * table's and its checksum file is read; `words` says what was found either way, for the plan.
+ */
+async function newerPatch(
+  id: string,
+  tableVersion: string,
+  src: ReleaseSource,
+  checksumOf: (v: string) => ReturnType<typeof upstreamChecksum> | null,
+): Promise<{ use?: { version: string; sum: PinnedChecksum }; words: string } | null> {
+  const repo = RELEASES.tags.repos[id];
+  if (!repo) return null;
+  const minor = tableVersion.split(".").slice(0, 2).join(".");
+  const n = await newestPatch({ url: RELEASES.tags.url, ...repo }, tableVersion, src);
+  if ("unread" in n) return { words: `the table's ${tableVersion}: its tags could not be read (${n.url}: ${n.unread})` };
+  if (n.version === tableVersion) return { words: `the newest ${minor} patch among ${repo.repo}'s ${n.tags} ${minor} tags` };
+  let sum: Awaited<ReturnType<typeof upstreamChecksum>> | null;
+  try {
+    sum = await checksumOf(n.version);
+  } catch (e) {
+    if (!(e instanceof UserError)) throw e;
+    return { words: `the table's ${tableVersion}: ${n.version}, the newest tag, could not be verified (${e.message})` };
+  }
+  if (!sum || "missing" in sum)
+    return { words: `the table's ${tableVersion}: ${n.version}, the newest tag, has no checksum file yet (${sum?.url}: ${sum?.missing})` };
+  return {
+    use: { version: n.version, sum },
+    words: `${n.version} is the newest ${minor} patch among ${repo.repo}'s tags (the table names ${tableVersion})`,
   };
 }
 

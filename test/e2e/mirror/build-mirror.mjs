@@ -502,6 +502,25 @@ export async function buildMirror({
   }
   m.put("https://dl.k8s.io/release/stable.txt", `v${newer.version}\n`);
   m.put("https://dl.k8s.io/release/latest.txt", `v${newer.version}\n`);
+  // Each companion's tags as GitHub's "List matching references" answers for its X.Y. (the shape of
+  // docs.github.com/rest/git/refs), naming the version served here: the newest patch found is the
+  // one built, so `--kubernetes-version` reads the tags as it does upstream and installs that build.
+  const releases = JSON.parse(readFileSync(new URL("../../../assets/releases.json", import.meta.url), "utf8"));
+  for (const a of common) {
+    const t = releases.tags.repos[a.json.id];
+    if (!t) continue;
+    const xy = a.json.version.split(".").slice(0, 2).join(".");
+    const ref = `refs/tags/${t.prefix}${a.json.version}`;
+    const listing = [
+      {
+        ref,
+        node_id: "",
+        url: `https://api.github.com/repos/${t.repo}/git/${ref}`,
+        object: { type: "commit", sha: "0".repeat(40), url: "" },
+      },
+    ];
+    m.put(releases.tags.url.replace("{repo}", t.repo).replace("{prefix}", `${t.prefix}${xy}.`), `${JSON.stringify(listing)}\n`);
+  }
   // Two minors ahead of the install set: never downloaded (the skew check refuses first), not served.
   const skewVersion = `${nmaj}.${nmin + 2}.0`;
   const skew = JSON.parse(readFileSync(written[1], "utf8"));

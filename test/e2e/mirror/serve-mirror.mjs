@@ -25,9 +25,9 @@ if (!values.dir) {
 const root = join(values.dir, "files");
 let rate = 0; // bytes per second; 0 = unlimited
 // artifacts: requests for anything but a release or checksum file (channel .txt, .sha256, .sha256sum,
-// .sha512, SHA256SUMS), which `--kubernetes-version` reads on every run.
+// .sha512, SHA256SUMS) or a companion's tags (git/matching-refs), which `--kubernetes-version` reads on every run.
 const stats = { requests: 0, bytes: 0, ranges: 0, artifacts: 0 };
-const RELEASE_FILE = /(\.txt|\.sha256|\.sha256sum|\.sha512|\/SHA256SUMS)$/;
+const RELEASE_FILE = /(\.txt|\.sha256|\.sha256sum|\.sha512|\/SHA256SUMS)$|\/git\/matching-refs\//;
 
 function log(line) {
   if (values.log) appendFileSync(values.log, `${new Date().toISOString()} ${line}\n`);

@@ -97,8 +97,10 @@ describe("--kubernetes-version against a loopback mirror in upstream's layout", 
     expect(data.images.map((i: { name: string; digest: string | null }) => [i.name, i.digest])).toEqual(
       Object.values(releases.minors["1.36"].images).map((i) => [i.name, null]),
     );
-    // Nothing was downloaded but the channel and checksum files.
-    expect(server.requests.filter((q) => !/\.txt$|\.sha256$|\.sha256sum$|SHA256SUMS$/.test(q.path))).toEqual([]);
+    // Nothing was downloaded but the channel and checksum files, and the companions' tags.
+    expect(server.requests.filter((q) => !/\.txt$|\.sha256$|\.sha256sum$|SHA256SUMS$|\/git\/matching-refs\/tags\//.test(q.path))).toEqual(
+      [],
+    );
   });
 
   it("shows who vouches for each file in words, and an exact version needs no channel file", async () => {
@@ -185,6 +187,86 @@ describe("--kubernetes-version against a loopback mirror in upstream's layout", 
     const blobs = join(home, "cache", "rootless-k8s", "blobs", "sha256");
     const bad = existsSync(blobs) ? readdirSync(blobs).filter((f) => !/^[0-9a-f]{64}$/.test(f)) : [];
     expect(bad).toEqual([]);
+  });
+
+  describe("each companion's newest patch, from its repository's tags (cli/fetch/tags.ts)", () => {
+    /** GitHub's "List matching references" answer (docs.github.com/rest/git/refs) for `names`. */
+    const refs = (repo: string, names: string[]) =>
+      JSON.stringify(
+        names.map((n) => ({
+          ref: `refs/tags/${n}`,
+          node_id: "MDM6UmVm",
+          url: `https://api.github.com/repos/${repo}/git/refs/tags/${n}`,
+          object: { type: "commit", sha: "aa218f56b14c9653891f9e74264a383fa43fefbd", url: "" },
+        })),
+      );
+    const containerd = builtin.artifacts.find((a) => a.id === "containerd")!;
+    const TAGS = "/repos/containerd/containerd/git/matching-refs/tags/v2.3.";
+    /** Serves containerd `version` and, unless `noSums`, its .sha256sum line; returns its sha256. */
+    const serveContainerd = (version: string, noSums = false) => {
+      const url = expand(containerd.url, version, "amd64");
+      const body = randomBody(4321, 99);
+      server.serve(pathOf(url), body);
+      const side = containerd.sideFiles!.find((s) => s.algorithm === "sha256")!;
+      if (!noSums) server.serve(pathOf(expand(side.url, version, "amd64")), `${sha256(body)}  ${nameOf(url)}\n`);
+      return sha256(body);
+    };
+
+    it("a newer patch among the tags, with its checksum file: that patch, verified by its own file, and the plan says so", async () => {
+      serveRelease(server, "1.36.3");
+      // Release candidates and other minors are not patches of 2.3; v2.3.10 sorts after v2.3.9 as a number.
+      server.serve(TAGS, refs("containerd/containerd", ["v2.3.0", "v2.3.7", "v2.3.9", "v2.3.10", "v2.3.11-rc.0", "v2.30.0"]));
+      const sum = serveContainerd("2.3.10");
+      const r = await components("--kubernetes-version", "1.36", "--json");
+      expect(r.code, r.stderr).toBe(0);
+      const data = JSON.parse(r.stdout);
+      expect(data.versionSet.versions).toMatchObject({ containerd: "2.3.10", etcd: "3.6.16", runc: "1.5.3" });
+      const c = data.components.find((x: { id: string }) => x.id === "containerd");
+      expect(c.checksum).toMatchObject({ value: sum, trust: "upstream" });
+      expect(c.checksum.source).toBe(
+        "upstream checksum file https://github.com/containerd/containerd/releases/download/v2.3.10/containerd-static-2.3.10-linux-amd64.tar.gz.sha256sum",
+      );
+      expect(data.manifest.choices).toContainEqual(
+        expect.stringMatching(
+          /^containerd 2\.3\.10: .*; 2\.3\.10 is the newest 2\.3 patch among containerd\/containerd's tags \(the table names 2\.3\.7\); verified by containerd-static-2\.3\.10-linux-amd64\.tar\.gz\.sha256sum/,
+        ),
+      );
+      expect(server.requests.some((q) => q.path === TAGS)).toBe(true);
+    });
+
+    it("a newer tag without its checksum file yet: the table's version, and why", async () => {
+      serveRelease(server, "1.36.3");
+      server.serve(TAGS, refs("containerd/containerd", ["v2.3.7", "v2.3.8"]));
+      serveContainerd("2.3.8", true);
+      const r = await components("--kubernetes-version", "1.36", "--json");
+      expect(r.code, r.stderr).toBe(0);
+      const data = JSON.parse(r.stdout);
+      expect(data.versionSet.versions.containerd).toBe("2.3.7");
+      expect(data.manifest.choices).toContainEqual(
+        expect.stringMatching(
+          /^containerd 2\.3\.7: .*; the table's 2\.3\.7: 2\.3\.8, the newest tag, has no checksum file yet \(http:.*sha256sum: HTTP 404\)/,
+        ),
+      );
+    });
+
+    it.each([
+      ["not served (a mirror without tags, GitHub's 404)", null, "HTTP 404"],
+      ["GitHub's rate limit", 403, "HTTP 403"],
+      ["not JSON", "<html>", "not JSON"],
+    ])("tags that cannot be read, %s: the table's versions, exit 0, and the plan says why", async (_, answer, why) => {
+      serveRelease(server, "1.36.3");
+      if (answer === 403) {
+        server.serve(TAGS, "[]");
+        server.fault(TAGS, { kind: "status", status: 403 });
+      } else if (typeof answer === "string") server.serve(TAGS, answer);
+      const r = await components("--kubernetes-version", "1.36", "--json");
+      expect(r.code, r.stderr).toBe(0);
+      const data = JSON.parse(r.stdout);
+      expect(data.versionSet.versions).toMatchObject({ containerd: "2.3.7", etcd: "3.6.16" });
+      expect(data.manifest.choices).toContainEqual(
+        expect.stringContaining(`the table's 2.3.7: its tags could not be read (${server.url}${TAGS}: ${why})`),
+      );
+    });
   });
 
   it("leaves out a companion whose checksum file is not published, and says why", async () => {
