@@ -86,7 +86,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
     cidrs,
     ports,
     node: withIP(decideNode(facts, mode.name, options), decideNodeIP(options.nodeIP, hostAddresses, network)),
-    kubelet: decideKubelet(facts, mode.name, options, versions),
+    kubelet: decideKubelet(facts, mode.name, options, versions, runtime.name),
     proxy,
     pki: {
       algorithm: options.pkiAlgorithm ?? "ecdsa-p256",

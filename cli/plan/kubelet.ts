@@ -4,11 +4,24 @@
 // 1.34: from then on the kubelet takes its cgroup driver from the runtime.
 import type { Facts } from "../host/facts";
 import { fsStats } from "../host/fs-stats";
+import { KUBELET_MAX_PODS, podBoundOfLimits } from "../doctor/checks/limits";
 import { evictionDecision } from "./eviction";
 import type { KubeletPlan, Mode, PlanOptions, VersionSet } from "./plan";
 import { FAIL_CGROUP_V1_SINCE, KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast } from "./rules";
 
-export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, versions: VersionSet): KubeletPlan {
+/** maxPods, when the user's limits allow fewer than the kubelet's 110 pods for this runtime; with its reason. */
+function maxPodsDecision(facts: Facts, runtime: string): { maxPods?: number; reasons: string[] } {
+  const bound = podBoundOfLimits(facts.limits, runtime);
+  if (!bound) return { reasons: [] };
+  return {
+    maxPods: bound.pods,
+    reasons: [
+      `maxPods: ${bound.pods}, not the kubelet's ${KUBELET_MAX_PODS}: ${bound.words}; past it a pod's containers would fail to start, so it waits as "Too many pods" instead (doctor's pod-limits check gives the fix)`,
+    ],
+  };
+}
+
+export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, versions: VersionSet, runtime: string): KubeletPlan {
   const featureGates: Record<string, boolean> = { KubeletInUserNamespace: true };
   const reasons = ["KubeletInUserNamespace: the kubelet runs in a user namespace (KEP-2033)"];
   const probe: KubeletPlan["probe"] = options.kubelet ? "probed" : "not-installed";
@@ -18,6 +31,9 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
   const stats = fsStats(facts.disk);
   const { eviction, reasons: evictionReasons } = evictionDecision(options);
   reasons.push(...evictionReasons);
+  const { maxPods, reasons: maxPodsReasons } = maxPodsDecision(facts, runtime);
+  reasons.push(...maxPodsReasons);
+  const pods = maxPods === undefined ? {} : { maxPods };
   const localStorageCapacityIsolation = stats.readable;
   reasons.push(
     stats.readable
@@ -45,6 +61,7 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
       localStorageCapacityIsolation,
       probe,
       eviction,
+      ...pods,
       reasons,
     };
   }
@@ -75,6 +92,7 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
     localStorageCapacityIsolation,
     probe,
     eviction,
+    ...pods,
     reasons,
   };
 }

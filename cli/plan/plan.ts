@@ -242,6 +242,8 @@ export interface KubeletPlan extends Reasoned {
   probe: "probed" | "not-installed";
   /** The eviction thresholds (cli/plan/eviction.ts); absent from plans written before they could be chosen. */
   eviction?: EvictionPlan;
+  /** Below the kubelet's 110 only when the user's limits allow fewer pods (doctor's pod-limits rule); absent: 110. */
+  maxPods?: number;
 }
 
 /** The kubelet's evictionHard, evictionSoft and evictionSoftGracePeriod: { signal: value }. */

@@ -45,6 +45,8 @@ export function kubeletConfiguration(plan: Plan): Record<string, unknown> {
     ...(k.eviction && Object.keys(k.eviction.soft).length
       ? { evictionSoft: k.eviction.soft, evictionSoftGracePeriod: k.eviction.softGracePeriod }
       : {}),
+    // Only when the user's limits allow fewer pods than the kubelet's 110 (cli/plan/kubelet.ts).
+    ...(k.maxPods !== undefined ? { maxPods: k.maxPods } : {}),
     clusterDomain: plan.addons?.dns.domain ?? "cluster.local",
     // Pods resolve through CoreDNS at the tenth service address (without it: the node's resolv.conf).
     ...(plan.addons?.dns.enabled ? { clusterDNS: [plan.addons.dns.serviceIP] } : {}),

@@ -15,7 +15,7 @@ export const KUBELET_MAX_PODS = 110;
  * their runtime shim); inotify instances and watches did not grow with pods (23 and 47); keys stayed
  * at 4 (containerd's runtimes run with NoNewKeyring: no session keyring per container).
  */
-export const MEASURED = { nodeThreads: 175, threadsPerPod: 14.2 } as const;
+export const MEASURED = { nodeThreads: 175, threadsPerPod: 14.2, nodeKeys: 4 } as const;
 
 /**
  * A runtime that gives every container a session keyring of its own (CRI-O and dockerd: runc and
@@ -64,6 +64,33 @@ function keys(l: UserLimitFacts, f: Facts): Allowance | null {
     words,
     fix: { root: sysctlFix("60-rootless-k8s-keys", { "kernel.keys.maxkeys": 2000, "kernel.keys.maxbytes": 50000 }) },
   };
+}
+
+/**
+ * The pods the user's limits allow a node running `runtime`, from the limits alone (not from what is
+ * in use now, which a running node's own pods would lower): the kubelet's maxPods when it is below
+ * its default of 110 (cli/plan/kubelet.ts), so a pod past it waits as "Too many pods" instead of
+ * failing to start. Null when nothing bounds pods below 110.
+ */
+export function podBoundOfLimits(l: UserLimitFacts | undefined, runtime: string): { pods: number; words: string } | null {
+  if (!l) return null;
+  const bounds: { pods: number; words: string }[] = [];
+  if (typeof l.nproc === "number") {
+    const pods = Math.floor((l.nproc - MEASURED.nodeThreads) / MEASURED.threadsPerPod);
+    bounds.push({
+      pods,
+      words: `ulimit -u ${l.nproc} allows about ${pods} pods (the node's ${MEASURED.nodeThreads} threads, ${MEASURED.threadsPerPod} per pod, measured)`,
+    });
+  }
+  if (l.keys && (runtime === "crio" || runtime === "docker")) {
+    const pods = Math.floor((l.keys.max - MEASURED.nodeKeys) / KEYS_PER_POD_WITH_KEYRINGS);
+    bounds.push({
+      pods,
+      words: `kernel.keys.maxkeys ${l.keys.max} allows about ${pods} pods (${runtime === "crio" ? "CRI-O" : "Docker"} keeps a session keyring per container: ${KEYS_PER_POD_WITH_KEYRINGS} keys a pod)`,
+    });
+  }
+  const lowest = bounds.sort((a, b) => a.pods - b.pods)[0];
+  return lowest && lowest.pods < KUBELET_MAX_PODS ? { pods: Math.max(1, lowest.pods), words: lowest.words } : null;
 }
 
 export function podLimitsResult(f: Facts): CheckResult {

@@ -207,6 +207,9 @@ scenario_upgrade() {
   info upgrade "running pods before: $(tr '\n' ';' <<<"$pods_before")"
   check upgrade "the node was installed with --kubernetes-version ${V_INSTALL%.*}: it runs $V_INSTALL (stable-${V_INSTALL%.*}.txt), each binary verified by upstream's .sha256" \
     test "$(node_kubelet_version)" = "v$V_INSTALL"
+  local tags
+  tags=$(receipt_value .plan.versions.reasons | grep -o "containerd [0-9.]*: [^\"]*" | grep -o "the newest [0-9.]* patch among containerd/containerd's [0-9]* [0-9.]* tags" | head -1)
+  check upgrade "each companion is the newest patch its repository's tags name, read through the mirror (${tags:-containerd: no tags read})" test -n "$tags"
   check upgrade "--dry-run --to ${V_UPGRADE%.*} shows the change and changes nothing" rk8s upgrade --dry-run --to "${V_UPGRADE%.*}" "${SOURCE[@]}"
   rk8s upgrade --yes --to "${V_UPGRADE%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?
