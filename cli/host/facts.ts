@@ -275,6 +275,12 @@ export interface UserLimitFacts {
   threads: number | null;
   /** kernel.threads-max: the whole system's. */
   threadsMax: number | null;
+  /**
+   * The lowest cgroup v2 pids.max over the user's slice and user manager (user-UID.slice, systemd's
+   * UserTasksMax=, and user@UID.service), which every task of the node counts against in mode
+   * delegated; null where none is set or readable (v1, hybrid, no user slice).
+   */
+  pidsMax?: { max: number; cgroup: string } | null;
 }
 
 export interface DiskFacts {

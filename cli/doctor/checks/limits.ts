@@ -32,22 +32,47 @@ interface Allowance {
   fix?: { root?: string[]; user?: string[] };
 }
 
+/**
+ * The lowest bound on the user's tasks (processes and threads): RLIMIT_NPROC (ulimit -u) or the
+ * cgroup's pids.max over the user's slice and manager (mode delegated counts every task of the node
+ * there); "unlimited" when neither bounds them, null when neither could be read.
+ */
+function taskLimit(l: UserLimitFacts): { max: number; words: string; fix: Allowance["fix"] } | "unlimited" | null {
+  const limits: { max: number; words: string; fix: Allowance["fix"] }[] = [];
+  if (typeof l.nproc === "number")
+    limits.push({
+      max: l.nproc,
+      words: `ulimit -u ${l.nproc}`,
+      fix: {
+        root: ["printf '%s\\n' '@USER soft nproc 65536' '@USER hard nproc 65536' > /etc/security/limits.d/60-rootless-k8s.conf"],
+        user: ["# then log in again (the limit is set at login)"],
+      },
+    });
+  if (l.pidsMax)
+    limits.push({
+      max: l.pidsMax.max,
+      words: `pids.max ${l.pidsMax.max} of ${l.pidsMax.cgroup}`,
+      fix: { root: [`systemctl set-property ${l.pidsMax.cgroup} TasksMax=infinity`] },
+    });
+  const lowest = limits.sort((a, b) => a.max - b.max)[0];
+  if (lowest) return lowest;
+  return l.nproc === "unlimited" ? "unlimited" : null;
+}
+
 function threads(l: UserLimitFacts): Allowance | null {
-  if (l.nproc === null) return null;
+  const limit = taskLimit(l);
+  if (limit === null) return null;
   const inUse = l.threads ?? 0;
-  if (l.nproc === "unlimited")
+  if (limit === "unlimited")
     return { what: "processes and threads", pods: null, words: `processes and threads: ulimit -u unlimited (${inUse} in use)` };
   // The node's own threads count too when it is not running yet (they are in `inUse` when it is).
-  const free = l.nproc - Math.max(inUse, MEASURED.nodeThreads);
+  const free = limit.max - Math.max(inUse, MEASURED.nodeThreads);
   const pods = Math.max(0, Math.floor(free / MEASURED.threadsPerPod));
   return {
     what: "processes and threads",
     pods,
-    words: `processes and threads: ulimit -u ${l.nproc}, ${inUse} in use: about ${pods} pods (${MEASURED.threadsPerPod} threads each, measured)`,
-    fix: {
-      root: ["printf '%s\\n' '@USER soft nproc 65536' '@USER hard nproc 65536' > /etc/security/limits.d/60-rootless-k8s.conf"],
-      user: ["# then log in again (the limit is set at login)"],
-    },
+    words: `processes and threads: ${limit.words}, ${inUse} in use: about ${pods} pods (${MEASURED.threadsPerPod} threads each, measured)`,
+    fix: limit.fix,
   };
 }
 
@@ -75,11 +100,12 @@ function keys(l: UserLimitFacts, f: Facts): Allowance | null {
 export function podBoundOfLimits(l: UserLimitFacts | undefined, runtime: string): { pods: number; words: string } | null {
   if (!l) return null;
   const bounds: { pods: number; words: string }[] = [];
-  if (typeof l.nproc === "number") {
-    const pods = Math.floor((l.nproc - MEASURED.nodeThreads) / MEASURED.threadsPerPod);
+  const tasks = taskLimit(l);
+  if (tasks !== null && tasks !== "unlimited") {
+    const pods = Math.floor((tasks.max - MEASURED.nodeThreads) / MEASURED.threadsPerPod);
     bounds.push({
       pods,
-      words: `ulimit -u ${l.nproc} allows about ${pods} pods (the node's ${MEASURED.nodeThreads} threads, ${MEASURED.threadsPerPod} per pod, measured)`,
+      words: `${tasks.words} allows about ${pods} pods (the node's ${MEASURED.nodeThreads} threads, ${MEASURED.threadsPerPod} per pod, measured)`,
     });
   }
   if (l.keys && (runtime === "crio" || runtime === "docker")) {

@@ -24,7 +24,24 @@ export async function userLimitFacts(ctx: Pick<ProbeContext, "host" | "user">): 
     nproc: nproc === undefined ? null : (nproc ?? "unlimited"),
     threads: await userThreads(ctx),
     threadsMax: parseIntOrNull(threadsMax),
+    pidsMax: await userPidsMax(ctx),
   };
+}
+
+/**
+ * The lowest pids.max of user-UID.slice and user@UID.service in the v2 hierarchy (/sys/fs/cgroup,
+ * or the hybrid unified one, which carries no pids controller): "max" is no bound.
+ */
+async function userPidsMax(ctx: Pick<ProbeContext, "host" | "user">): Promise<UserLimitFacts["pidsMax"]> {
+  const uid = ctx.user.uid;
+  let lowest: { max: number; cgroup: string } | null = null;
+  for (const root of ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]) {
+    for (const cg of [`/user.slice/user-${uid}.slice`, `/user.slice/user-${uid}.slice/user@${uid}.service`]) {
+      const max = parseIntOrNull(await ctx.host.readText(`${root}${cg}/pids.max`));
+      if (max !== null && (!lowest || max < lowest.max)) lowest = { max, cgroup: cg.split("/").at(-1) as string };
+    }
+  }
+  return lowest;
 }
 
 /** The threads the user's processes run now (their Threads: lines), or null when /proc cannot be listed. */

@@ -34,6 +34,16 @@ describe("pod-limits", () => {
     expect(r.summary).toMatch(/^keys allow about 98 pods, fewer than the kubelet's 110/);
     expect(r.fix?.root?.join("\n")).toContain("kernel.keys.maxkeys = 2000");
   });
+  it("mode delegated: the user slice's pids.max bounds tasks like ulimit -u, the lower of the two first, with its own fix", () => {
+    // systemd's UserTasksMax= (33% of kernel.pid_max) on a host whose pid_max is 32768: 10813.
+    const slice = podLimitsResult(limits({ nproc: "unlimited", pidsMax: { max: 10813, cgroup: "user-1000.slice" }, threads: 300 }));
+    expect(slice.status).toBe("ok");
+    expect(slice.summary).toContain("processes and threads: pids.max 10813 of user-1000.slice, 300 in use: about 740 pods");
+    const low = podLimitsResult(limits({ nproc: 96367, pidsMax: { max: 1200, cgroup: "user@1000.service" }, threads: 300 }));
+    expect(low.status).toBe("warn");
+    expect(low.summary).toMatch(/^processes and threads allow about 63 pods, fewer than the kubelet's 110/);
+    expect(low.fix?.root).toEqual(["systemctl set-property user@1000.service TasksMax=infinity"]);
+  });
   it("unlimited, or unknown for another user: never a guess", () => {
     expect(podLimitsResult(limits({ nproc: "unlimited" })).summary).toContain("processes and threads: ulimit -u unlimited");
     expect(podLimitsResult(limits({ nproc: null, keys: null })).status).toBe("skip");

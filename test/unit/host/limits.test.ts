@@ -3,7 +3,11 @@
 import { describe, expect, it } from "vitest";
 import { parseKeyUsers, parseMaxProcesses, threadsOf } from "../../../cli/host/parse/limits";
 import { gatherFacts } from "../../../cli/host/gather";
-import { localHost } from "../../../cli/host/host";
+import { FileRoot, type Host, localHost } from "../../../cli/host/host";
+import { userLimitFacts } from "../../../cli/host/probes/limits";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 
 describe("per-user limits", () => {
   it("reads a uid's keys and quota from /proc/key-users", () => {
@@ -19,6 +23,21 @@ describe("per-user limits", () => {
     expect(parseMaxProcesses(limits.replace("96367  ", "unlimited"))).toBeNull();
     expect(parseMaxProcesses("")).toBeUndefined();
     expect(threadsOf("Name:\tcontainerd\nThreads:\t12\n")).toBe(12);
+  });
+  it("reads the lowest pids.max of the user's slice and manager in the v2 tree; max is no bound", async () => {
+    const root = mkdtempSync(join(tmpdir(), "rk8s-pids-"));
+    const put = (p: string, text: string) => {
+      mkdirSync(join(root, dirname(p)), { recursive: true });
+      writeFileSync(join(root, p), text);
+    };
+    const probe = () => userLimitFacts({ host: new FileRoot(root) as unknown as Host, user: { uid: 1000, other: true } as never });
+    expect((await probe()).pidsMax).toBeNull();
+    // The files as cgroup v2 writes them: systemd's UserTasksMax= on the slice, the manager unbounded.
+    put("sys/fs/cgroup/user.slice/user-1000.slice/pids.max", "10813\n");
+    put("sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/pids.max", "max\n");
+    expect((await probe()).pidsMax).toEqual({ max: 10813, cgroup: "user-1000.slice" });
+    put("sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/pids.max", "4096\n");
+    expect((await probe()).pidsMax).toEqual({ max: 4096, cgroup: "user@1000.service" });
   });
   it("gathers them on this machine: this process's own limit and threads", async () => {
     const f = await gatherFacts(localHost());

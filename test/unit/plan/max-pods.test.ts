@@ -39,6 +39,14 @@ describe("maxPods", () => {
     expect(idle.kubelet.reasons.join("\n")).toMatch(/maxPods: 59, not the kubelet's 110: ulimit -u 1024 allows about 59 pods/);
   });
 
+  it("a pids.max on the user's slice or manager bounds pods as ulimit -u does", () => {
+    const plan = buildPlan(withLimits({ pidsMax: { max: 1200, cgroup: "user@1000.service" } }), {}, versions);
+    expect(plan.kubelet.maxPods).toBe(72);
+    expect(plan.kubelet.reasons.join("\n")).toMatch(
+      /maxPods: 72, not the kubelet's 110: pids\.max 1200 of user@1000\.service allows about 72 pods/,
+    );
+  });
+
   it("the lower of the two bounds wins; a limit that allows 110 or more changes nothing", () => {
     expect(buildPlan(withLimits({ nproc: 1024, keys: { used: 0, max: 200 } }), { runtime: "crio" }, versions).kubelet.maxPods).toBe(59);
     expect(
