@@ -146,6 +146,9 @@ async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, 
           client: apiClient(await readKubeconfig(plan.paths.adminKubeconfig)),
           nodeName: plan.node.name,
           readyz: bootstrap.readyz,
+          // The API server and the kubelet that answer are the plan's (a start after an interrupted
+          // upgrade may find the old ones), so the bootstrap recorded below is that version's.
+          expectVersion: plan.versions.components.kubernetes,
           ...w,
           onPhase: (p) => h.update(phaseWords(p, plan.node.name)),
         });

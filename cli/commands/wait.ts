@@ -11,17 +11,17 @@ export const spec: CommandSpec = {
   name: "wait",
   summary: "Wait until the API server or etcd is ready (the node's units run it before they start)",
   usage:
-    "rootless-k8s wait api --kubeconfig FILE [--bootstrapped FILE --kubernetes-version V] | etcd --endpoint URL --ca FILE --cert FILE --key FILE [--timeout SECONDS]",
+    "rootless-k8s wait api --kubeconfig FILE [--bootstrap-marker FILE] [--timeout SECONDS] | etcd --endpoint URL --ca FILE --cert FILE --key FILE [--timeout SECONDS]",
   description: `
 The node's units run it as ExecStartPre=, so each component starts only once the peer it needs is
 ready: the API server waits for etcd's /health, and on the control-plane node everything that talks
 to the API server waits for its /readyz (ok once its bootstrap hooks, RBAC included, have run). On
-a node whose marker (--bootstrapped) says it passed them at this --kubernetes-version, it waits
-without the two hooks that poll once a second and only re-create what etcd holds. It uses the
-component's own credential, from where the component runs. You do not need to run it.
+a node whose marker (--bootstrap-marker) says this etcd passed them at the version the API server
+reports, it waits without the two hooks that poll once a second and only re-create what etcd holds.
+It uses the component's own credential, from where the component runs. You do not need to run it.
 
 Exit status: 0 once ready, 1 when the timeout passed (the unit then fails and systemd restarts it),
-3 when the credential cannot be read, 130 when stopped.`,
+2 bad usage, 3 when the credential cannot be read, 130 when stopped.`,
   positionals: [{ name: "peer", description: "api or etcd", required: true, choices: ["api", "etcd"] }],
   options: {
     kubeconfig: { type: "string", valueName: "FILE", description: "api: the component's kubeconfig" },
@@ -29,25 +29,15 @@ Exit status: 0 once ready, 1 when the timeout passed (the unit then fails and sy
     ca: { type: "string", valueName: "FILE", description: "etcd: the CA its certificate is checked against" },
     cert: { type: "string", valueName: "FILE", description: "etcd: a client certificate it trusts" },
     key: { type: "string", valueName: "FILE", description: "etcd: that certificate's key" },
-    bootstrapped: {
+    "bootstrap-marker": {
       type: "string",
       valueName: "FILE",
-      description: "api: the marker of the version whose bootstrap this node passed (with --kubernetes-version)",
+      description: "api: the marker of the version and etcd data whose bootstrap this node passed",
     },
-    "kubernetes-version": { type: "string", valueName: "VERSION", description: "api: this node's Kubernetes version" },
     timeout: { type: "string", valueName: "SECONDS", description: `Give up after this long (default ${GATE_TIMEOUT_S})` },
   },
   examples: ["rootless-k8s wait api --kubeconfig ~/.config/rootless-k8s/scheduler.kubeconfig --timeout 30"],
 };
-
-/** --bootstrapped and --kubernetes-version, given together or not at all. */
-function bootstrapMarker(args: Parsed): { marker: string; version: string } | undefined {
-  const marker = opt.str(args, "bootstrapped");
-  const version = opt.str(args, "kubernetes-version");
-  if (!marker && !version) return undefined;
-  if (!marker || !version) throw new UsageError("wait api needs --bootstrapped and --kubernetes-version together", spec.name);
-  return { marker, version };
-}
 
 export async function run(ctx: Context, args: Parsed): Promise<number> {
   const peer = args.positionals[0];
@@ -57,9 +47,14 @@ export async function run(ctx: Context, args: Parsed): Promise<number> {
     if (!v) throw new UsageError(`wait ${peer} needs --${name}`, spec.name);
     return v;
   };
+  const only = (name: string, of: string) => {
+    if (opt.str(args, name) !== undefined) throw new UsageError(`--${name} is for wait ${of} only`, spec.name);
+  };
+  if (peer === "etcd") only("bootstrap-marker", "api");
+  if (peer === "api") for (const n of ["endpoint", "ca", "cert", "key"]) only(n, "etcd");
   const target =
     peer === "api"
-      ? await apiGate(need("kubeconfig"), bootstrapMarker(args))
+      ? await apiGate(need("kubeconfig"), opt.str(args, "bootstrap-marker"))
       : peer === "etcd"
         ? await etcdGate(need("endpoint"), { ca: need("ca"), cert: need("cert"), key: need("key") })
         : null;

@@ -194,48 +194,64 @@ export async function resolvedManifest(k: ResolvedKubernetes, arch: Arch, src: R
       sideFiles: [],
     });
   }
-  for (const [id, c] of Object.entries(minor.companions)) {
-    const base = builtin.artifacts.find((a) => a.id === id);
-    if (!base) throw new Error(`${SOURCE}: no built-in artifact "${id}"`);
-    if (c.unavailable || !c.version) {
-      unavailable[base.component] = c.unavailable ?? "not in the compatibility table";
-      continue;
-    }
-    const baseToken = base.arch[arch];
-    if (!baseToken) continue;
-    const side = (base.sideFiles ?? []).find((s) => s.algorithm === "sha256") ?? base.sideFiles?.[0];
-    const checksumOf = (v: string) =>
-      side
-        ? upstreamChecksum(
-            src,
-            expandTemplate(side.url, v, baseToken),
-            fileNameOf(expandTemplate(base.url, v, baseToken)),
-            side.algorithm,
-            `${id} ${v}`,
-          )
-        : null;
-    const newest = side ? await newerPatch(id, c.version, src, checksumOf) : null;
-    const version = newest?.use ? newest.use.version : c.version;
-    const source = `${c.source ?? SOURCE}${newest ? `; ${newest.words}` : ""}`;
-    const a: ManifestArtifact = { ...base, version, notes: `${source} (${SOURCE}, Kubernetes ${k.minor})` };
-    if (!side) {
-      // No checksum file upstream (cri-dockerd): only the signed binary's own pin of that very file.
-      const pin = base.checksums[arch];
-      if (base.version === c.version && pin) {
-        artifacts.push({ ...a, checksums: { [arch]: pin }, sideFiles: [] });
-        choices.push(`${a.component} ${c.version}: ${c.source ?? SOURCE}; verified by the pin compiled into rootless-k8s (${pin.source})`);
-      } else {
-        unavailable[a.component] = `${a.component} ${c.version} has no checksum file upstream and no pin in this rootless-k8s`;
+  // Each companion's tags and checksum files are read side by side; the set keeps the table's order.
+  type Outcome = { artifact?: ManifestArtifact; choice?: string; unavailable?: [string, string] };
+  const outcomes = await Promise.all(
+    Object.entries(minor.companions).map(async ([id, c]): Promise<Outcome> => {
+      const base = builtin.artifacts.find((a) => a.id === id);
+      if (!base) throw new Error(`${SOURCE}: no built-in artifact "${id}"`);
+      if (c.unavailable || !c.version) return { unavailable: [base.component, c.unavailable ?? "not in the compatibility table"] };
+      const baseToken = base.arch[arch];
+      if (!baseToken) return {};
+      const side = (base.sideFiles ?? []).find((s) => s.algorithm === "sha256") ?? base.sideFiles?.[0];
+      if (!side) {
+        // No checksum file upstream (cri-dockerd): only the signed binary's own pin of that very file.
+        const pin = base.checksums[arch];
+        if (base.version === c.version && pin)
+          return {
+            artifact: {
+              ...base,
+              version: c.version,
+              notes: `${c.source ?? ""} (${SOURCE}, Kubernetes ${k.minor})`,
+              checksums: { [arch]: pin },
+              sideFiles: [],
+            },
+            choice: `${base.component} ${c.version}: ${c.source ?? SOURCE}; verified by the pin compiled into rootless-k8s (${pin.source})`,
+          };
+        return {
+          unavailable: [base.component, `${base.component} ${c.version} has no checksum file upstream and no pin in this rootless-k8s`],
+        };
       }
-      continue;
-    }
-    const sum = newest?.use ? newest.use.sum : await (checksumOf(c.version) as ReturnType<typeof upstreamChecksum>);
-    if ("missing" in sum) {
-      unavailable[a.component] = `its checksum file ${sum.url} is not published (${sum.missing})`;
-      continue;
-    }
-    artifacts.push({ ...a, arch: { [arch]: baseToken }, checksums: { [arch]: sum }, sideFiles: [] });
-    choices.push(`${a.component} ${version}: ${source}; verified by ${nameOf(sum.source)}, upstream's checksum file`);
+      const checksumOf = (v: string) =>
+        upstreamChecksum(
+          src,
+          expandTemplate(side.url, v, baseToken),
+          fileNameOf(expandTemplate(base.url, v, baseToken)),
+          side.algorithm,
+          `${id} ${v}`,
+        );
+      const newest = await newerPatch(id, c.version, src, checksumOf);
+      const version = newest?.use ? newest.use.version : c.version;
+      const source = `${c.source ?? SOURCE}${newest ? `; ${newest.words}` : ""}`;
+      const sum = newest?.use ? newest.use.sum : await checksumOf(c.version);
+      if ("missing" in sum) return { unavailable: [base.component, `its checksum file ${sum.url} is not published (${sum.missing})`] };
+      return {
+        artifact: {
+          ...base,
+          version,
+          notes: `${source} (${SOURCE}, Kubernetes ${k.minor})`,
+          arch: { [arch]: baseToken },
+          checksums: { [arch]: sum },
+          sideFiles: [],
+        },
+        choice: `${base.component} ${version}: ${source}; verified by ${nameOf(sum.source)}, upstream's checksum file`,
+      };
+    }),
+  );
+  for (const o of outcomes) {
+    if (o.artifact) artifacts.push(o.artifact);
+    if (o.choice) choices.push(o.choice);
+    if (o.unavailable) unavailable[o.unavailable[0]] = o.unavailable[1];
   }
   for (const [component, why] of Object.entries(unavailable)) choices.push(`${component}: not in this set: ${why}`);
   // Add-on images: the table's for this minor (else the built-in set's names), by tag: the registry,
@@ -265,23 +281,28 @@ async function newerPatch(
   id: string,
   tableVersion: string,
   src: ReleaseSource,
-  checksumOf: (v: string) => ReturnType<typeof upstreamChecksum> | null,
+  checksumOf: (v: string) => ReturnType<typeof upstreamChecksum>,
 ): Promise<{ use?: { version: string; sum: PinnedChecksum }; words: string } | null> {
   const repo = RELEASES.tags.repos[id];
   if (!repo) return null;
   const minor = tableVersion.split(".").slice(0, 2).join(".");
   const n = await newestPatch({ url: RELEASES.tags.url, ...repo }, tableVersion, src);
   if ("unread" in n) return { words: `the table's ${tableVersion}: its tags could not be read (${n.url}: ${n.unread})` };
-  if (n.version === tableVersion) return { words: `the newest ${minor} patch among ${repo.repo}'s ${n.tags} ${minor} tags` };
-  let sum: Awaited<ReturnType<typeof upstreamChecksum>> | null;
+  if (n.version === tableVersion)
+    return {
+      words: n.tags
+        ? `no newer ${minor} patch among ${repo.repo}'s ${n.tags} ${minor} tags`
+        : `the table's ${tableVersion}: ${repo.repo} has no ${minor}.Z tag`,
+    };
+  let sum: Awaited<ReturnType<typeof upstreamChecksum>>;
   try {
     sum = await checksumOf(n.version);
   } catch (e) {
     if (!(e instanceof UserError)) throw e;
     return { words: `the table's ${tableVersion}: ${n.version}, the newest tag, could not be verified (${e.message})` };
   }
-  if (!sum || "missing" in sum)
-    return { words: `the table's ${tableVersion}: ${n.version}, the newest tag, has no checksum file yet (${sum?.url}: ${sum?.missing})` };
+  if ("missing" in sum)
+    return { words: `the table's ${tableVersion}: ${n.version}, the newest tag, has no checksum file yet (${sum.url}: ${sum.missing})` };
   return {
     use: { version: n.version, sum },
     words: `${n.version} is the newest ${minor} patch among ${repo.repo}'s tags (the table names ${tableVersion})`,

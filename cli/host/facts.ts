@@ -276,9 +276,9 @@ export interface UserLimitFacts {
   /** kernel.threads-max: the whole system's. */
   threadsMax: number | null;
   /**
-   * The lowest cgroup v2 pids.max over the user's slice and user manager (user-UID.slice, systemd's
-   * UserTasksMax=, and user@UID.service), which every task of the node counts against in mode
-   * delegated; null where none is set or readable (v1, hybrid, no user slice).
+   * The lowest pids.max over user.slice, the user's slice (user-UID.slice, systemd's UserTasksMax=)
+   * and user manager (user@UID.service), which every task of the node counts against (its units run
+   * under the user manager in either mode); null where none is set or readable.
    */
   pidsMax?: { max: number; cgroup: string } | null;
 }

@@ -9,8 +9,11 @@
 // Once a start at this Kubernetes version has passed the whole /readyz, this node's etcd holds
 // them: a later start at the same version waits for /readyz without those two hooks (everything
 // else, the informers' sync included, still counts), and the hooks finish a second later, with
-// nothing to add. The marker beside etcd's data says at which version that happened; a new
-// version (an upgrade, a rollback) or a marker that cannot be read means the whole /readyz.
+// nothing to add. The marker beside etcd's data says at which version that happened and for which
+// etcd data (its member folder's inode); a new version (an upgrade, a rollback), new etcd data (made
+// anew or restored) or a marker that cannot be read means the whole /readyz. The units' gates
+// compare it with the version the API server itself reports (/version), the readiness wait with the
+// plan's, which it also requires of /version.
 import { promises as fsp } from "node:fs";
 
 /** The bootstrap hooks that only re-create what a bootstrapped node's etcd already holds. */
@@ -24,16 +27,33 @@ export function readyzPath(bootstrapped: boolean): string {
   return bootstrapped ? `/readyz?${POLLED_BOOTSTRAP_HOOKS.map((h) => `exclude=${h}`).join("&")}` : "/readyz";
 }
 
-/** The marker's content for `version`: one line. */
-export function bootstrapMarkerText(version: string): string {
-  return `${version}\n`;
+/** What the marker records: the version, and which etcd data passed it (its member folder and inode). */
+export interface BootstrapRecord {
+  version: string;
+  /** etcd's member folder (data/etcd/member): a new or restored etcd has another inode. */
+  etcdMember: string;
+  ino: number;
 }
 
-/** True when `marker` records a bootstrap at `version`; false when it is missing, unreadable or another version's. */
+/** The marker's content: one line, "VERSION INODE PATH". */
+export function bootstrapMarkerText(r: BootstrapRecord): string {
+  return `${r.version} ${r.ino} ${r.etcdMember}\n`;
+}
+
+/** The record of `version` for etcd's member folder as it is now; null when etcd has no data yet. */
+export async function bootstrapRecordNow(version: string, etcdMember: string): Promise<BootstrapRecord | null> {
+  const st = await fsp.stat(etcdMember).catch(() => null);
+  return st ? { version, etcdMember, ino: st.ino } : null;
+}
+
+/**
+ * True when `marker` records a bootstrap at `version` by the etcd data that is there now; false when
+ * it is missing, unreadable, another version's, or etcd's member folder was made anew since.
+ */
 export async function bootstrappedAt(marker: string, version: string): Promise<boolean> {
-  try {
-    return (await fsp.readFile(marker, "utf8")) === bootstrapMarkerText(version);
-  } catch {
-    return false;
-  }
+  const text = await fsp.readFile(marker, "utf8").catch(() => "");
+  const m = /^(\S+) (\d+) (\/.+)\n$/.exec(text);
+  if (!m || m[1] !== version) return false;
+  const now = await bootstrapRecordNow(version, m[3] as string);
+  return now !== null && now.ino === Number(m[2]);
 }

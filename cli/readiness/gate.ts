@@ -12,19 +12,31 @@ export interface GateTarget {
   /** What waits for: "the API server", "etcd". */
   what: string;
   client: ApiClient;
-  /** The health path: /readyz for the API server, /health for etcd. */
+  /** The health path: /readyz for the API server, /health for etcd (once known: see choosePath). */
   path: string;
+  /**
+   * Asked before each poll until it returns a path, which then replaces `path`: null while what it
+   * needs cannot be read yet, with the reason (the API server's /version before it serves).
+   */
+  choosePath?: () => Promise<{ path: string } | { notYet: string }>;
 }
 
 /**
  * The API server as the kubeconfig reaches it: /readyz is ok only once its bootstrap hooks ran. With
- * `bootstrapped` (the marker and this node's Kubernetes version), a node that passed them at this
- * version already waits without the two that poll once a second (cli/readiness/bootstrap.ts).
+ * `marker` (cli/readiness/bootstrap.ts), once the server answers /version, a node whose marker says
+ * this etcd passed them at that very version waits without the two that poll once a second.
  */
-export async function apiGate(kubeconfig: string, bootstrapped?: { marker: string; version: string }): Promise<GateTarget> {
+export async function apiGate(kubeconfig: string, marker?: string): Promise<GateTarget> {
   const client = apiClient(await readCreds(() => readKubeconfig(kubeconfig), kubeconfig));
-  const warm = bootstrapped ? await bootstrappedAt(bootstrapped.marker, bootstrapped.version) : false;
-  return { what: "the API server", client, path: readyzPath(warm) };
+  const target: GateTarget = { what: "the API server", client, path: "/readyz" };
+  if (!marker) return target;
+  target.choosePath = async () => {
+    const v = await client.get("/version", 3000);
+    if (v.status !== 200) return { notYet: `/version: HTTP ${v.status}` };
+    const git = String((JSON.parse(v.body) as { gitVersion?: unknown }).gitVersion ?? "").replace(/^v/, "");
+    return { path: readyzPath(await bootstrappedAt(marker, git)) };
+  };
+  return target;
 }
 
 /** etcd at `endpoint`, with a client certificate it trusts (the API server's own). */
@@ -67,9 +79,15 @@ export async function waitForGate(target: GateTarget, timeoutMs: number, signal?
   let last = "no answer yet";
   for (let polls = 1; ; polls++) {
     try {
-      const r = await target.client.get(target.path, 3000);
-      if (r.status === 200) return { waitedMs: Date.now() - start, polls };
-      last = `HTTP ${r.status} ${r.body.trim().split("\n").slice(-1)[0] ?? ""}`.trim();
+      const chosen = target.choosePath ? await target.choosePath() : { path: target.path };
+      if ("notYet" in chosen) last = chosen.notYet;
+      else {
+        target.path = chosen.path;
+        target.choosePath = undefined;
+        const r = await target.client.get(target.path, 3000);
+        if (r.status === 200) return { waitedMs: Date.now() - start, polls };
+        last = `HTTP ${r.status} ${r.body.trim().split("\n").slice(-1)[0] ?? ""}`.trim();
+      }
     } catch (e) {
       last = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
     }

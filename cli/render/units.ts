@@ -213,11 +213,10 @@ function gateCommand(plan: Plan, c: ComponentUnit): string[] | null {
     ];
   }
   if (!c.kubeconfig) throw new Error(`${c.unit} waits for the API server but has no kubeconfig`);
-  const k8s = plan.versions.components.kubernetes;
-  // Once a start at this version passed the whole /readyz, the next waits without the hooks that
-  // only re-create what etcd holds (cli/readiness/bootstrap.ts).
-  const warm = k8s ? ["--bootstrapped", layout(plan).data.bootstrapMarker, "--kubernetes-version", k8s] : [];
-  return [...selfCommand(plan), "wait", "api", "--kubeconfig", c.kubeconfig, ...warm, ...timeout];
+  // Once a start passed the whole /readyz at the version the API server reports, the next waits
+  // without the hooks that only re-create what etcd holds (cli/readiness/bootstrap.ts).
+  const marker = ["--bootstrap-marker", layout(plan).data.bootstrapMarker];
+  return [...selfCommand(plan), "wait", "api", "--kubeconfig", c.kubeconfig, ...marker, ...timeout];
 }
 
 function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {

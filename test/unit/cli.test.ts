@@ -49,14 +49,14 @@ describe("rootless-k8s command line", () => {
     expect(r.stderr).not.toMatch(/\bat .*\.(js|ts|cjs):\d+/);
   });
 
-  it("wait api: a bootstrap marker without the version (or the reverse) is bad usage, exit 2", async () => {
-    for (const half of [
-      ["--bootstrapped", "/nonexistent/bootstrapped"],
-      ["--kubernetes-version", "1.36.3"],
-    ]) {
-      const r = await runCli(["wait", "api", "--kubeconfig", "/nonexistent/kubeconfig", ...half]);
+  it("wait: a flag of the other peer is bad usage, exit 2", async () => {
+    for (const [peer, ...rest] of [
+      ["etcd", "--endpoint", "https://127.0.0.1:2379", "--bootstrap-marker", "/nonexistent/bootstrapped"],
+      ["api", "--kubeconfig", "/nonexistent/kubeconfig", "--endpoint", "https://127.0.0.1:2379"],
+    ] as string[][]) {
+      const r = await runCli(["wait", peer as string, ...rest]);
       expect(r.code).toBe(2);
-      expect(r.stderr.split("\n")[0]).toBe("error: wait api needs --bootstrapped and --kubernetes-version together");
+      expect(r.stderr.split("\n")[0]).toMatch(/^error: --(bootstrap-marker|endpoint) is for wait (api|etcd) only$/);
     }
   });
 });

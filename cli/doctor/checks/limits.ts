@@ -2,11 +2,14 @@
 // the node and its pods is charged to the user's one uid. For each limit, the pods it allows beside
 // the node itself, the lowest named first, with the fix; the kubelet runs at most 110.
 import type { Facts, UserLimitFacts } from "../../host/facts";
-import { ok, skip, warn, type Check, type CheckResult } from "../check";
+import { fail, ok, skip, warn, type Check, type CheckResult } from "../check";
 import { sysctlFix } from "../fixes";
 
-/** The kubelet's default maxPods, which the plan keeps. */
+/** The kubelet's default maxPods, which the plan keeps unless the user's limits allow fewer pods. */
 export const KUBELET_MAX_PODS = 110;
+
+/** The add-ons' pods (CoreDNS, local-path-provisioner, metrics-server): a node that cannot hold them is no use. */
+export const ADDON_PODS = 3;
 
 /**
  * What a node and its pods hold, measured by the e2e's scale scenario on the host route
@@ -34,8 +37,8 @@ interface Allowance {
 
 /**
  * The lowest bound on the user's tasks (processes and threads): RLIMIT_NPROC (ulimit -u) or the
- * cgroup's pids.max over the user's slice and manager (mode delegated counts every task of the node
- * there); "unlimited" when neither bounds them, null when neither could be read.
+ * cgroup's pids.max over the user's slices and manager (every task of the node counts there, in
+ * either mode); "unlimited" when neither bounds them, null when neither could be read.
  */
 function taskLimit(l: UserLimitFacts): { max: number; words: string; fix: Allowance["fix"] } | "unlimited" | null {
   const limits: { max: number; words: string; fix: Allowance["fix"] }[] = [];
@@ -128,10 +131,17 @@ export function podLimitsResult(f: Facts): CheckResult {
   const lowest = bounded[0];
   const lines = [...bounded, ...all.filter((a) => a.pods === null)].map((a) => a.words);
   const instead = (s: string) => s.replaceAll("@USER", f.user.name);
-  if (lowest && (lowest.pods as number) < KUBELET_MAX_PODS) {
+  const fix = lowest && { root: lowest.fix?.root?.map(instead) ?? [], user: lowest.fix?.user ?? [] };
+  if (lowest && fix && (lowest.pods as number) < ADDON_PODS) {
+    return fail(
+      `${lowest.what} allow about ${lowest.pods} pods beside the node: not even its ${ADDON_PODS} add-on pods (DNS, storage, metrics) fit; ${lines.join("; ")}`,
+      fix,
+    );
+  }
+  if (lowest && fix && (lowest.pods as number) < KUBELET_MAX_PODS) {
     return warn(
-      `${lowest.what} allow about ${lowest.pods} pods, fewer than the kubelet's ${KUBELET_MAX_PODS}: past it, containers fail to start; ${lines.join("; ")}`,
-      { root: lowest.fix?.root?.map(instead) ?? [], user: lowest.fix?.user ?? [] },
+      `${lowest.what} allow about ${lowest.pods} pods, fewer than the kubelet's ${KUBELET_MAX_PODS}: the plan sets maxPods to that for the runtime it bounds, so further pods wait as "Too many pods"; ${lines.join("; ")}`,
+      fix,
     );
   }
   return ok(

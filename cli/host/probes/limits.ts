@@ -29,14 +29,15 @@ export async function userLimitFacts(ctx: Pick<ProbeContext, "host" | "user">): 
 }
 
 /**
- * The lowest pids.max of user-UID.slice and user@UID.service in the v2 hierarchy (/sys/fs/cgroup,
- * or the hybrid unified one, which carries no pids controller): "max" is no bound.
+ * The lowest pids.max of user.slice, user-UID.slice and user@UID.service, where the pids controller
+ * is: the v2 hierarchy (/sys/fs/cgroup), or v1's pids one (/sys/fs/cgroup/pids, on v1 and hybrid
+ * hosts, whose unified hierarchy carries no controller). "max" is no bound.
  */
 async function userPidsMax(ctx: Pick<ProbeContext, "host" | "user">): Promise<UserLimitFacts["pidsMax"]> {
   const uid = ctx.user.uid;
   let lowest: { max: number; cgroup: string } | null = null;
-  for (const root of ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]) {
-    for (const cg of [`/user.slice/user-${uid}.slice`, `/user.slice/user-${uid}.slice/user@${uid}.service`]) {
+  for (const root of ["/sys/fs/cgroup", "/sys/fs/cgroup/pids"]) {
+    for (const cg of ["/user.slice", `/user.slice/user-${uid}.slice`, `/user.slice/user-${uid}.slice/user@${uid}.service`]) {
       const max = parseIntOrNull(await ctx.host.readText(`${root}${cg}/pids.max`));
       if (max !== null && (!lowest || max < lowest.max)) lowest = { max, cgroup: cg.split("/").at(-1) as string };
     }

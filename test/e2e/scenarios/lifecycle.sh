@@ -104,8 +104,13 @@ unit_stop_seconds() {
 # last_gate_path UNIT-COMPONENT: the readiness path its start gate waited for in its last start
 # (the gate's line in the unit's log: "the API server is ready (PATH ok at URL) after N s").
 last_gate_path() { rk8s logs "$1" -n 1000000 2>/dev/null | sed -n 's/.*the API server is ready (\([^ ]*\) ok at .*/\1/p' | tail -1; }
-# marker_says VERSION: the bootstrap marker beside etcd's data records VERSION (cli/readiness/bootstrap.ts).
-marker_says() { [ "$(as_user cat "$SHARE/data/bootstrapped" 2>/dev/null)" = "$1" ]; }
+# marker_says VERSION: the bootstrap marker beside etcd's data records VERSION for the etcd data there
+# now: "VERSION INODE PATH" of data/etcd/member (cli/readiness/bootstrap.ts).
+marker_says() {
+  local v ino p
+  read -r v ino p < <(as_user cat "$SHARE/data/bootstrapped" 2>/dev/null) || return 1
+  [ "$v" = "$1" ] && [ "$p" = "$SHARE/data/etcd/member" ] && [ "$(stat -c %i "$p")" = "$ino" ]
+}
 
 scenario_restart() {
   local i n rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st phases=()
@@ -208,8 +213,8 @@ scenario_upgrade() {
   check upgrade "the node was installed with --kubernetes-version ${V_INSTALL%.*}: it runs $V_INSTALL (stable-${V_INSTALL%.*}.txt), each binary verified by upstream's .sha256" \
     test "$(node_kubelet_version)" = "v$V_INSTALL"
   local tags
-  tags=$(receipt_value .plan.versions.reasons | grep -o "containerd [0-9.]*: [^\"]*" | grep -o "the newest [0-9.]* patch among containerd/containerd's [0-9]* [0-9.]* tags" | head -1)
-  check upgrade "each companion is the newest patch its repository's tags name, read through the mirror (${tags:-containerd: no tags read})" test -n "$tags"
+  tags=$(receipt_value .plan.versions.reasons | grep -o "containerd [0-9.]*: [^\"]*" | grep -o "no newer [0-9.]* patch among containerd/containerd's [0-9]* [0-9.]* tags" | head -1)
+  check upgrade "each companion is the newest patch its repository's tags name (the mirror's name the build), read through the mirror (${tags:-containerd: no tags read})" test -n "$tags"
   check upgrade "--dry-run --to ${V_UPGRADE%.*} shows the change and changes nothing" rk8s upgrade --dry-run --to "${V_UPGRADE%.*}" "${SOURCE[@]}"
   rk8s upgrade --yes --to "${V_UPGRADE%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
   rc=$?

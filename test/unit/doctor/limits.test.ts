@@ -44,6 +44,14 @@ describe("pod-limits", () => {
     expect(low.summary).toMatch(/^processes and threads allow about 63 pods, fewer than the kubelet's 110/);
     expect(low.fix?.root).toEqual(["systemctl set-property user@1000.service TasksMax=infinity"]);
   });
+  it("limits that cannot hold even the add-ons' 3 pods beside the node: a failure, with the fix", () => {
+    const r = podLimitsResult(limits({ nproc: 200, threads: 150 }));
+    expect(r.status).toBe("fail");
+    expect(r.summary).toMatch(
+      /^processes and threads allow about 1 pods beside the node: not even its 3 add-on pods \(DNS, storage, metrics\) fit/,
+    );
+    expect(r.fix?.root?.[0]).toContain("'alice soft nproc 65536'");
+  });
   it("unlimited, or unknown for another user: never a guess", () => {
     expect(podLimitsResult(limits({ nproc: "unlimited" })).summary).toContain("processes and threads: ulimit -u unlimited");
     expect(podLimitsResult(limits({ nproc: null, keys: null })).status).toBe("skip");

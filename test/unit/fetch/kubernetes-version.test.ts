@@ -234,6 +234,22 @@ describe("--kubernetes-version against a loopback mirror in upstream's layout", 
       expect(server.requests.some((q) => q.path === TAGS)).toBe(true);
     });
 
+    it("tags no newer than the table's (or none of its minor): the table's version, never an older one", async () => {
+      serveRelease(server, "1.36.3");
+      server.serve(TAGS, refs("containerd/containerd", ["v2.3.0", "v2.3.5", "v2.2.9"]));
+      server.serve("/repos/etcd-io/etcd/git/matching-refs/tags/v3.6.", "[]");
+      const r = await components("--kubernetes-version", "1.36", "--json");
+      expect(r.code, r.stderr).toBe(0);
+      const data = JSON.parse(r.stdout);
+      expect(data.versionSet.versions).toMatchObject({ containerd: "2.3.7", etcd: "3.6.16" });
+      expect(data.manifest.choices).toContainEqual(
+        expect.stringMatching(/^containerd 2\.3\.7: .*; no newer 2\.3 patch among containerd\/containerd's 2 2\.3 tags;/),
+      );
+      expect(data.manifest.choices).toContainEqual(
+        expect.stringMatching(/^etcd 3\.6\.16: .*; the table's 3\.6\.16: etcd-io\/etcd has no 3\.6\.Z tag;/),
+      );
+    });
+
     it("a newer tag without its checksum file yet: the table's version, and why", async () => {
       serveRelease(server, "1.36.3");
       server.serve(TAGS, refs("containerd/containerd", ["v2.3.7", "v2.3.8"]));

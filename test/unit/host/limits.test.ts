@@ -38,6 +38,9 @@ describe("per-user limits", () => {
     expect((await probe()).pidsMax).toEqual({ max: 10813, cgroup: "user-1000.slice" });
     put("sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/pids.max", "4096\n");
     expect((await probe()).pidsMax).toEqual({ max: 4096, cgroup: "user@1000.service" });
+    // cgroup v1 and hybrid hosts: the pids controller's own hierarchy, where systemd writes TasksMax=.
+    put("sys/fs/cgroup/pids/user.slice/user-1000.slice/pids.max", "2048\n");
+    expect((await probe()).pidsMax).toEqual({ max: 2048, cgroup: "user-1000.slice" });
   });
   it("gathers them on this machine: this process's own limit and threads", async () => {
     const f = await gatherFacts(localHost());

@@ -5,7 +5,7 @@
 import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { apiGate, etcdGate, waitForGate } from "../../../cli/readiness/gate";
 import { POLLED_BOOTSTRAP_HOOKS } from "../../../cli/readiness/bootstrap";
@@ -18,6 +18,8 @@ let server: Listening;
 let failures = 0;
 /** Bootstrap hooks not finished yet: /readyz fails unless its query excludes each of them, as the API server's does. */
 let pendingHooks: string[] = [];
+/** /version answers 503, as before the API server serves. */
+let versionDown = false;
 const seen: { path: string; cn: string }[] = [];
 
 beforeAll(async () => {
@@ -28,7 +30,10 @@ beforeAll(async () => {
       seen.push({ path: req.url ?? "", cn: String((req.socket as import("node:tls").TLSSocket).getPeerCertificate().subject?.CN ?? "") });
       const excluded = new URL(req.url ?? "/", "https://x").searchParams.getAll("exclude");
       const pending = pendingHooks.filter((h) => !excluded.includes(h));
-      if (req.url?.startsWith("/readyz") && pending.length > 0) {
+      if (req.url === "/version") {
+        if (versionDown) res.writeHead(503).end("not serving yet");
+        else res.writeHead(200).end(JSON.stringify({ major: "1", minor: "36", gitVersion: "v1.36.3" }));
+      } else if (req.url?.startsWith("/readyz") && pending.length > 0) {
         res.writeHead(500).end(`${pending.map((h) => `[-]${h} failed: not finished`).join("\n")}\nreadyz check failed\n`);
       } else if (failures > 0) {
         failures--;
@@ -94,34 +99,46 @@ describe("waitForGate", () => {
   describe("a node bootstrapped before (the marker beside etcd's data, cli/readiness/bootstrap.ts)", () => {
     const dir = mkdtempSync(join(tmpdir(), "rk8s-gate-"));
     const marker = join(dir, "bootstrapped");
+    const member = join(dir, "etcd", "member");
+    mkdirSync(member, { recursive: true });
+    const ino = () => statSync(member).ino;
+    const FAST = "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes";
 
-    it("at this version: does not wait for the two hooks that poll once a second, and asks for everything else", async () => {
-      writeFileSync(marker, "1.36.3\n");
+    it("at the version the API server reports, by this etcd: asks /version, then /readyz without the two hooks that poll once a second", async () => {
+      writeFileSync(marker, `1.36.3 ${ino()} ${member}\n`);
       pendingHooks = [...POLLED_BOOTSTRAP_HOOKS];
+      versionDown = true;
+      setTimeout(() => {
+        versionDown = false;
+      }, 250);
       seen.length = 0;
-      const r = await waitForGate(await apiGate(tls.kubeconfig(server.url), { marker, version: "1.36.3" }), 5_000);
+      const target = await apiGate(tls.kubeconfig(server.url), marker);
+      const r = await waitForGate(target, 5_000);
       pendingHooks = [];
-      expect(r.polls).toBe(1);
-      expect(seen.map((s) => s.path)).toEqual([
-        "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes",
-      ]);
+      expect(target.path).toBe(FAST);
+      // /version until the server serves it, then the readiness path it chose, at once ok.
+      const paths = seen.map((s) => s.path);
+      expect(paths.at(-1)).toBe(FAST);
+      expect(paths.slice(0, -1).every((p) => p === "/version")).toBe(true);
+      expect(paths.length).toBeGreaterThanOrEqual(3);
+      expect(r.polls).toBe(paths.length - 1);
     });
 
     it.each([
-      ["another version's (an upgrade, a rollback)", "1.35.9\n"],
-      ["an empty one", ""],
+      ["another version's (an upgrade, a rollback)", () => `1.35.9 ${ino()} ${member}\n`],
+      ["another etcd's (its data made anew or restored)", () => `1.36.3 ${ino() + 1} ${member}\n`],
+      ["an old one-word marker", () => "1.36.3\n"],
+      ["an empty one", () => ""],
       ["none", null],
     ])("marker %s: waits for the whole /readyz", async (_, content) => {
       const m = content === null ? join(dir, "missing") : marker;
-      if (content !== null) writeFileSync(marker, content);
+      if (content !== null) writeFileSync(marker, content());
       pendingHooks = [...POLLED_BOOTSTRAP_HOOKS];
       seen.length = 0;
-      const e = await waitForGate(await apiGate(tls.kubeconfig(server.url), { marker: m, version: "1.36.3" }), 300).catch(
-        (x: unknown) => x,
-      );
+      const e = await waitForGate(await apiGate(tls.kubeconfig(server.url), m), 300).catch((x: unknown) => x);
       pendingHooks = [];
       expect((e as Error).message).toMatch(/did not answer \/readyz ok within .* \(last: HTTP 500 readyz check failed\)$/);
-      expect(new Set(seen.map((s) => s.path))).toEqual(new Set(["/readyz"]));
+      expect(new Set(seen.map((s) => s.path))).toEqual(new Set(["/version", "/readyz"]));
     });
   });
 
