@@ -6,14 +6,21 @@
 //     scheduler, kubelet, kube-proxy, the port publisher, the overlay agent, the CSR approver) waits
 //     for its /readyz, which is ok only once its bootstrap hooks (RBAC roles and bindings, the
 //     priority classes, the extension-apiserver-authentication ConfigMap) have run (on a node
-//     bootstrapped at this version, without the two hooks that poll once a second:
-//     cli/readiness/bootstrap.ts);
+//     bootstrapped at the server's version, all but the controller-manager without the two hooks
+//     that poll once a second: cli/readiness/bootstrap.ts);
 //   - a worker's units wait for nothing: its API server is another host's, which may be down for
 //     longer than any bound, and its kubelet retries by itself.
 // Pure: the units renderer turns a gate into its command line.
 import type { Plan } from "./plan";
 
-export type StartGate = { kind: "etcd" } | { kind: "api" };
+/**
+ * `skipPolledHooks`: on a node bootstrapped at the API server's version, wait for /readyz without
+ * the two bootstrap hooks that poll once a second (cli/readiness/bootstrap.ts). Not for
+ * kube-controller-manager: it gives the API server's /healthz, which counts every bootstrap hook, 10 s
+ * from its own start and exits after (WaitForAPIServer, k8s.io/controller-manager app/helper.go);
+ * on a slow machine (the emulated VM) the hooks took longer, and systemd restarted it on every start.
+ */
+export type StartGate = { kind: "etcd" } | { kind: "api"; skipPolledHooks: boolean };
 
 /**
  * How long a gate waits before it gives up (the unit then fails and systemd restarts it once more):
@@ -38,5 +45,5 @@ export function startGate(plan: Plan, unit: string): StartGate | null {
   if (plan.role === "worker") return null;
   if (unit === u.apiServer) return { kind: "etcd" };
   const talksToApi = [u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports, u.overlay, u.csrApprover];
-  return talksToApi.includes(unit) ? { kind: "api" } : null;
+  return talksToApi.includes(unit) ? { kind: "api", skipPolledHooks: unit !== u.controllerManager } : null;
 }

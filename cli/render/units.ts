@@ -215,7 +215,7 @@ function gateCommand(plan: Plan, c: ComponentUnit): string[] | null {
   if (!c.kubeconfig) throw new Error(`${c.unit} waits for the API server but has no kubeconfig`);
   // Once a start passed the whole /readyz at the version the API server reports, the next waits
   // without the hooks that only re-create what etcd holds (cli/readiness/bootstrap.ts).
-  const marker = ["--bootstrap-marker", layout(plan).data.bootstrapMarker];
+  const marker = gate.skipPolledHooks ? ["--bootstrap-marker", layout(plan).data.bootstrapMarker] : [];
   return [...selfCommand(plan), "wait", "api", "--kubeconfig", c.kubeconfig, ...marker, ...timeout];
 }
 

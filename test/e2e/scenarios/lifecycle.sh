@@ -172,6 +172,8 @@ scenario_restart() {
   check restart "the bootstrap marker says $kv (written once a start passed the whole /readyz)" marker_says "$kv"
   check restart "a warm start's gates wait for /readyz without the two bootstrap hooks that poll once a second (the kubelet's: $gate)" \
     test "$gate" = "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes"
+  check restart "but the controller-manager's waits for the whole /readyz (it gives /healthz 10 s: $(last_gate_path kube-controller-manager))" \
+    test "$(last_gate_path kube-controller-manager)" = /readyz
   local s t
   s=$(printf '%s\n' "${starts[@]}" | grep . | stats)
   t=$(printf '%s\n' "${stops[@]}" | grep . | stats)
