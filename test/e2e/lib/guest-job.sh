@@ -11,6 +11,9 @@ export E2E_OPT=/opt/rk8s-e2e E2E_CACHE=/var/tmp/rk8s-e2e
 export E2E_SCENARIOS=${E2E_SCENARIOS:-interrupt-fetch fresh footprint workloads services publish dns storage metrics limits restart faults reinstall changed-plan interrupt-start upgrade rollback skew uninstall purge port-taken offline-bundle}
 export E2E_REPORT=$OUT/report.jsonl
 export E2E_READY_TIMEOUT=${E2E_READY_TIMEOUT:-900}
+# The restart scenario's cycles of each kind: a cycle takes about 2.5 min under software emulation,
+# so 2 stop+start and 2 restart here (10 and 10 on the host route).
+export E2E_RESTART_CYCLES=${E2E_RESTART_CYCLES:-2}
 # shellcheck disable=SC1091 # written by vm-env.sh: the host's E2E_SCENARIOS, E2E_READY_TIMEOUT, E2E_CONFORMANCE_*
 [ -f /opt/rk8s-e2e/e2e/job.env ] && { set -a; . /opt/rk8s-e2e/e2e/job.env; set +a; }
 u=$(id -u k8sdev)
