@@ -4,6 +4,7 @@
 // again, the `current` link is switched atomically, and only the units whose binary or files changed
 // restart, in dependency order. If the node is not Ready on the new versions in time, the old set
 // comes back the same way, automatically, and the command says so.
+import { gitVersionOf } from "../clients/kubernetes";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, InterruptedError, UserError, messageOf, refuseRoot } from "../errors";
@@ -226,7 +227,7 @@ async function workerCluster(from: Plan, toK8s: string): Promise<ClusterParamete
   const server = from.join?.server ?? "the control plane";
   const client = await workerClient(from);
   const r = client ? await client.get("/version", 10_000).catch((e: unknown) => ({ status: 0, body: messageOf(e) })) : null;
-  const version = r?.status === 200 ? String((JSON.parse(r.body) as { gitVersion?: string }).gitVersion ?? "").replace(/^v/, "") : "";
+  const version = r?.status === 200 ? gitVersionOf(r.body) : "";
   if (!version)
     throw new UserError(
       `refusing to upgrade: the control plane at ${server} cannot be asked its version (${r ? r.body.slice(0, 120) || `HTTP ${r.status}` : "the kubelet has no certificate"})`,

@@ -166,6 +166,11 @@ export interface ApiClient {
   watch(path: string, onEvent: (e: WatchEvent) => void, opts?: { signal?: AbortSignal; idleMs?: number }): Promise<ApiResponse>;
 }
 
+/** The Kubernetes version in a /version answer's gitVersion, without its "v" ("1.36.3"); "" when there is none. */
+export function gitVersionOf(body: string): string {
+  return String((JSON.parse(body) as { gitVersion?: unknown }).gitVersion ?? "").replace(/^v/, "");
+}
+
 /** One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (only a resourceVersion) or ERROR (a Status). */
 export interface WatchEvent {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";

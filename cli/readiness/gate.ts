@@ -5,7 +5,7 @@
 import { promises as fsp } from "node:fs";
 import { ExitCode, UserError } from "../errors";
 import { sleep } from "../wait";
-import { apiClient, readKubeconfig, type ApiClient, type KubeconfigCreds } from "../clients/kubernetes";
+import { apiClient, gitVersionOf, readKubeconfig, type ApiClient, type KubeconfigCreds } from "../clients/kubernetes";
 import { bootstrappedAt, readyzPath } from "./bootstrap";
 
 export interface GateTarget {
@@ -33,8 +33,7 @@ export async function apiGate(kubeconfig: string, marker?: string): Promise<Gate
   target.choosePath = async () => {
     const v = await client.get("/version", 3000);
     if (v.status !== 200) return { notYet: `/version: HTTP ${v.status}` };
-    const git = String((JSON.parse(v.body) as { gitVersion?: unknown }).gitVersion ?? "").replace(/^v/, "");
-    return { path: readyzPath(await bootstrappedAt(marker, git)) };
+    return { path: readyzPath(await bootstrappedAt(marker, gitVersionOf(v.body))) };
   };
   return target;
 }

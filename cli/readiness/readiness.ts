@@ -4,7 +4,7 @@
 // timeout, stopped at once by the AbortSignal, and cut short when a unit has failed.
 import { InterruptedError, UserError, ExitCode } from "../errors";
 import { sleep } from "../wait";
-import { type ApiClient, type NodeView, parseNode } from "../clients/kubernetes";
+import { type ApiClient, gitVersionOf, type NodeView, parseNode } from "../clients/kubernetes";
 
 /** /readyz; the node's Ready condition; the default namespace's ServiceAccount (pods can be created). */
 export type ReadyPhase = "api" | "node" | "account";
@@ -99,8 +99,8 @@ export function readyPostedBefore(node: NodeView, since: number | undefined): bo
 /** Null when the API server reports `want`; otherwise what it reports instead. */
 async function apiVersionMismatch(client: ApiClient, want: string): Promise<string | null> {
   const v = await client.get("/version", 5000);
-  const git = v.status === 200 ? String((JSON.parse(v.body) as { gitVersion?: string }).gitVersion ?? "") : "";
-  return git.replace(/^v/, "") === want ? null : `the API server reports ${git || `HTTP ${v.status}`}, not v${want}`;
+  const git = v.status === 200 ? gitVersionOf(v.body) : "";
+  return git === want ? null : `the API server reports ${git ? `v${git}` : `HTTP ${v.status}`}, not v${want}`;
 }
 
 function describe(e: unknown): string {

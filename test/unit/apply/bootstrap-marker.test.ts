@@ -8,10 +8,9 @@ import { describe, expect, it } from "vitest";
 import { bootstrapReadiness } from "../../../cli/apply/bootstrap-marker";
 import { buildPlan } from "../../../cli/plan/index";
 import type { Plan } from "../../../cli/plan/plan";
-import { workerPlan } from "../../../cli/plan/worker";
 import { layout } from "../../../cli/render/layout";
 import { tempDir } from "../../helpers/temp";
-import { baseFacts, upstreamVersions } from "../plan/facts-builder";
+import { baseFacts, joinedWorker, upstreamVersions } from "../plan/facts-builder";
 
 const FAST = "/readyz?exclude=poststarthook/rbac/bootstrap-roles&exclude=poststarthook/scheduling/bootstrap-system-priority-classes";
 
@@ -93,19 +92,7 @@ describe("bootstrapReadiness", () => {
 
   it("a worker: no marker is read or written (its API server is another host's)", async () => {
     const base = planIn("worker");
-    const plan = workerPlan(base, {
-      server: "https://192.0.2.2:6443",
-      caPem: "-",
-      caHash: `sha256:${"d".repeat(64)}`,
-      cluster: {
-        pods: "10.244.0.0/16",
-        services: "10.96.0.0/16",
-        firstServiceIP: "10.96.0.1",
-        dns: null,
-        kubernetes: base.versions.components.kubernetes!,
-      },
-      nodeIP: "198.51.100.2",
-    });
+    const plan = joinedWorker(base, "198.51.100.2");
     writeFileSync(layout(base).data.bootstrapMarker, line(base));
     const b = await bootstrapReadiness(plan);
     expect(b.readyz).toBe("/readyz");

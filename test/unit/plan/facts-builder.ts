@@ -3,7 +3,8 @@
 import type { DockerFacts, Facts } from "../../../cli/host/facts";
 import { loadManifest } from "../../../cli/fetch/manifest";
 import { versionSetOf } from "../../../cli/plan/versions";
-import type { VersionSet } from "../../../cli/plan/plan";
+import type { Plan, VersionSet } from "../../../cli/plan/plan";
+import { workerPlan } from "../../../cli/plan/worker";
 
 /** The pinned version set of the built-in components manifest (assets/components.json). */
 export function upstreamVersions(): VersionSet {
@@ -167,4 +168,21 @@ export function rootlessDocker(over: Partial<DockerFacts> = {}): DockerFacts {
     socket: "unix:///run/user/1000/docker.sock",
     ...over,
   };
+}
+
+/** `base` joined as a worker to a control plane at 192.0.2.2 with the default pod and service ranges, no DNS. */
+export function joinedWorker(base: Plan, nodeIP?: string): Plan {
+  return workerPlan(base, {
+    server: "https://192.0.2.2:6443",
+    caPem: "-",
+    caHash: `sha256:${"d".repeat(64)}`,
+    cluster: {
+      pods: "10.244.0.0/16",
+      services: "10.96.0.0/16",
+      firstServiceIP: "10.96.0.1",
+      dns: null,
+      kubernetes: base.versions.components.kubernetes as string,
+    },
+    ...(nodeIP ? { nodeIP } : {}),
+  });
 }

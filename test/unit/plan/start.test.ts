@@ -5,8 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { buildPlan } from "../../../cli/plan/index";
 import { startGate } from "../../../cli/plan/start";
-import { workerPlan } from "../../../cli/plan/worker";
-import { baseFacts, upstreamVersions } from "./facts-builder";
+import { baseFacts, joinedWorker, upstreamVersions } from "./facts-builder";
 
 const plan = buildPlan(baseFacts(), {}, upstreamVersions());
 const u = plan.units;
@@ -24,18 +23,7 @@ describe("startGate", () => {
   });
 
   it("a worker's units wait for nothing: their API server is another host's", () => {
-    const w = workerPlan(plan, {
-      server: "https://192.0.2.2:6443",
-      caPem: "-",
-      caHash: `sha256:${"d".repeat(64)}`,
-      cluster: {
-        pods: "10.244.0.0/16",
-        services: "10.96.0.0/16",
-        firstServiceIP: "10.96.0.1",
-        dns: null,
-        kubernetes: plan.versions.components.kubernetes!,
-      },
-    });
+    const w = joinedWorker(plan);
     expect(startGate(w, w.units.kubelet)).toBeNull();
   });
 });
