@@ -4,6 +4,8 @@
 // Re-running with the same plan writes nothing and restarts nothing; a changed plan rewrites and
 // restarts only what changed.
 import { promises as fsp } from "node:fs";
+import { serviceManager } from "../clients/supervisor";
+import { selfCommand } from "../self-command";
 import { InterruptedError, UserError, fileSystemError } from "../errors";
 import type { Plan } from "../plan/plan";
 import { folders, generatePki, readPki, renderNode, type Pki, type RenderedFile } from "../render/index";
@@ -17,7 +19,7 @@ import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } 
 import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
-import { systemdUser, type SystemdUser } from "../clients/systemd";
+import type { SystemdUser } from "../clients/systemd";
 import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
@@ -118,7 +120,7 @@ function bothPasses(first: ApplyResult, second: ApplyResult): ApplyResult {
 async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> {
   const { plan, previous, progress } = input;
   const signal = ctx.signal;
-  const systemd = input.systemd ?? systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+  const systemd = input.systemd ?? serviceManager(plan, { env: ctx.env, self: selfCommand() });
   let receipt: Receipt = previous && previous.state !== "uninstalled" ? previous : freshReceipt(plan, previous);
   const record = async (r: Receipt) => {
     receipt = r;

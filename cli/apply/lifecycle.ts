@@ -5,6 +5,8 @@
 // running; restart is stop, then start. Each runs under the install lock, so it never races an
 // install, upgrade or uninstall of the same user.
 import { unitsToRun } from "./admits-nodes";
+import { serviceManager } from "../clients/supervisor";
+import { selfCommand } from "../self-command";
 import { ExitCode, InterruptedError, UserError, refuseRoot } from "../errors";
 import type { Context } from "../context";
 import { acquireInstallLock } from "../fetch/index";
@@ -14,7 +16,7 @@ import { allUnits } from "./node";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import { phaseWords, waitForReady } from "../readiness/readiness";
 import { requireReceipt } from "./receipt";
-import { systemdUser, type SystemdUser } from "../clients/systemd";
+import type { SystemdUser } from "../clients/systemd";
 import { lostPortError, portsHeldByOthers } from "./port-claim";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { markKubeletStopping } from "./node-object";
@@ -38,7 +40,7 @@ async function openNode(ctx: Context, command: string, prefix?: string): Promise
     throw new UserError(e.message, { exitCode: ExitCode.Refused, fix: e.fix });
   });
   const plan = receipt.plan;
-  const systemd = systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+  const systemd = serviceManager(plan, { env: ctx.env, self: selfCommand() });
   await systemd.ensureReachable();
   return { plan, systemd };
 }

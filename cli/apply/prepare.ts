@@ -2,10 +2,9 @@
 // receipt of the node already there → plan (cli/plan), with the kubelet of the version set probed.
 // Nothing is changed. The caller builds the request: install from its flags, upgrade from the
 // installed node's receipt; the dry run reports what it returns, install and upgrade act on it.
-import { realpathSync } from "node:fs";
+import { selfCommand } from "../self-command";
 import * as path from "node:path";
 import { checkPrefixFolder } from "./prefix";
-import { isSea } from "node:sea";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import type { Facts } from "../host/facts";
 import { archOf, gatherFacts } from "../host/gather";
@@ -124,17 +123,6 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   if (hooks.shapePlan) plan = hooks.shapePlan(plan, previous);
   validatePlan(plan, facts, { previous });
   return { host, facts, diagnosis, blocking, components, plan, receipt, previous };
-}
-
-/**
- * The command that runs this rootless-k8s again, for the units that run it (the ports unit): the
- * binary itself (a release: `ports run` then runs whatever binary is at that path, self-upgrade
- * included), or, from a source checkout, node with its loader flags and the script.
- */
-export function selfCommand(): string[] {
-  if (isSea()) return [realpathSync(process.execPath)];
-  const script = process.argv[1];
-  return [process.execPath, ...process.execArgv, ...(script ? [realpathSync(script)] : [])];
 }
 
 /** The API port by the one rule (doctor/port-choice.ts), from the facts prepareNode completed with the receipt. */

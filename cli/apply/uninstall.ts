@@ -6,6 +6,8 @@
 // the receipt lists it AND it lies inside the tool's own folders (computed from the environment and
 // --prefix, never from the receipt: cli/apply/trust.ts), and keeps a listed file whose content changed.
 import { promises as fsp } from "node:fs";
+import { serviceManager } from "../clients/supervisor";
+import { selfCommand } from "../self-command";
 import { homedir } from "node:os";
 import * as path from "node:path";
 import { PREFIX_MARKER } from "../plan/paths";
@@ -113,7 +115,7 @@ export async function removeNode(
   own: OwnFolders,
 ): Promise<UninstallReport> {
   const plan = receipt.plan as Plan | null;
-  const systemd = systemdUser({ env: ctx.env });
+  const systemd = plan ? serviceManager(plan, { env: ctx.env, self: selfCommand() }) : systemdUser({ env: ctx.env });
   const removed: string[] = [];
   const notes: string[] = [];
   const keptFiles: string[] = [];

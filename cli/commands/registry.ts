@@ -20,6 +20,7 @@ export const commands: CommandEntry[] = [
   { name: "install", summary: "Install and start the node in the user's systemd", load: () => import("./install") },
   { name: "start", summary: "Start the installed node and wait until it is Ready", load: () => import("./start") },
   { name: "stop", summary: "Stop the node (its units, pods and namespaces); nothing is removed", load: () => import("./stop") },
+  { name: "up", summary: "Run the node in the foreground without systemd (--detach: in the background)", load: () => import("./up") },
   { name: "restart", summary: "Stop the node, then start it and wait until it is Ready", load: () => import("./restart") },
   { name: "status", summary: "Show units, readiness, mode, versions and ports of the node", load: () => import("./status") },
   { name: "logs", summary: "Show the logs of a node component (journalctl --user)", load: () => import("./logs") },

@@ -1,6 +1,8 @@
 // `rootless-k8s token create|list|delete`: bootstrap tokens on the installed control plane, for
 // another host's join. Thin: flags → cli/apply/token.ts → the line to copy.
 import { opt, type CommandSpec, type Parsed } from "../args";
+import { serviceManager } from "../clients/supervisor";
+import { selfCommand } from "../self-command";
 import { createToken, deleteToken, listTokens } from "../apply/token";
 import { installedPlan } from "../apply/images";
 import { ExitCode, UsageError, UserError } from "../errors";
@@ -8,7 +10,6 @@ import { TOKEN_ID_PATTERN, isServerUrl } from "../host/parse/bootstrap-token";
 import { joinCheckLine, joinLine, TOKEN_ENV } from "../render/join";
 import { parseDuration } from "./durations";
 import type { Context } from "../context";
-import { systemdUser } from "../clients/systemd";
 
 const ACTIONS = ["create", "list", "delete"] as const;
 const DEFAULT_TTL = "24h";
@@ -100,7 +101,7 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
       description: opt.str(parsed, "description") ?? `made by rootless-k8s token create on ${plan.node.name}`,
       server,
       signal: ctx.signal,
-      systemd: systemdUser({ env: ctx.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined }),
+      systemd: serviceManager(plan, { env: ctx.env, self: selfCommand() }),
     });
     if (t.started.length) ctx.out.err(`started ${t.started.join(", ")}: the node now admits other nodes (they start with it from now on)`);
     if (json) {

@@ -2,17 +2,19 @@
 // units and readiness (as `status` reads them), the owner unit's cgroup files, the snapshotter the
 // runtime reports over CRI, /readyz through every published port, and the linger flag. Changes nothing.
 import { promises as fsp } from "node:fs";
+import { serviceManager } from "../clients/supervisor";
+import { selfCommand } from "../self-command";
 import type { NodeFacts } from "../doctor/checks/node";
 import type { Plan } from "../plan/plan";
 import { criClient } from "../clients/cri";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import type { Receipt } from "../apply/receipt";
-import { systemdUser, type SystemdUser } from "../clients/systemd";
+import type { SystemdUser } from "../clients/systemd";
 import { nodeStatus } from "./status";
 
 export async function nodeFacts(receipt: Receipt & { plan: Plan }, env: NodeJS.ProcessEnv, root = "/"): Promise<NodeFacts> {
   const plan = receipt.plan;
-  const systemd = systemdUser({ env });
+  const systemd = serviceManager(plan, { env, self: selfCommand() });
   const [st, ownerCgroup, snapshotter, ports, linger] = await Promise.all([
     nodeStatus(receipt, env, systemd),
     plan.mode.name === "delegated" ? readOwnerCgroup(plan, systemd, root) : null,

@@ -2,6 +2,8 @@
 // installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
 // (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
 import { nodePortsOf, rangeText } from "../plan/node-ports";
+import { serviceManager } from "../clients/supervisor";
+import { selfCommand } from "../self-command";
 import { workerClient } from "../apply/worker-ready";
 import type { Plan } from "../plan/plan";
 import { startOrder } from "../apply/node";
@@ -12,7 +14,7 @@ import type { Receipt } from "../apply/receipt";
 import { awaitingNodes } from "../apply/admits-nodes";
 import { waitsForNodes } from "../doctor/checks/node";
 import { addonReadiness, type AddonReadiness } from "../apply/addons";
-import { systemdUser, type SystemdUser, type UnitState } from "../clients/systemd";
+import type { SystemdUser, UnitState } from "../clients/systemd";
 import { portsStatus, type PortsStatus } from "./ports-status";
 import { readOverlayState } from "../apply/worker-ready";
 import type { OverlayStateFile } from "../plan/overlay";
@@ -59,7 +61,7 @@ export interface NodeStatus {
 export async function nodeStatus(
   receipt: Receipt & { plan: Plan },
   env: NodeJS.ProcessEnv,
-  systemd: SystemdUser = systemdUser({ env }),
+  systemd: SystemdUser = serviceManager(receipt.plan, { env, self: selfCommand() }),
 ): Promise<NodeStatus> {
   const plan = receipt.plan;
   const problems: string[] = [];

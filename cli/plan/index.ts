@@ -5,6 +5,7 @@
 //                                                      overlapping a route, runtime too old, ...)
 // The plan is then rendered by cli/render and written by cli/apply.
 import { installPackage } from "../doctor/fixes";
+import { decideSupervisor } from "./supervisor";
 import { choosePort, holderWords } from "../doctor/port-choice";
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
@@ -63,6 +64,7 @@ export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "ove
 export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionSet): Plan {
   requireVersion(versions, "kubernetes");
   const mode = decideMode(facts, options);
+  const supervisor = decideSupervisor(facts, options);
   const paths = planPaths(facts, options, versions);
   const ports: Ports = { ...DEFAULT_PORTS, apiServer: options.apiPort ?? DEFAULT_PORTS.apiServer };
   const { cidrs, namespaceCidr } = chooseCidrs(facts, options.avoidCidrs);
@@ -101,12 +103,13 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
     overlay: decideOverlay(network, runtime),
     memory: decideMemory(),
     paths,
+    supervisor,
     logging:
-      facts.systemd.journal === false
+      supervisor.kind === "up" || facts.systemd.journal === false
         ? {
             to: "file",
             reasons: [
-              `the user manager has no journal: each unit appends to ${paths.logDir}/<unit>.log, rotated past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB every 5 minutes (${LOGROTATE_TIMER}; ${LOG_GENERATIONS} older generations kept)`,
+              `${supervisor.kind === "up" ? "`rootless-k8s up` runs the node" : "the user manager has no journal"}: each unit appends to ${paths.logDir}/<unit>.log, rotated past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB every 5 minutes (${LOGROTATE_TIMER}; ${LOG_GENERATIONS} older generations kept)`,
             ],
           }
         : { to: "journal", reasons: ["unit output goes to the journal (journalctl --user -u UNIT)"] },

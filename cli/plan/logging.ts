@@ -7,3 +7,5 @@ export const LOG_FILE_CAP_BYTES = 10 * 2 ** 20;
 export const LOG_GENERATIONS = 2;
 /** How often the timer rotates. */
 export const LOG_ROTATE_EVERY = "5min";
+/** The same in seconds (`rootless-k8s up` runs the rotation itself). */
+export const LOG_ROTATE_EVERY_S = 300;

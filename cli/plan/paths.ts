@@ -2,6 +2,7 @@
 // folder; units stay in ~/.config/systemd/user (the user manager reads units only from its search
 // path) and sockets stay in $XDG_RUNTIME_DIR (unix socket paths must fit in 108 bytes).
 import * as path from "node:path";
+import { decideSupervisor } from "./supervisor";
 import { ExitCode, UserError, type ExitCodeValue } from "../errors";
 import { CONTROL, printable } from "../text";
 import { toolDir } from "../xdg";
@@ -61,6 +62,11 @@ export function checkPrefix(prefix: string, home: string): void {
   }
 }
 
+/** The runtime folder's parent under `up` where XDG_RUNTIME_DIR is not set (podman falls back the same way). */
+export function upRuntimeBase(uid: number): string {
+  return `/tmp/rootless-k8s-${uid}`;
+}
+
 export function planPaths(facts: Facts, options: PlanOptions, versions: VersionSet): Paths {
   const home = facts.user.home;
   if (!home || !path.isAbsolute(home)) {
@@ -69,7 +75,10 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
       fix: "set HOME to your home folder, or give the user a home in /etc/passwd",
     });
   }
-  const runtimeBase = facts.user.runtimeDir.path;
+  const supervisor = decideSupervisor(facts, options).kind;
+  // Under `up` (no user manager, so often no login session and no XDG_RUNTIME_DIR): a folder of the
+  // user's own in /tmp, made 0700 and checked to be theirs before use (cli/apply/runtime-dir.ts).
+  const runtimeBase = facts.user.runtimeDir.path ?? (supervisor === "up" ? upRuntimeBase(facts.user.uid) : null);
   if (!runtimeBase) {
     throw new UserError("XDG_RUNTIME_DIR is not set, so the node has nowhere to put its sockets", {
       exitCode: ExitCode.Refused,
@@ -106,7 +115,7 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
     pkiDir: path.join(configDir, "pki"),
     runtimeDir,
     rootlesskitStateDir: path.join(runtimeDir, "rootlesskit"),
-    unitDir: path.join(home, ".config", "systemd", "user"),
+    unitDir: supervisor === "up" ? path.join(configDir, "services") : path.join(home, ".config", "systemd", "user"),
     envFile: path.join(configDir, "env"),
     userEnvFile: path.join(configDir, "env.local"),
     receipt: path.join(shareDir, "receipt.json"),

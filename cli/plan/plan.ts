@@ -6,6 +6,7 @@
 // JSON (the receipt stores it) and two plans compare with a deep equality.
 
 import type { KubeletCapabilities } from "../host/facts";
+import type { SupervisorKind, SupervisorPlan } from "./supervisor";
 
 export type { KubeletCapabilities };
 
@@ -281,7 +282,10 @@ export interface Paths {
   runtimeDir: string;
   /** RootlessKit's --state-dir (child_pid, api.sock). */
   rootlesskitStateDir: string;
-  /** ~/.config/systemd/user: the only place the user's systemd reads units from (not moved by --prefix). */
+  /**
+   * Where the services' definitions go: ~/.config/systemd/user, the only place the user's systemd
+   * reads units from (not moved by --prefix); under `rootless-k8s up`, configDir/services.
+   */
   unitDir: string;
   /** The environment file every unit reads (ours) and the user's optional one (never written by us). */
   envFile: string;
@@ -361,6 +365,8 @@ export interface Plan {
   paths: Paths;
   /** The Go runtime's settings for the node's Go components (cli/plan/memory.ts); absent from older plans (Go's defaults). */
   memory?: { goGC: number } & Reasoned;
+  /** What runs the services: the user's systemd, or `rootless-k8s up` (cli/plan/supervisor.ts); absent from older plans (systemd). */
+  supervisor?: SupervisorPlan;
   /** Where unit output goes: the journal, or one file per unit in paths.logDir (no journald). */
   logging: { to: "journal" | "file" } & Reasoned;
   /** systemd unit names, by role. */
@@ -443,6 +449,8 @@ export interface PlanOptions {
   evictionSoft?: Record<string, string>;
   /** --eviction-soft-grace: how long a soft threshold must hold (default 1m30s). */
   evictionSoftGrace?: string;
+  /** --supervisor: what runs the node's services (default: systemd where a user manager answers, else `up`). */
+  supervisor?: SupervisorKind;
 }
 
 /** Probed from the kubelet binary (cli/host/kubelet.ts). */

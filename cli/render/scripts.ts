@@ -7,6 +7,7 @@
 //   rootless-k8s-enter  Waits for RootlessKit's child_pid, then nsenters the node's namespaces and
 //                       execs the component (as Usernetes' nsenter.sh did).
 import * as path from "node:path";
+import { supervisorOf, upPaths } from "../plan/supervisor";
 import { advertisedIP } from "../plan/node";
 import type { Plan } from "../plan/plan";
 import { layout } from "./layout";
@@ -192,6 +193,11 @@ export function watchedDriver(plan: Plan): string | null {
 export function renderNetwatchScript(plan: Plan): string | null {
   const driver = watchedDriver(plan);
   if (!driver) return null;
+  // Under `up`, the supervisor makes this file while it stops the owner on purpose.
+  const running =
+    supervisorOf(plan) === "up"
+      ? `[ ! -e ${shQuote(upPaths(plan.paths).ownerStopping)} ]`
+      : `[ "$(systemctl --user is-active ${shQuote(plan.units.owner)} 2>/dev/null)" = active ]`;
   return [
     HEADER("rootless-k8s-netwatch", [
       `ends RootlessKit when its network driver (${driver}) ends under a running node, so that systemd`,
@@ -213,7 +219,7 @@ export function renderNetwatchScript(plan: Plan): string | null {
     "(",
     '  while alive "$pid"; do sleep 1; done',
     "  # A stop ends the driver too: only a driver that ends while the unit is active is a fault.",
-    `  if [ "$(systemctl --user is-active ${shQuote(plan.units.owner)} 2>/dev/null)" = active ] && alive "$owner"; then`,
+    `  if ${running} && alive "$owner"; then`,
     '    kill -KILL "$owner"',
     `    echo "rootless-k8s-netwatch: ${driver} (pid $pid) ended while the node ran: ended RootlessKit (pid $owner); systemd starts the node's namespaces again" >&2`,
     "  fi",

@@ -17,8 +17,10 @@ import { rootlesskitArgs } from "./rootlesskit";
 import { watchedDriver } from "./scripts";
 import { GATE_TIMEOUT_S, START_LIMIT, startGate } from "../plan/start";
 import { admitsNodesFile } from "../plan/on-demand";
-import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, LOG_ROTATE_EVERY } from "../plan/logging";
-import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection, type VariableArg } from "./systemd";
+import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS, LOG_ROTATE_EVERY, LOG_ROTATE_EVERY_S } from "../plan/logging";
+import { supervisorOf, upPaths } from "../plan/supervisor";
+import { renderServiceSpec, type NodeService, type NodeTarget } from "./services";
+import { commandLine, escapePath, renderUnit, type UnitFile, type UnitSection } from "./systemd";
 
 export const HEADER = [
   "Written by rootless-k8s from the node plan; rewritten on every install.",
@@ -49,6 +51,17 @@ function environmentFiles(plan: Plan): UnitSection {
     ["EnvironmentFile", escapePath(plan.paths.envFile)],
     ["EnvironmentFile", `-${escapePath(plan.paths.userEnvFile)}`],
   ];
+}
+
+function envFiles(plan: Plan): NodeService["envFiles"] {
+  return [
+    { path: plan.paths.envFile, optional: false },
+    { path: plan.paths.userEnvFile, optional: true },
+  ];
+}
+
+function logFile(plan: Plan, unit: string): string | null {
+  return plan.logging.to === "file" ? path.join(plan.paths.logDir, `${unit}.log`) : null;
 }
 
 function output(plan: Plan, unit: string): UnitSection {
@@ -219,27 +232,52 @@ function gateCommand(plan: Plan, c: ComponentUnit): string[] | null {
   return [...selfCommand(plan), "wait", "api", "--kubeconfig", c.kubeconfig, ...marker, ...timeout];
 }
 
-function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
+/** A component as a service: what runs, in what order, how it is restarted and stopped. */
+function componentService(plan: Plan, c: ComponentUnit): NodeService {
   const owner = plan.units.owner;
   const enter = c.onHost ? [] : [layout(plan).scripts.enter];
-  const command: (string | VariableArg)[] = [...enter, ...c.args, ...(c.extraArgs ? [{ variable: c.extraArgs }] : [])];
   const gate = gateCommand(plan, c);
+  return {
+    name: c.unit,
+    description: `rootless-k8s: ${c.description}`,
+    documentation: c.documentation,
+    ready: null,
+    pre: gate ? [[...enter, ...gate]] : [],
+    exec: [...enter, ...c.args, ...(c.extraArgs ? [{ variable: c.extraArgs }] : [])],
+    post: (c.startPost ?? []).map((cmd) => [cmd]),
+    requires: [owner],
+    after: c.after,
+    partOf: [owner],
+    restartSec: 3,
+    startTimeoutSec: gate ? GATE_TIMEOUT_S + 30 : null,
+    stopTimeoutSec: c.stopTimeout ?? 30,
+    killMode: "control-group",
+    startLimit: START_LIMIT,
+    // Skipped (not failed) until the node admits another node (cli/plan/on-demand.ts).
+    condition: plan.onDemand?.units.includes(c.unit) ? admitsNodesFile(plan.paths) : null,
+    envFiles: envFiles(plan),
+    log: logFile(plan, c.unit),
+    stopMarker: null,
+  };
+}
+
+function componentUnit(plan: Plan, svc: NodeService): UnitFile {
+  const owner = plan.units.owner;
   return {
     header: HEADER,
     sections: [
       [
         "Unit",
         [
-          ["Description", `rootless-k8s: ${c.description}`],
-          ["Documentation", c.documentation],
-          ["PartOf", `${plan.units.target} ${owner}`],
-          ["Requires", owner],
-          ["Wants", c.after.length ? c.after.join(" ") : null],
-          ["After", [owner, ...c.after].join(" ")],
-          ["StartLimitIntervalSec", START_LIMIT.intervalSec],
-          ["StartLimitBurst", START_LIMIT.burst],
-          // Skipped (not failed) until the node admits another node (cli/plan/on-demand.ts).
-          ["ConditionPathExists", plan.onDemand?.units.includes(c.unit) ? escapePath(admitsNodesFile(plan.paths)) : null],
+          ["Description", svc.description],
+          ["Documentation", svc.documentation],
+          ["PartOf", `${plan.units.target} ${svc.partOf.join(" ")}`],
+          ["Requires", svc.requires.join(" ")],
+          ["Wants", svc.after.length ? svc.after.join(" ") : null],
+          ["After", [owner, ...svc.after].join(" ")],
+          ["StartLimitIntervalSec", svc.startLimit.intervalSec],
+          ["StartLimitBurst", svc.startLimit.burst],
+          ["ConditionPathExists", svc.condition ? escapePath(svc.condition) : null],
         ],
       ],
       [
@@ -247,15 +285,15 @@ function componentUnit(plan: Plan, c: ComponentUnit): UnitFile {
         [
           ["Type", "simple"],
           ...environmentFiles(plan),
-          ["ExecStartPre", gate ? commandLine([...enter, ...gate]) : null],
-          ["ExecStart", commandLine(command)],
-          ...(c.startPost ?? []).map((cmd): [string, string] => ["ExecStartPost", commandLine([cmd])]),
+          ...svc.pre.map((cmd): [string, string] => ["ExecStartPre", commandLine(cmd)]),
+          ["ExecStart", commandLine(svc.exec)],
+          ...svc.post.map((cmd): [string, string] => ["ExecStartPost", commandLine(cmd)]),
           ["Restart", "on-failure"],
-          ["RestartSec", 3],
-          ["TimeoutStartSec", gate ? GATE_TIMEOUT_S + 30 : null],
-          ["TimeoutStopSec", c.stopTimeout ?? 30],
+          ["RestartSec", svc.restartSec],
+          ["TimeoutStartSec", svc.startTimeoutSec],
+          ["TimeoutStopSec", svc.stopTimeoutSec],
           ["LimitNOFILE", 1048576],
-          ...output(plan, c.unit),
+          ...output(plan, svc.name),
         ],
       ],
     ],
@@ -278,22 +316,46 @@ export function runtimeDirCommand(plan: Plan): string[] {
   ];
 }
 
-function ownerUnit(plan: Plan): UnitFile {
+/** The namespace owner as a service: RootlessKit and the runtime, ready once the runtime serves. */
+function ownerService(plan: Plan): NodeService {
   const rt = plan.runtime;
+  return {
+    name: plan.units.owner,
+    description: `rootless-k8s: the node's namespaces (RootlessKit ${plan.rootlesskit.version}, ${plan.network.driver}) and ${rt.name} ${rt.version}`,
+    documentation: "https://github.com/rootless-containers/rootlesskit",
+    // systemd: the runtime's sd_notify READY=1 (Type=notify); `up`: its CRI socket answers.
+    ready: { socket: rt.criSocket },
+    pre: [runtimeDirCommand(plan)],
+    exec: rootlesskitArgs(plan),
+    // RootlessKit does not watch its network driver: this does (render/scripts.ts).
+    post: watchedDriver(plan) ? [[layout(plan).scripts.netwatch, { variable: "MAINPID" }]] : [],
+    requires: [],
+    after: [],
+    partOf: [],
+    restartSec: 2,
+    startTimeoutSec: 120,
+    stopTimeoutSec: 60,
+    killMode: "mixed",
+    startLimit: { intervalSec: 60, burst: 3 },
+    condition: null,
+    envFiles: envFiles(plan),
+    log: logFile(plan, plan.units.owner),
+    stopMarker: upPaths(plan.paths).ownerStopping,
+  };
+}
+
+function ownerUnit(plan: Plan, svc: NodeService): UnitFile {
   return {
     header: HEADER,
     sections: [
       [
         "Unit",
         [
-          [
-            "Description",
-            `rootless-k8s: the node's namespaces (RootlessKit ${plan.rootlesskit.version}, ${plan.network.driver}) and ${rt.name} ${rt.version}`,
-          ],
-          ["Documentation", "https://github.com/rootless-containers/rootlesskit"],
+          ["Description", svc.description],
+          ["Documentation", svc.documentation],
           ["PartOf", plan.units.target],
-          ["StartLimitIntervalSec", 60],
-          ["StartLimitBurst", 3],
+          ["StartLimitIntervalSec", svc.startLimit.intervalSec],
+          ["StartLimitBurst", svc.startLimit.burst],
         ],
       ],
       [
@@ -304,19 +366,18 @@ function ownerUnit(plan: Plan): UnitFile {
           ["Type", "notify"],
           ["NotifyAccess", "all"],
           ["Delegate", true],
-          ["KillMode", "mixed"],
+          ["KillMode", svc.killMode],
           // A session keyring of the node's own, never the user's login keyring: the containers
           // keep it (NoNewKeyring, plan.runtime.keyringPerContainer), and only the node holds it.
           ["KeyringMode", "private"],
           ...environmentFiles(plan),
-          ["ExecStartPre", commandLine(runtimeDirCommand(plan))],
-          ["ExecStart", commandLine(rootlesskitArgs(plan))],
-          // RootlessKit does not watch its network driver: this does (render/scripts.ts).
-          ["ExecStartPost", watchedDriver(plan) ? commandLine([layout(plan).scripts.netwatch, { variable: "MAINPID" }]) : null],
+          ...svc.pre.map((cmd): [string, string] => ["ExecStartPre", commandLine(cmd)]),
+          ["ExecStart", commandLine(svc.exec)],
+          ...svc.post.map((cmd): [string, string] => ["ExecStartPost", commandLine(cmd)]),
           ["Restart", "on-failure"],
-          ["RestartSec", 2],
-          ["TimeoutStartSec", 120],
-          ["TimeoutStopSec", 60],
+          ["RestartSec", svc.restartSec],
+          ["TimeoutStartSec", svc.startTimeoutSec],
+          ["TimeoutStopSec", svc.stopTimeoutSec],
           ["LimitNOFILE", "infinity"],
           ["LimitNPROC", "infinity"],
           ["LimitCORE", "infinity"],
@@ -401,14 +462,52 @@ export interface RenderedUnit {
   content: string;
 }
 
+/** The node's services in start order: the namespace owner (ours only), then the components. */
+export function nodeServices(plan: Plan): NodeService[] {
+  const components = componentUnits(plan).map((c) => componentService(plan, c));
+  return plan.runtime.name !== "docker" ? [ownerService(plan), ...components] : components;
+}
+
 export function renderUnits(plan: Plan): RenderedUnit[] {
+  if (supervisorOf(plan) === "up") return renderUpServices(plan);
   const components = componentUnits(plan);
-  const ours = plan.runtime.name !== "docker";
   const timer = plan.units.logRotate ?? null;
   const members = [plan.units.owner, ...components.map((c) => c.unit), ...(timer ? [timer] : [])];
   const units: RenderedUnit[] = [{ name: plan.units.target, content: renderUnit(targetUnit(plan, members)) }];
-  if (ours) units.push({ name: plan.units.owner, content: renderUnit(ownerUnit(plan)) });
-  for (const c of components) units.push({ name: c.unit, content: renderUnit(componentUnit(plan, c)) });
+  const services = nodeServices(plan);
+  for (const svc of services)
+    units.push({ name: svc.name, content: renderUnit(svc.name === plan.units.owner ? ownerUnit(plan, svc) : componentUnit(plan, svc)) });
   if (timer) units.push(...logRotateUnits(plan, timer));
   return units;
+}
+
+/**
+ * Under `rootless-k8s up`: the same services as JSON, a file each (so that a changed command
+ * restarts that service alone, as a changed unit file does), and the target with the members in
+ * start order and the log rotation as a timer of its own.
+ */
+function renderUpServices(plan: Plan): RenderedUnit[] {
+  const services = nodeServices(plan);
+  const timer = plan.units.logRotate ?? null;
+  const target: NodeTarget = {
+    schema: 1,
+    name: plan.units.target,
+    node: plan.node.name,
+    members: services.map((s) => s.name),
+    timers: timer
+      ? [
+          {
+            name: timer,
+            exec: [...selfCommand(plan), "logs", "--rotate", ...(plan.paths.prefix ? ["--prefix", plan.paths.prefix] : [])],
+            everySec: LOG_ROTATE_EVERY_S,
+            envFiles: envFiles(plan),
+            log: logFile(plan, timer.replace(/\.timer$/, ".service")),
+          },
+        ]
+      : [],
+  };
+  return [
+    { name: plan.units.target, content: renderServiceSpec(target) },
+    ...services.map((s) => ({ name: s.name, content: renderServiceSpec(s) })),
+  ];
 }

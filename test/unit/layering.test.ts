@@ -20,7 +20,9 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
  * publisher, the overlay agent, the CSR approver): they use clients, plan, render and apply's file
  * primitives, and nothing above them, commands least of all. `readiness` waits on the node (the API
  * server's /readyz and the Node's Ready, the units while they start, the units' start gates)
- * through the clients, and changes nothing.
+ * through the clients, and changes nothing. `supervisor` is `rootless-k8s up`, which runs the node's
+ * services where no systemd user manager does: it reads what render wrote and serves the calls of
+ * clients/supervisor.ts.
  */
 export const LAYERS: Record<string, readonly string[]> = {
   base: [],
@@ -33,10 +35,40 @@ export const LAYERS: Record<string, readonly string[]> = {
   readiness: ["base", "host", "plan", "clients"],
   apply: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness"],
   agents: ["base", "host", "plan", "render", "clients", "apply"],
+  supervisor: ["base", "host", "plan", "render", "clients", "readiness", "apply"],
   inspect: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents"],
   self: ["base", "host", "fetch", "doctor", "plan", "render", "apply"],
-  commands: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents", "inspect", "self"],
-  top: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents", "inspect", "self", "commands"],
+  commands: [
+    "base",
+    "host",
+    "fetch",
+    "doctor",
+    "plan",
+    "render",
+    "clients",
+    "readiness",
+    "apply",
+    "agents",
+    "supervisor",
+    "inspect",
+    "self",
+  ],
+  top: [
+    "base",
+    "host",
+    "fetch",
+    "doctor",
+    "plan",
+    "render",
+    "clients",
+    "readiness",
+    "apply",
+    "agents",
+    "supervisor",
+    "inspect",
+    "self",
+    "commands",
+  ],
 };
 
 /** The layer of a file given by its path from the repository root, or null outside cli/. */

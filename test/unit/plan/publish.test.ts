@@ -3,7 +3,7 @@
 // node's address as RootlessKit's target, the privileged-port choice, what each setup keeps of the
 // client's address, and plans older than the field.
 import { describe, expect, it } from "vitest";
-import { selfCommand } from "../../../cli/apply/prepare";
+import { selfCommand } from "../../../cli/self-command";
 import { optionsFromPlan } from "../../../cli/apply/upgrade";
 import { parseCommandArgs } from "../../../cli/args";
 import { installOptions, spec as installSpec } from "../../../cli/commands/install";

@@ -1,0 +1,193 @@
+// The client of `rootless-k8s up` (cli/supervisor/): the same calls as the systemd driver
+// (clients/systemd.ts), over the supervisor's control socket, HTTP on a unix socket in the node's
+// 0700 runtime folder. Where no supervisor runs, every unit is inactive, a stop has nothing to do,
+// and a start runs `rootless-k8s up --detach`, which starts the whole node. `serviceManager` picks
+// the driver a plan's supervisor needs: every command drives the node through it.
+import { spawn } from "node:child_process";
+import { closeSync, openSync, mkdirSync } from "node:fs";
+import * as http from "node:http";
+import * as path from "node:path";
+import { UserError } from "../errors";
+import type { RunResult } from "../host/host";
+import type { Plan } from "../plan/plan";
+import { supervisorOf, upPaths, type UpPaths } from "../plan/supervisor";
+import { lastLogLines, systemdUser, unitLogFile, type SystemdUser, type UnitState } from "./systemd";
+
+/** What GET /v1/units answers. */
+export interface UpUnits {
+  pid: number;
+  units: Omit<UnitState, "loadState" | "needDaemonReload">[];
+}
+
+/** The bodies of the POST calls: /v1/start, /v1/stop, /v1/restart, /v1/reset-failed; /v1/reload has none. */
+export interface UpUnitsRequest {
+  units: string[];
+}
+
+export const UP_API = {
+  units: "/v1/units",
+  start: "/v1/start",
+  stop: "/v1/stop",
+  restart: "/v1/restart",
+  resetFailed: "/v1/reset-failed",
+  reload: "/v1/reload",
+} as const;
+
+export interface UpCallResult {
+  status: number;
+  body: string;
+}
+
+/** One call on the control socket; null when nothing listens there. */
+export function upCall(
+  socket: string,
+  method: "GET" | "POST",
+  p: string,
+  body?: unknown,
+  timeoutMs = 130_000,
+): Promise<UpCallResult | null> {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(
+      {
+        socketPath: socket,
+        method,
+        path: p,
+        headers: data ? { "content-type": "application/json", "content-length": Buffer.byteLength(data) } : {},
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer from ${socket} within ${timeoutMs / 1000} s`)));
+    req.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT" || e.code === "ECONNREFUSED") resolve(null);
+      else reject(e);
+    });
+    req.end(data);
+  });
+}
+
+export interface UpClientOptions {
+  plan: Pick<Plan, "paths" | "units">;
+  /** The command that runs this binary (argv before `up`). */
+  self: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+/** How long `up --detach` may take to answer on its socket before the start is called failed. */
+const DETACH_WAIT_MS = 30_000;
+
+export function upClient(o: UpClientOptions): SystemdUser {
+  const paths: UpPaths = upPaths(o.plan.paths);
+  const logDir = o.plan.paths.logDir;
+  const prefix = o.plan.paths.prefix ? ["--prefix", o.plan.paths.prefix] : [];
+  const call = async (p: string, units?: string[]): Promise<boolean> => {
+    const r = await upCall(paths.socket, "POST", p, units ? ({ units } satisfies UpUnitsRequest) : {});
+    if (r === null) return false;
+    if (r.status >= 300)
+      throw new UserError(`rootless-k8s up refused ${p}: ${r.body.trim().split("\n")[0] ?? r.status}`, { fix: `see ${paths.log}` });
+    return true;
+  };
+  const detach = async () => {
+    const r = await runUpDetached(o.self, prefix, paths, o.env ?? process.env);
+    if (r.code !== 0) {
+      const tail = (await lastLogLines(paths.log, 15)) ?? [];
+      throw new UserError(`rootless-k8s up --detach failed (exit ${r.code}): ${tail.at(-1) ?? r.stderr.trim().split("\n").at(-1) ?? ""}`, {
+        fix: `see ${paths.log}, or run \`rootless-k8s up\` in the foreground`,
+      });
+    }
+  };
+  const self: SystemdUser = {
+    async run(args) {
+      return {
+        code: 1,
+        stdout: "",
+        stderr: `no systemctl under rootless-k8s up (${args.join(" ")})`,
+        notFound: false,
+        timedOut: false,
+      } as RunResult;
+    },
+    async ensureReachable() {},
+    async daemonReload() {
+      await call(UP_API.reload);
+    },
+    async enable() {},
+    async disable() {},
+    async start(units) {
+      if (!units.length) return;
+      if (!(await call(UP_API.start, units))) await detach();
+    },
+    async restart(units) {
+      if (!units.length) return;
+      if (!(await call(UP_API.restart, units))) await detach();
+    },
+    async stop(units) {
+      if (units.length) await call(UP_API.stop, units);
+    },
+    async resetFailed(units) {
+      if (units.length) await call(UP_API.resetFailed, units);
+    },
+    async state(unit) {
+      const r = await upCall(paths.socket, "GET", UP_API.units, undefined, 10_000);
+      const known = r && r.status === 200 ? (JSON.parse(r.body) as UpUnits).units.find((u) => u.unit === unit) : undefined;
+      return {
+        unit,
+        activeState: known?.activeState ?? "inactive",
+        subState: known?.subState ?? "dead",
+        result: known?.result ?? "success",
+        loadState: "loaded",
+        mainPid: known?.mainPid ?? 0,
+        nRestarts: known?.nRestarts ?? 0,
+        needDaemonReload: false,
+      };
+    },
+    async hasJournal() {
+      return false;
+    },
+    async unitLogs(unit, lines) {
+      const file = unitLogFile(logDir, unit);
+      const tail = await lastLogLines(file, lines);
+      return tail ? { source: file, lines: tail } : { source: null, lines: [] };
+    },
+  };
+  return self;
+}
+
+/**
+ * Runs `rootless-k8s up --detach --no-wait` and waits for it: it returns once its supervisor
+ * answers on the control socket (exit 0), or fails with the reason in its log.
+ */
+async function runUpDetached(self: string[], prefix: string[], paths: UpPaths, env: NodeJS.ProcessEnv): Promise<RunResult> {
+  mkdirSync(path.dirname(paths.log), { recursive: true, mode: 0o700 });
+  const out = openSync(paths.log, "a", 0o600);
+  try {
+    const child = spawn(self[0]!, [...self.slice(1), "up", "--detach", "--no-wait", ...prefix], { env, stdio: ["ignore", out, out] });
+    const code = await new Promise<number>((resolve) => {
+      const timer = setTimeout(() => resolve(124), DETACH_WAIT_MS + 5000);
+      child.once("error", () => resolve(127));
+      child.once("exit", (c) => {
+        clearTimeout(timer);
+        resolve(c ?? 1);
+      });
+    });
+    return { code, stdout: "", stderr: "", notFound: code === 127, timedOut: code === 124 } as RunResult;
+  } finally {
+    closeSync(out);
+  }
+}
+
+export interface ServiceManagerOptions {
+  env: NodeJS.ProcessEnv;
+  /** The command that runs this binary (for `up --detach`). */
+  self: string[];
+}
+
+/** The driver of the plan's supervisor: the user's systemd, or `rootless-k8s up`. */
+export function serviceManager(plan: Plan, o: ServiceManagerOptions): SystemdUser {
+  if (supervisorOf(plan) === "up") return upClient({ plan, self: o.self, env: o.env });
+  return systemdUser({ env: o.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+}

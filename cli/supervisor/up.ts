@@ -1,0 +1,107 @@
+// `rootless-k8s up` of an installed node whose plan runs under the tool's own supervisor
+// (cli/plan/supervisor.ts): in the foreground until Ctrl-C or SIGTERM, which stop every service in
+// reverse order and leave no process behind; `--detach --no-wait` starts that same supervisor in a
+// session of its own, with its output in its log, and returns once it answers on its socket.
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import * as path from "node:path";
+import type { Context } from "../context";
+import { ExitCode, UserError, refuseRoot } from "../errors";
+import { requireReceipt } from "../apply/receipt";
+import { ensureRuntimeDir } from "../apply/runtime-dir";
+import { upCall, UP_API } from "../clients/supervisor";
+import { lastLogLines } from "../clients/systemd";
+import type { Plan } from "../plan/plan";
+import { supervisorOf, upPaths } from "../plan/supervisor";
+import { selfCommand } from "../self-command";
+import { claimPidFile, isSupervisor, readPid } from "./pid-file";
+import { killGroup, sleep } from "./service";
+import { createSupervisor } from "./supervisor";
+
+export async function upPlan(ctx: Context, command: string, prefix?: string): Promise<Plan> {
+  refuseRoot(command);
+  const receipt = await requireReceipt(ctx.env, prefix).catch((e: unknown) => {
+    if (!(e instanceof UserError)) throw e;
+    throw new UserError(e.message, { exitCode: ExitCode.Refused, fix: e.fix });
+  });
+  const plan = receipt.plan;
+  if (supervisorOf(plan) !== "up")
+    throw new UserError(`the node ${plan.node.name} runs in your systemd user manager, not under rootless-k8s up`, {
+      exitCode: ExitCode.Refused,
+      fix: "use `rootless-k8s start` (or re-install with --supervisor up to run it without systemd)",
+    });
+  return plan;
+}
+
+/** The supervisor in this process, until a signal or a stop ends it; returns its exit status. */
+export async function runUp(ctx: Context, plan: Plan): Promise<number> {
+  await ensureRuntimeDir(plan.paths.runtimeDir);
+  const paths = upPaths(plan.paths);
+  const claim = await claimPidFile(paths.pidFile, plan.node.name);
+  const say = (line: string) => ctx.out.out(`${new Date().toISOString()} rootless-k8s up: ${line}`);
+  if (claim.stale !== null) say(`removed the pid file of a supervisor that is gone (pid ${claim.stale || "unreadable"})`);
+  // A second Ctrl-C ends this process at once (cli/main.ts): no service outlives it.
+  const lastResort = () => {
+    for (const s of supervisor.units().units) if (s.mainPid) killGroup(s.mainPid, "SIGKILL");
+  };
+  process.on("exit", lastResort);
+  const supervisor = await createSupervisor({
+    dir: plan.paths.unitDir,
+    target: plan.units.target,
+    socket: paths.socket,
+    env: { ...ctx.env, NOTIFY_SOCKET: undefined },
+    say,
+  });
+  try {
+    await supervisor.listen();
+    say(`running the node ${plan.node.name} (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
+    supervisor.startAll();
+    const onSignal = () => {
+      say("stopping every service (in reverse order)");
+      void supervisor.stopAll();
+    };
+    ctx.signal.addEventListener("abort", onSignal, { once: true });
+    const code = await supervisor.done;
+    ctx.signal.removeEventListener("abort", onSignal);
+    say(code === 0 ? "stopped: no service of the node runs" : "stopped after a failure");
+    return code;
+  } finally {
+    process.off("exit", lastResort);
+    await claim.release();
+  }
+}
+
+/** How long `up --detach --no-wait` waits for the supervisor it started to answer. */
+const ANSWER_WITHIN_MS = 30_000;
+
+/** Starts the supervisor in a session of its own; returns its pid once it answers on its socket. */
+export async function detachUp(ctx: Context, plan: Plan): Promise<number> {
+  await ensureRuntimeDir(plan.paths.runtimeDir);
+  const paths = upPaths(plan.paths);
+  const running = await readPid(paths.pidFile);
+  if (running !== null && isSupervisor(running))
+    throw new UserError(`the node ${plan.node.name} is already run by rootless-k8s up (pid ${running})`, {
+      exitCode: ExitCode.Refused,
+      fix: "`rootless-k8s status` shows it; `rootless-k8s stop` stops it",
+    });
+  mkdirSync(path.dirname(paths.log), { recursive: true, mode: 0o700 });
+  const out = openSync(paths.log, "a", 0o600);
+  const self = selfCommand();
+  const prefix = plan.paths.prefix ? ["--prefix", plan.paths.prefix] : [];
+  const child = spawn(self[0]!, [...self.slice(1), "up", ...prefix], { env: ctx.env, stdio: ["ignore", out, out], detached: true });
+  closeSync(out);
+  let exited: number | null = null;
+  child.once("exit", (c) => (exited = c ?? 1));
+  child.unref();
+  const end = Date.now() + ANSWER_WITHIN_MS;
+  while (Date.now() < end && exited === null) {
+    const r = await upCall(paths.socket, "GET", UP_API.units, undefined, 2000).catch(() => null);
+    if (r?.status === 200 && (await readPid(paths.pidFile)) === child.pid) return child.pid;
+    await sleep(100);
+  }
+  const tail = (await lastLogLines(paths.log, 5)) ?? [];
+  throw new UserError(
+    `rootless-k8s up did not start${exited !== null ? ` (exit ${exited})` : ` within ${ANSWER_WITHIN_MS / 1000} s`}: ${tail.at(-1) ?? "no output"}`,
+    { fix: `see ${paths.log}, or run \`rootless-k8s up\` in the foreground` },
+  );
+}
