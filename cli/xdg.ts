@@ -20,3 +20,12 @@ export function toolDir(env: Readonly<Record<string, string | undefined>>, base:
   const v = env[base];
   return path.join(v && path.isAbsolute(v) ? v : path.join(home, ...DEFAULTS[base]), BIN_NAME);
 }
+
+/**
+ * The parent of the node's runtime folder under `rootless-k8s up` when the user has no runtime
+ * folder (no login session, so no /run/user/UID, and no XDG_RUNTIME_DIR): the user's own folder in
+ * /tmp, made 0700 and checked to be theirs before use, as podman falls back to /tmp/podman-run-UID.
+ */
+export function upRuntimeBase(uid: number): string {
+  return `/tmp/${BIN_NAME}-${uid}`;
+}

@@ -4,6 +4,7 @@
 // Re-running with the same plan writes nothing and restarts nothing; a changed plan rewrites and
 // restarts only what changed.
 import { promises as fsp } from "node:fs";
+import { supervisorOf } from "../plan/supervisor";
 import { serviceManager } from "../clients/supervisor";
 import { selfCommand } from "../self-command";
 import { InterruptedError, UserError, fileSystemError } from "../errors";
@@ -212,37 +213,42 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
 
     // start: daemon-reload only when a unit file changed; restart only what a change touches.
     let kubeletStartedAt: number | undefined;
-    const restarted = await progress.step("start", "Starting the node (systemctl --user)", async (h) => {
-      const unitFilesChanged = written.changes.write.some((f) => f.kind === "unit") || written.changes.stale.some((f) => f.kind === "unit");
-      if (unitFilesChanged) await systemd.daemonReload();
-      for (const c of input.claims ?? []) await c.release();
-      for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
-      // A node whose plan ran the overlay and the approver always keeps running them (they are on demand now).
-      const before = previous && previous.state !== "uninstalled" ? (previous.plan as Plan | undefined) : undefined;
-      if (before && !before.onDemand && plan.onDemand?.units.some((u) => Object.values(before.units).includes(u))) await markAdmits(plan);
-      await systemd.enable([plan.units.target]);
-      const states = await unitStates(systemd, startOrder(plan));
-      const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
-      const beforeSet = receipt.current ? previousSet : null;
-      const newBinaries =
-        written.linkChanged || set.changed
-          ? unitsWithNewBinaries(plan, beforeSet?.binaries ?? null, set.set.binaries, set.set.binDir, beforeSet?.binDir ?? null)
-          : new Set<string>();
-      const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
-      // A kubelet that starts now posts a new Ready; until then the API holds the old kubelet's.
-      if (restart.includes(plan.units.kubelet) || !running.has(plan.units.kubelet)) kubeletStartedAt = Date.now();
-      await systemd.resetFailed(allUnits(plan));
-      if (restart.length) await systemd.restart(restart);
-      await systemd.start([plan.units.target]);
-      h.update(
-        restart.length
-          ? `restarted ${restart.join(", ")}`
-          : (await unitsToRun(plan)).every((u) => running.has(u))
-            ? "already running"
-            : "started",
-      );
-      return restart;
-    });
+    const restarted = await progress.step(
+      "start",
+      `Starting the node (${supervisorOf(plan) === "up" ? "rootless-k8s up" : "systemctl --user"})`,
+      async (h) => {
+        const unitFilesChanged =
+          written.changes.write.some((f) => f.kind === "unit") || written.changes.stale.some((f) => f.kind === "unit");
+        if (unitFilesChanged) await systemd.daemonReload();
+        for (const c of input.claims ?? []) await c.release();
+        for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
+        // A node whose plan ran the overlay and the approver always keeps running them (they are on demand now).
+        const before = previous && previous.state !== "uninstalled" ? (previous.plan as Plan | undefined) : undefined;
+        if (before && !before.onDemand && plan.onDemand?.units.some((u) => Object.values(before.units).includes(u))) await markAdmits(plan);
+        await systemd.enable([plan.units.target]);
+        const states = await unitStates(systemd, startOrder(plan));
+        const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
+        const beforeSet = receipt.current ? previousSet : null;
+        const newBinaries =
+          written.linkChanged || set.changed
+            ? unitsWithNewBinaries(plan, beforeSet?.binaries ?? null, set.set.binaries, set.set.binDir, beforeSet?.binDir ?? null)
+            : new Set<string>();
+        const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
+        // A kubelet that starts now posts a new Ready; until then the API holds the old kubelet's.
+        if (restart.includes(plan.units.kubelet) || !running.has(plan.units.kubelet)) kubeletStartedAt = Date.now();
+        await systemd.resetFailed(allUnits(plan));
+        if (restart.length) await systemd.restart(restart);
+        await systemd.start([plan.units.target]);
+        h.update(
+          restart.length
+            ? `restarted ${restart.join(", ")}`
+            : (await unitsToRun(plan)).every((u) => running.has(u))
+              ? "already running"
+              : "started",
+        );
+        return restart;
+      },
+    );
 
     const ready =
       plan.role === "worker"

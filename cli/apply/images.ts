@@ -127,7 +127,7 @@ async function preflight(plan: Plan, loader: LoaderCommand): Promise<void> {
   const st = await fsp.stat(loader.socket).catch(() => null);
   if (!st?.isSocket()) {
     const what = plan.runtime.name === "docker" ? "the rootless Docker daemon" : `the node's ${plan.runtime.name}`;
-    const start = plan.runtime.name === "docker" ? "systemctl --user start docker" : `systemctl --user start ${plan.units.target}`;
+    const start = plan.runtime.name === "docker" ? "systemctl --user start docker" : "rootless-k8s start";
     throw new UserError(`${what} is not running (no socket at ${loader.socket})`, {
       exitCode: ExitCode.Refused,
       fix: `start it (${start}) and re-run`,

@@ -2,6 +2,8 @@
 // the dry run, cli/apply/prepare.ts) → questions → plan → confirm → the apply engine
 // (cli/apply/apply-plan.ts: fetch → write → start → ready) → the summary.
 import * as path from "node:path";
+import { supervisorOf, upPaths } from "../plan/supervisor";
+import { UP_GIVES_UP } from "../doctor/up";
 import { ExitCode, UserError, refuseRoot } from "../errors";
 import { apiPortRequest, choosePort, firstFreePort, holderWords } from "../doctor/port-choice";
 import { apiServerAddress } from "../plan/network";
@@ -214,7 +216,10 @@ function printSummary(ctx: Context, plan: Plan, facts: Facts, r: ApplyResult): v
     `  logs:       rootless-k8s logs kubelet   (${plan.logging.to === "journal" ? `journalctl --user -u ${plan.units.kubelet}` : `${plan.paths.logDir}/${plan.units.kubelet}.log`})`,
   );
   o.out(`  status:     rootless-k8s status`);
-  if (facts.systemd.linger !== true) {
+  if (supervisorOf(plan) === "up") {
+    o.out(`  runs under: rootless-k8s up --detach (${upPaths(plan.paths).log}); \`rootless-k8s stop\` stops it`);
+    o.out(`  ${s.yellow("not started at boot")}: ${UP_GIVES_UP}`);
+  } else if (facts.systemd.linger !== true) {
     o.out(
       `  ${s.yellow("linger is off")}: the node stops when you log out. To keep it running, as root: loginctl enable-linger ${plan.user.name}`,
     );

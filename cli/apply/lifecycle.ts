@@ -5,6 +5,7 @@
 // running; restart is stop, then start. Each runs under the install lock, so it never races an
 // install, upgrade or uninstall of the same user.
 import { unitsToRun } from "./admits-nodes";
+import { supervisorOf } from "../plan/supervisor";
 import { serviceManager } from "../clients/supervisor";
 import { selfCommand } from "../self-command";
 import { ExitCode, InterruptedError, UserError, refuseRoot } from "../errors";
@@ -100,28 +101,32 @@ export async function restartNode(ctx: Context, o: LifecycleOptions): Promise<nu
  */
 async function stop({ plan, systemd }: Node, progress: Progress): Promise<number> {
   const t0 = Date.now();
-  await progress.step("stop", "Stopping the node (systemctl --user stop)", async (h) => {
-    const units = allUnits(plan);
-    // While the API server still answers: the Node is no longer Ready (node-object.ts).
-    if ((await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active") {
-      const client =
-        plan.role === "worker" ? await workerClient(plan) : await readKubeconfig(plan.paths.adminKubeconfig).then(apiClient, () => null);
-      if (client) await markKubeletStopping(client, plan.node.name);
-    }
-    await systemd.stop([...units].reverse());
-    const after = await unitStates(systemd, units);
-    const left = after.filter((s) => s.activeState !== "inactive" && s.activeState !== "failed");
-    if (left.length)
-      throw new UserError(`the node did not stop: ${left.map((s) => `${s.unit} is ${s.activeState}`).join(", ")}`, {
-        fix: "see `rootless-k8s logs COMPONENT`; `systemctl --user kill --signal=KILL UNIT` ends one that hangs",
-      });
-    const failed = after.filter((s) => s.activeState === "failed");
-    h.update(
-      failed.length
-        ? `stopped; ${failed.map((s) => (s.result === "timeout" ? `${s.unit} did not stop within its TimeoutStopSec and was killed` : `${s.unit} ended ${s.result}`)).join(", ")}`
-        : `${units.length} units stopped, no process left`,
-    );
-  });
+  await progress.step(
+    "stop",
+    `Stopping the node (${supervisorOf(plan) === "up" ? "rootless-k8s up" : "systemctl --user stop"})`,
+    async (h) => {
+      const units = allUnits(plan);
+      // While the API server still answers: the Node is no longer Ready (node-object.ts).
+      if ((await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active") {
+        const client =
+          plan.role === "worker" ? await workerClient(plan) : await readKubeconfig(plan.paths.adminKubeconfig).then(apiClient, () => null);
+        if (client) await markKubeletStopping(client, plan.node.name);
+      }
+      await systemd.stop([...units].reverse());
+      const after = await unitStates(systemd, units);
+      const left = after.filter((s) => s.activeState !== "inactive" && s.activeState !== "failed");
+      if (left.length)
+        throw new UserError(`the node did not stop: ${left.map((s) => `${s.unit} is ${s.activeState}`).join(", ")}`, {
+          fix: "see `rootless-k8s logs COMPONENT`; `systemctl --user kill --signal=KILL UNIT` ends one that hangs",
+        });
+      const failed = after.filter((s) => s.activeState === "failed");
+      h.update(
+        failed.length
+          ? `stopped; ${failed.map((s) => (s.result === "timeout" ? `${s.unit} did not stop within its TimeoutStopSec and was killed` : `${s.unit} ended ${s.result}`)).join(", ")}`
+          : `${units.length} units stopped, no process left`,
+      );
+    },
+  );
   return Date.now() - t0;
 }
 
@@ -133,11 +138,15 @@ async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, 
   const kubeletRunning = (await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active";
   const freshSince = kubeletRunning ? undefined : t0;
   try {
-    await progress.step("start", "Starting the node (systemctl --user start)", async () => {
-      // Clears a unit's failed state and its start count, so an old failure never stops this start.
-      await systemd.resetFailed(allUnits(plan));
-      await systemd.start([plan.units.target]);
-    });
+    await progress.step(
+      "start",
+      `Starting the node (${supervisorOf(plan) === "up" ? "rootless-k8s up --detach" : "systemctl --user start"})`,
+      async () => {
+        // Clears a unit's failed state and its start count, so an old failure never stops this start.
+        await systemd.resetFailed(allUnits(plan));
+        await systemd.start([plan.units.target]);
+      },
+    );
     await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(timeoutMs / 1000)} s)`, async (h) => {
       const probe = unitProbe(systemd, order);
       const w = { timeoutMs, signal: ctx.signal, probe, freshSince, onPhase: (p: string) => h.update(p) };

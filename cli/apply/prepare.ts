@@ -3,6 +3,7 @@
 // Nothing is changed. The caller builds the request: install from its flags, upgrade from the
 // installed node's receipt; the dry run reports what it returns, install and upgrade act on it.
 import { selfCommand } from "../self-command";
+import { supervisorOf } from "../plan/supervisor";
 import * as path from "node:path";
 import { checkPrefixFolder } from "./prefix";
 import { ExitCode, UserError, refuseRoot } from "../errors";
@@ -103,6 +104,9 @@ export async function prepareNode(req: PrepareRequest, hooks: PrepareHooks = {},
   let options: PlanOptions = { ...req.plan, ...(apiPort.kind !== "taken" && { apiPort: apiPort.port }) };
   if (hooks.beforePlan) options = await hooks.beforePlan(facts, diagnosis, blocking, previous);
   options.selfCommand ??= selfCommand();
+  // An installed node keeps what runs it unless --supervisor says otherwise (a user manager that
+  // appeared since must not leave an `up` node beside a second copy in systemd).
+  if (previous && !options.supervisor) options.supervisor = supervisorOf(previous);
   if (options.runtimeBin) {
     const r = await host.run(options.runtimeBin, ["--version"], { timeoutMs: 5000 });
     if (r.notFound)

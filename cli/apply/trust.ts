@@ -12,7 +12,7 @@ import { lstatSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
-import { toolDir } from "../xdg";
+import { toolDir, upRuntimeBase } from "../xdg";
 import { BIN_NAME } from "../version";
 import { isWithin } from "./files";
 import type { OwnedRoots, Receipt } from "./receipt";
@@ -31,6 +31,8 @@ export interface OwnFolders {
   unitDir: string;
   /** ~/.kube/config: the only kubeconfig our context may be merged into. */
   kubeconfig: string;
+  /** The runtime folder of a node run by `rootless-k8s up` without XDG_RUNTIME_DIR (/tmp/rootless-k8s-UID/rootless-k8s). */
+  upRuntime: string;
 }
 
 export function ownFolders(env: NodeJS.ProcessEnv, prefix: string | null, uid: number = process.getuid?.() ?? 0): OwnFolders {
@@ -57,6 +59,7 @@ export function ownFolders(env: NodeJS.ProcessEnv, prefix: string | null, uid: n
     state,
     unitDir: path.join(home, ".config", "systemd", "user"),
     kubeconfig: path.join(home, ".kube", "config"),
+    upRuntime: path.join(upRuntimeBase(uid), BIN_NAME),
   };
 }
 

@@ -119,7 +119,7 @@ export async function removeNode(
   const removed: string[] = [];
   const notes: string[] = [];
   const keptFiles: string[] = [];
-  const trees = [...Object.values(own.roots), own.cache].map((t) => resolvedPath(t));
+  const trees = [...Object.values(own.roots), own.cache, own.upRuntime].map((t) => resolvedPath(t));
   // A whole tree goes only when it is one of the tool's own folders or lies inside one.
   const gone = async (paths: string[]) => {
     const present: string[] = [];
@@ -193,7 +193,9 @@ export async function removeNode(
   // 3. Binaries (every version set), helper scripts, logs and runtime state: never data.
   // These are the tool's own folders (computed, never taken from the receipt), removed whole.
   const r = own.roots;
-  await gone([r.versions, r.libexec, r.logs, r.runtime]);
+  await gone([r.versions, r.libexec, r.logs, r.runtime, own.upRuntime]);
+  // The user's folder in /tmp that `up` made for it (0700, cli/xdg.ts), once empty.
+  await fsp.rmdir(path.dirname(own.upRuntime)).catch(() => {});
 
   // 4. The config folder: with --purge whole; otherwise its listed files went above, and what is left
   //    of it goes only when empty (the PKI and any file the user put there stay).

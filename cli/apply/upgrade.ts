@@ -5,6 +5,7 @@
 // restart, in dependency order. If the node is not Ready on the new versions in time, the old set
 // comes back the same way, automatically, and the command says so.
 import { gitVersionOf } from "../clients/kubernetes";
+import { supervisorOf } from "../plan/supervisor";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, InterruptedError, UserError, messageOf, refuseRoot } from "../errors";
@@ -57,6 +58,8 @@ export function optionsFromPlan(p: Plan, env: NodeJS.ProcessEnv): PlanOptions {
     metrics: p.addons?.metrics ? p.addons.metrics.enabled : undefined,
     // A node installed before ports were published gets the default address.
     publishAddress: p.publish?.bindAddress,
+    // What runs the node stays what it was (`up`, or the user's systemd).
+    supervisor: supervisorOf(p),
     nodePortRange: p.network.nodePorts,
     pkiAlgorithm: p.pki.algorithm,
     // The thresholds chosen at install stay (the defaults are re-applied, so new ones reach old nodes).

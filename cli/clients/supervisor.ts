@@ -96,7 +96,14 @@ export function upClient(o: UpClientOptions): SystemdUser {
     const r = await runUpDetached(o.self, prefix, paths, o.env ?? process.env);
     if (r.code !== 0) {
       const tail = (await lastLogLines(paths.log, 15)) ?? [];
-      throw new UserError(`rootless-k8s up --detach failed (exit ${r.code}): ${tail.at(-1) ?? r.stderr.trim().split("\n").at(-1) ?? ""}`, {
+      const why =
+        tail
+          .filter((l) => l.startsWith("error:"))
+          .at(-1)
+          ?.replace(/^error:\s*/, "") ??
+        tail.at(-1) ??
+        "no output";
+      throw new UserError(`rootless-k8s up --detach failed (exit ${r.code}): ${why}`, {
         fix: `see ${paths.log}, or run \`rootless-k8s up\` in the foreground`,
       });
     }

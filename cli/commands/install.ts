@@ -96,6 +96,13 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
       choices: ["0.0.0.0", "127.0.0.1"],
       description: "Host address for Services' and pods' published ports (default 0.0.0.0; 127.0.0.1: this host only)",
     },
+    supervisor: {
+      type: "string",
+      valueName: "KIND",
+      choices: ["systemd", "up"],
+      description:
+        "What runs the node: systemd (the user's systemd manager) or up (`rootless-k8s up`, no systemd needed); default: systemd where a user manager answers, else up",
+    },
     "eviction-hard": {
       type: "string",
       valueName: "SIGNAL<VALUE,...",
@@ -180,6 +187,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     publishAddress: opt.str(parsed, "publish-address") as PlanOptions["publishAddress"],
     nodePortRange: nodePortRangeFlag(parsed, opt.int(parsed, "api-port", 1, 65535, spec.name) ?? 6443),
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],
+    supervisor: opt.str(parsed, "supervisor") as PlanOptions["supervisor"],
     ...evictionFlags(parsed),
     env: ctx.env,
   };

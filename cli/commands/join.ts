@@ -25,6 +25,7 @@ const SHARED = [
   "bundle",
   "trust-bundle",
   "ca-file",
+  "supervisor",
 ] as const;
 
 export const spec: CommandSpec = {

@@ -3,7 +3,7 @@
 import { opt, type CommandSpec, type Parsed } from "../args";
 import { startNode } from "../apply/lifecycle";
 import type { Context } from "../context";
-import { UP_GIVES_UP } from "../plan/supervisor";
+import { UP_GIVES_UP } from "../doctor/up";
 import { detachUp, runUp, upPlan } from "../supervisor/up";
 import { LIFECYCLE_OPTIONS, timeoutOf } from "./durations";
 

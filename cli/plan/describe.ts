@@ -81,6 +81,8 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     `API server names: ${[...plan.pki.hostnames, ...plan.pki.hostAddresses].join(", ") || "(loopback only)"}`,
   ]);
   if (plan.memory) item("Memory", `GOGC=${plan.memory.goGC} for the Go components`, plan.memory.reasons);
+  if (plan.supervisor)
+    item("Runs under", plan.supervisor.kind === "up" ? "rootless-k8s up (no systemd)" : "the user's systemd", plan.supervisor.reasons);
   item("Logs", plan.logging.to === "journal" ? "journal" : `files in ${t(plan.paths.logDir)}`, plan.logging.reasons);
   item("Binaries", `${t(plan.paths.versionBinDir)} (active through ${t(plan.paths.currentLink)})`);
   item("Data", t(plan.paths.dataDir));

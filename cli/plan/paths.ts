@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { decideSupervisor } from "./supervisor";
 import { ExitCode, UserError, type ExitCodeValue } from "../errors";
 import { CONTROL, printable } from "../text";
-import { toolDir } from "../xdg";
+import { toolDir, upRuntimeBase } from "../xdg";
 import type { Facts } from "../host/facts";
 import type { Paths, PlanOptions, VersionSet } from "./plan";
 
@@ -62,11 +62,6 @@ export function checkPrefix(prefix: string, home: string): void {
   }
 }
 
-/** The runtime folder's parent under `up` where XDG_RUNTIME_DIR is not set (podman falls back the same way). */
-export function upRuntimeBase(uid: number): string {
-  return `/tmp/rootless-k8s-${uid}`;
-}
-
 export function planPaths(facts: Facts, options: PlanOptions, versions: VersionSet): Paths {
   const home = facts.user.home;
   if (!home || !path.isAbsolute(home)) {
@@ -78,7 +73,9 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
   const supervisor = decideSupervisor(facts, options).kind;
   // Under `up` (no user manager, so often no login session and no XDG_RUNTIME_DIR): a folder of the
   // user's own in /tmp, made 0700 and checked to be theirs before use (cli/apply/runtime-dir.ts).
-  const runtimeBase = facts.user.runtimeDir.path ?? (supervisor === "up" ? upRuntimeBase(facts.user.uid) : null);
+  const rt = facts.user.runtimeDir;
+  const sessionDir = rt.path && (rt.fromEnv || (rt.exists && rt.ownedByUser)) ? rt.path : null;
+  const runtimeBase = supervisor === "up" && !sessionDir ? upRuntimeBase(facts.user.uid) : rt.path;
   if (!runtimeBase) {
     throw new UserError("XDG_RUNTIME_DIR is not set, so the node has nowhere to put its sockets", {
       exitCode: ExitCode.Refused,

@@ -3,6 +3,7 @@
 // without systemd, OpenRC), `rootless-k8s up`: the tool's own supervisor, in the foreground or
 // detached, running the same services from the same plan (cli/render/services.ts). Pure.
 import type { Facts } from "../host/facts";
+import { UP_GIVES_UP } from "../doctor/up";
 import type { Plan, PlanOptions, Reasoned } from "./plan";
 
 export type SupervisorKind = "systemd" | "up";
@@ -10,10 +11,6 @@ export type SupervisorKind = "systemd" | "up";
 export interface SupervisorPlan extends Reasoned {
   kind: SupervisorKind;
 }
-
-/** What `up` gives up against the user's systemd: said by install, doctor and the README. */
-export const UP_GIVES_UP =
-  "nothing starts it at boot or at login unless your own init, CI step or batch script runs `rootless-k8s up --detach`, and mode none applies (no cgroup of its own to delegate)";
 
 export function decideSupervisor(facts: Facts, options: Pick<PlanOptions, "supervisor">): SupervisorPlan {
   if (options.supervisor === "up")

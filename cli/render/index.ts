@@ -3,6 +3,8 @@
 // always give byte-identical files (no timestamps), so a re-install changes nothing.
 // generatePki(plan, {existing}) is separate so a re-install reuses the keys it already has.
 import * as path from "node:path";
+import { supervisorOf } from "../plan/supervisor";
+import { serviceSpecFile } from "./services";
 import type { Plan } from "../plan/plan";
 import { PREFIX_MARKER } from "../plan/paths";
 import { addonYaml, addons } from "./addons";
@@ -95,7 +97,8 @@ function renderAddons(plan: Plan): RenderedFile[] {
 
 function renderUnitFiles(plan: Plan): RenderedFile[] {
   return renderUnits(plan).map((u) => ({
-    path: path.join(plan.paths.unitDir, u.name),
+    // Under `up` the services are JSON (render/services.ts), named <unit>.json.
+    path: path.join(plan.paths.unitDir, supervisorOf(plan) === "up" ? serviceSpecFile(u.name) : u.name),
     content: u.content,
     mode: PUBLIC,
     kind: "unit",

@@ -173,6 +173,15 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
         nRestarts: 0,
       },
       ...[...services.values()].map((s) => s.state),
+      // A timer is active (waiting) while the supervisor runs its command every period.
+      ...spec.target.timers.map((t) => ({
+        unit: t.name,
+        activeState: timers.length && !stopping ? "active" : "inactive",
+        subState: timers.length && !stopping ? "waiting" : "dead",
+        result: "success",
+        mainPid: 0,
+        nRestarts: 0,
+      })),
     ],
   });
 

@@ -116,6 +116,23 @@ export const COMBOS: Combo[] = [
     why: "Ubuntu 20.04 hybrid: the bundled slirp4netns, tainted",
   },
   {
+    name: "none-containerd-slirp4netns-up",
+    host: "alpine-3.18",
+    options: {},
+    netfilter: "iptables",
+    expect: "plan",
+    why: "Alpine 3.18 (OpenRC, no systemd, no XDG_RUNTIME_DIR): the node runs under `rootless-k8s up`, its services as JSON",
+  },
+  {
+    name: "none-containerd-pasta-supervisor-up",
+    host: "fedora-40",
+    options: { network: "pasta", supervisor: "up" },
+    netfilter: "nft",
+    pasta: "debian13",
+    expect: "plan",
+    why: "Fedora 40 with --supervisor up: a user manager and delegation are there, but up runs the node, so mode none",
+  },
+  {
     name: "none-containerd-slirp4netns-no-iptables",
     host: "ubuntu-20.04",
     options: { network: "slirp4netns" },

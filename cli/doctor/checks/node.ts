@@ -71,7 +71,7 @@ export const nodeChecks: Check<NodeFacts>[] = [
           `${n.units.states.length - waiting.length} units active${waiting.length ? `; ${waiting.join(", ")} start ${WHEN_ADMITTED}` : ""}`,
         );
       return fail(down.map((u) => `${u.unit} ${u.activeState}`).join(", "), {
-        user: ["rootless-k8s logs", `systemctl --user start ${n.units.target}`],
+        user: ["rootless-k8s logs", "rootless-k8s start"],
       });
     },
   },
@@ -95,7 +95,7 @@ export const nodeChecks: Check<NodeFacts>[] = [
     run: (n) => {
       const c = n.ownerCgroup;
       if (n.mode !== "delegated" || !c) return skip("mode none: the node makes no cgroup writes, by design");
-      if (!c.path) return fail(`${n.units.owner} has no cgroup (is it running?)`, { user: [`systemctl --user start ${n.units.target}`] });
+      if (!c.path) return fail(`${n.units.owner} has no cgroup (is it running?)`, { user: ["rootless-k8s start"] });
       if (!c.v2) return fail("the host has no cgroup v2 hierarchy at /sys/fs/cgroup");
       const missing = missingCore(c.controllers);
       if (missing.length) {
@@ -107,7 +107,7 @@ export const nodeChecks: Check<NodeFacts>[] = [
       const notPassed = DELEGATION_CORE.filter((x) => !c.subtreeControl?.includes(x));
       if (notPassed.length) {
         return fail(`${c.path}/cgroup.subtree_control lacks ${notPassed.join(", ")}: the kubelet cannot create pod cgroups`, {
-          user: [`systemctl --user restart ${n.units.owner}   # RootlessKit's --evacuate-cgroup2 enables them at start`],
+          user: ["rootless-k8s restart   # RootlessKit's --evacuate-cgroup2 enables them at start"],
         });
       }
       return ok(`${c.path}: controllers ${c.controllers!.join(" ")}, subtree_control ${c.subtreeControl!.join(" ")}`);
@@ -142,7 +142,7 @@ export const nodeChecks: Check<NodeFacts>[] = [
       const bad = answers.filter((a) => a.status !== 200).length;
       if (!bad) return ok([...lines, ...(n.nodePorts ? [`Services' NodePorts from ${n.nodePorts}`] : [])].join("; "));
       return fail(`${bad} of ${answers.length} published ports do not answer: ${lines.join("; ")}`, {
-        user: ["rootless-k8s logs rootlesskit   # the port driver", `systemctl --user restart ${n.units.owner}`],
+        user: ["rootless-k8s logs rootlesskit   # the port driver", "rootless-k8s restart"],
       });
     },
   },

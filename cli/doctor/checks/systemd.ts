@@ -1,7 +1,8 @@
-// systemd: the node's components are user services, so the user needs a running user manager,
+// systemd: the node runs as user services where a user manager answers (else under `rootless-k8s up`),
 // and linger so that the node outlives the login session and starts at boot.
-import { fail, ok, skip, warn, type Check } from "../check";
+import { ok, skip, warn, type Check } from "../check";
 import { installPackage, lingerFix } from "../fixes";
+import { UP_GIVES_UP } from "../up";
 
 export const systemdChecks: Check[] = [
   {
@@ -11,14 +12,17 @@ export const systemdChecks: Check[] = [
     run: (f) => {
       const u = f.user.name;
       if (f.systemd.userManager) return ok(f.user.evaluatedOther ? `user@${f.user.uid}.service is running` : "systemctl --user answers");
+      // Not a failure: the node runs under `rootless-k8s up` (cli/plan/supervisor.ts). The fix is for
+      // those who want it in systemd (started at boot, real cgroup limits).
+      const up = `the node runs under \`rootless-k8s up\` (install starts it detached): ${UP_GIVES_UP}`;
       if (!f.systemd.pid1 && f.kernel.wsl === 2) {
-        return fail("systemd is not running in this WSL distribution", {
+        return warn(`systemd is not running in this WSL distribution: ${up}`, {
           root: ["printf '[boot]\\nsystemd=true\\n' >> /etc/wsl.conf"],
           user: ["# then in Windows PowerShell: wsl.exe --shutdown, and open the distribution again"],
         });
       }
-      if (!f.systemd.pid1) return fail("PID 1 is not systemd: the node runs as systemd user services and needs a systemd host");
-      return fail(`no systemd user manager for ${u} ("Failed to connect to bus")`, {
+      if (!f.systemd.pid1) return warn(`PID 1 is not systemd: ${up}`);
+      return warn(`no systemd user manager for ${u} ("Failed to connect to bus"): ${up}`, {
         root: [lingerFix(u)],
         user: [`# log in as ${u} directly (ssh ${u}@localhost, or machinectl shell ${u}@), not through su or sudo`],
       });
@@ -30,6 +34,7 @@ export const systemdChecks: Check[] = [
     label: "D-Bus user session",
     run: (f) => {
       if (f.systemd.dbusUserSession) return ok(`${f.user.runtimeDir.path}/bus`);
+      if (!f.systemd.userManager) return skip("no user manager (the node runs under `rootless-k8s up`)");
       return warn(`no session bus at ${f.user.runtimeDir.path}/bus: systemd-run --user and some runtimes need it`, {
         root: [installPackage(f, "dbusUserSession")],
         user: ["systemctl --user enable --now dbus.socket"],
@@ -42,6 +47,7 @@ export const systemdChecks: Check[] = [
     label: "linger",
     run: (f) => {
       if (f.systemd.linger === null) return skip("unknown (no /var/lib/systemd)");
+      if (!f.systemd.userManager && !f.systemd.pid1) return skip("PID 1 is not systemd (the node runs under `rootless-k8s up`)");
       if (f.systemd.linger) return ok(`enabled for ${f.user.name}`);
       return warn(`not enabled for ${f.user.name}: the node stops at logout and does not start at boot`, {
         root: [lingerFix(f.user.name)],

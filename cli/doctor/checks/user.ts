@@ -1,6 +1,7 @@
 // The user the node runs as: not root, a home, a runtime dir from a real login, subordinate ids,
 // and privileged newuidmap/newgidmap.
 import { fail, ok, skip, warn, type Check, type CheckResult } from "../check";
+import { upRuntimeBase } from "../../xdg";
 import type { Facts, IdMapBinary, SubIdFacts } from "../../host/facts";
 import { installPackage } from "../fixes";
 
@@ -164,6 +165,12 @@ export const userChecks: Check[] = [
           user: [`export XDG_RUNTIME_DIR=${expected}`, `# better: ${LOGIN_HINT(u)}`],
         });
       }
+      // No user manager, so the node runs under `rootless-k8s up` (cli/plan/supervisor.ts), which needs no session.
+      if (!f.systemd.userManager)
+        return warn(
+          `${rt.path ?? expected} does not exist${su}: the node runs under \`rootless-k8s up\` and keeps its sockets in ${upRuntimeBase(f.user.uid)} (made 0700)`,
+          { root: [`loginctl enable-linger ${u}`], user: [`# or, to run it in systemd: ${LOGIN_HINT(u)}`] },
+        );
       return fail(`${rt.path ?? expected} does not exist${su}: there is no login session for ${u}`, {
         root: [`loginctl enable-linger ${u}`],
         user: [`# ${LOGIN_HINT(u)}`],

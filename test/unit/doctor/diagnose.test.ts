@@ -45,18 +45,19 @@ const EXPECTED: Record<string, { mode: string; fail: string[]; warn: string[] }>
   "rocky-9": { mode: "none", fail: [], warn: ["cgroup-delegation", "inotify", "iptables", "linger", "selinux"] },
   "centos-7": {
     mode: "blocked",
-    fail: ["max-user-namespaces", "newgidmap", "newuidmap", "user-manager"],
-    warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "kernel", "linger", "overlayfs", "rhel7-userns"],
+    fail: ["max-user-namespaces", "newgidmap", "newuidmap"],
+    warn: ["cgroup-version", "fuse-overlayfs", "inotify", "iptables", "kernel", "linger", "overlayfs", "rhel7-userns", "user-manager"],
   },
   "opensuse-leap-15.6": { mode: "none", fail: [], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables", "linger"] },
   arch: { mode: "delegated", fail: [], warn: ["iptables"] },
+  // No systemd user manager: not a failure, the node runs under `rootless-k8s up` (issue 38).
   "alpine-3.18": {
     mode: "none",
-    fail: ["runtime-dir", "user-manager"],
-    warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"],
+    fail: [],
+    warn: ["cgroup-version", "inotify", "iptables", "runtime-dir", "user-manager"],
   },
-  "wsl2-ubuntu-22.04": { mode: "none", fail: ["user-manager"], warn: ["cgroup-version", "dbus-user-session", "inotify", "iptables"] },
-  "wsl1-ubuntu-18.04": { mode: "blocked", fail: ["kernel", "user-manager"], warn: ["cgroup-version", "dbus-user-session", "iptables"] },
+  "wsl2-ubuntu-22.04": { mode: "none", fail: [], warn: ["cgroup-version", "inotify", "iptables", "user-manager"] },
+  "wsl1-ubuntu-18.04": { mode: "blocked", fail: ["kernel"], warn: ["cgroup-version", "iptables", "user-manager"] },
 };
 
 describe("verdict and checks on every fixture host", () => {
@@ -177,7 +178,7 @@ describe("fixes fit the distribution", () => {
   it.each([
     ["centos-7", "newuidmap", "yum install -y shadow-utils"],
     ["opensuse-leap-15.6", "dbus-user-session", "zypper --non-interactive install dbus-1"],
-    ["alpine-3.18", "dbus-user-session", "apk add dbus"],
+    ["alpine-3.18", "iptables", "apk add iptables"],
     ["arch", "iptables", "pacman -S --needed --noconfirm iptables"],
     ["fedora-40", "iptables", "dnf install -y iptables"],
     ["ubuntu-20.04", "iptables", "apt-get install -y iptables"],
@@ -200,9 +201,20 @@ describe("fixes fit the distribution", () => {
     expect(ipt.summary).toMatch(/1\.8\.1 \(nf_tables\)/);
     expect(ipt.fix!.root).toContain("update-alternatives --set iptables /usr/sbin/iptables-legacy");
   });
-  it("WSL 2 without systemd: the wsl.conf switch", async () => {
+  it("WSL 2 without systemd: the node runs under `up`, and the wsl.conf switch for those who want systemd", async () => {
     const { d } = await run("wsl2-ubuntu-22.04");
-    expect(d.outcomes.find((o) => o.id === "user-manager")!.fix!.root).toEqual(["printf '[boot]\\nsystemd=true\\n' >> /etc/wsl.conf"]);
+    const o = d.outcomes.find((x) => x.id === "user-manager")!;
+    expect(o.status).toBe("warn");
+    expect(o.summary).toMatch(/systemd is not running in this WSL distribution: the node runs under `rootless-k8s up`/);
+    expect(o.fix!.root).toEqual(["printf '[boot]\\nsystemd=true\\n' >> /etc/wsl.conf"]);
+  });
+  it("Alpine (OpenRC, no session): up, with its sockets in /tmp/rootless-k8s-UID", async () => {
+    const { d } = await run("alpine-3.18");
+    expect(d.outcomes.find((x) => x.id === "user-manager")!.summary).toMatch(
+      /^PID 1 is not systemd: the node runs under `rootless-k8s up`/,
+    );
+    expect(d.outcomes.find((x) => x.id === "runtime-dir")!.summary).toMatch(/keeps its sockets in \/tmp\/rootless-k8s-1000 \(made 0700\)$/);
+    expect(d.outcomes.find((x) => x.id === "dbus-user-session")!.status).toBe("skip");
   });
 });
 

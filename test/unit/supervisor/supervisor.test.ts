@@ -56,7 +56,7 @@ function service(name: string, exec: NodeService["exec"], o: Partial<NodeService
 }
 
 async function start(services: NodeService[]): Promise<Supervisor> {
-  writeFileSync(path.join(dir, "env"), "# the node's\nGREETING=\"hello world\"\n");
+  writeFileSync(path.join(dir, "env"), '# the node\'s\nGREETING="hello world"\n');
   const target: NodeTarget = { schema: 1, name: "t.target", node: "n", members: services.map((s) => s.name), timers: [] };
   writeFileSync(path.join(dir, "t.target.json"), JSON.stringify(target));
   for (const s of services) writeFileSync(path.join(dir, `${s.name}.json`), JSON.stringify(s));
@@ -86,10 +86,17 @@ describe("rootless-k8s up's supervisor", () => {
     const owner = service(
       "owner",
       // As a runtime does, it removes the socket a killed one left before it listens.
-      [process.execPath, "-e", `require("fs").rmSync(${JSON.stringify(sock)}, { force: true }); setTimeout(() => require("net").createServer().listen(${JSON.stringify(sock)}), 300)`],
+      [
+        process.execPath,
+        "-e",
+        `require("fs").rmSync(${JSON.stringify(sock)}, { force: true }); setTimeout(() => require("net").createServer().listen(${JSON.stringify(sock)}), 300)`,
+      ],
       { ready: { socket: sock }, killMode: "mixed" },
     );
-    const a = service("a", ["/bin/sh", "-c", `echo "a $GREETING" >>${marks()}; exec sleep 1000`], { requires: ["owner"], partOf: ["owner"] });
+    const a = service("a", ["/bin/sh", "-c", `echo "a $GREETING" >>${marks()}; exec sleep 1000`], {
+      requires: ["owner"],
+      partOf: ["owner"],
+    });
     const b = service("b", mark("b"), { requires: ["owner"], after: ["a"], partOf: ["owner"] });
     const s = await start([owner, a, b]);
     await waitFor(() => state(s, "b").activeState === "active", 10_000, "b active");
@@ -104,7 +111,10 @@ describe("rootless-k8s up's supervisor", () => {
     const aPid = state(s, "a").mainPid;
     process.kill(ownerPid, "SIGKILL");
     await waitFor(
-      () => ["owner", "a", "b"].every((u) => state(s, u).activeState === "active") && state(s, "a").mainPid !== aPid && state(s, "owner").mainPid !== ownerPid,
+      () =>
+        ["owner", "a", "b"].every((u) => state(s, u).activeState === "active") &&
+        state(s, "a").mainPid !== aPid &&
+        state(s, "owner").mainPid !== ownerPid,
       15_000,
       () => JSON.stringify(s.units()),
     );
@@ -115,7 +125,9 @@ describe("rootless-k8s up's supervisor", () => {
   it("stops in reverse order and leaves no process, a grandchild included; then exits 0", async () => {
     const s = await start([
       service("first", ["/bin/sh", "-c", `trap "echo first-stopped >>${marks()}; exit 0" TERM; sleep 1000 & wait`]),
-      service("second", ["/bin/sh", "-c", `trap "echo second-stopped >>${marks()}; exit 0" TERM; (sleep 1000 &); sleep 1000 & wait`], { after: ["first"] }),
+      service("second", ["/bin/sh", "-c", `trap "echo second-stopped >>${marks()}; exit 0" TERM; (sleep 1000 &); sleep 1000 & wait`], {
+        after: ["first"],
+      }),
     ]);
     await waitFor(() => state(s, "second").activeState === "active", 10_000, "second active");
     await new Promise((r) => setTimeout(r, 200));
@@ -141,7 +153,9 @@ describe("rootless-k8s up's supervisor", () => {
   it("stops the node with exit 1 and the last log lines when a service keeps failing", async () => {
     const s = await start([
       service("steady", ["/bin/sleep", "1000"]),
-      service("broken", ["/bin/sh", "-c", "echo 'flag provided but not defined: -bogus' >&2; exit 2"], { startLimit: { intervalSec: 60, burst: 3 } }),
+      service("broken", ["/bin/sh", "-c", "echo 'flag provided but not defined: -bogus' >&2; exit 2"], {
+        startLimit: { intervalSec: 60, burst: 3 },
+      }),
     ]);
     expect(await s.done).toBe(1);
     sup = null;
@@ -153,7 +167,10 @@ describe("rootless-k8s up's supervisor", () => {
 
   it("serves the commands' calls on its socket: state, stop, start, and exits once nothing runs", async () => {
     const s = await start([service("one", ["/bin/sleep", "1000"]), service("two", ["/bin/sleep", "1000"], { after: ["one"] })]);
-    const client = upClient({ plan: { paths: { logDir: path.join(dir, "logs"), runtimeDir: dir, prefix: null } as never, units: {} as never }, self: ["false"] });
+    const client = upClient({
+      plan: { paths: { logDir: path.join(dir, "logs"), runtimeDir: dir, prefix: null } as never, units: {} as never },
+      self: ["false"],
+    });
     // upPaths puts the socket at <runtimeDir>/up.sock, where this supervisor listens.
     await waitFor(async () => (await client.state("two")).activeState === "active", 10_000, "two active");
     expect((await client.state("t.target")).mainPid).toBe(process.pid);
@@ -175,7 +192,7 @@ describe("rootless-k8s up's supervisor", () => {
 
 describe("environment files and words", () => {
   it("reads systemd's EnvironmentFile= format and expands $VAR into words", () => {
-    const env = parseEnvironmentFile('# c\n; c\nA=1\nB="two words"\nC=\'$x\'\nexport D=4\nnot a line\n');
+    const env = parseEnvironmentFile("# c\n; c\nA=1\nB=\"two words\"\nC='$x'\nexport D=4\nnot a line\n");
     expect(env).toEqual({ A: "1", B: "two words", C: "$x", D: "4" });
     expect(expandWords(["run", { variable: "B" }, { variable: "UNSET" }, "end"], env)).toEqual(["run", "two", "words", "end"]);
   });
