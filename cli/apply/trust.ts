@@ -156,7 +156,10 @@ export function checkReceiptPaths(receipt: Receipt, own: OwnFolders): void {
   for (const [key, p] of Object.entries(receipt.roots) as [keyof OwnedRoots, string | undefined][]) {
     if (p === undefined) continue;
     const want = own.roots[key];
-    if (!want || typeof p !== "string" || !path.isAbsolute(p) || resolvedDir(p) !== resolvedDir(want)) {
+    // A node run by `up` without XDG_RUNTIME_DIR has its runtime folder in /tmp (cli/xdg.ts).
+    const alsoOk = key === "runtime" ? own.upRuntime : null;
+    const fits = (w: string | null | undefined) => !!w && typeof p === "string" && path.isAbsolute(p) && resolvedDir(p) === resolvedDir(w);
+    if (!fits(want) && !fits(alsoOk)) {
       throw new UserError(
         `refusing to remove files: the receipt's ${ROOT_NAMES[key] ?? String(key)} folder "${String(p)}" is not the tool's ${ROOT_NAMES[key] ?? String(key)} folder ${want ?? "(none)"}`,
         {

@@ -24,6 +24,12 @@ export interface UpUnitsRequest {
   units: string[];
 }
 
+/** What POST /v1/stop answers: whether nothing runs any more, so that the supervisor (pid) exits. */
+export interface UpStopAnswer {
+  exiting: boolean;
+  pid: number;
+}
+
 export const UP_API = {
   units: "/v1/units",
   start: "/v1/start",
@@ -76,6 +82,22 @@ export interface UpClientOptions {
   /** The command that runs this binary (argv before `up`). */
   self: string[];
   env?: NodeJS.ProcessEnv;
+}
+
+/** How long a supervisor whose services all stopped may take to exit. */
+const SUPERVISOR_EXIT_MS = 10_000;
+
+/** Resolves once `pid` is gone, or after `ms`. */
+async function gone(pid: number, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** How long `up --detach` may take to answer on its socket before the start is called failed. */
@@ -133,7 +155,14 @@ export function upClient(o: UpClientOptions): SystemdUser {
       if (!(await call(UP_API.restart, units))) await detach();
     },
     async stop(units) {
-      if (units.length) await call(UP_API.stop, units);
+      if (!units.length) return;
+      const r = await upCall(paths.socket, "POST", UP_API.stop, { units } satisfies UpUnitsRequest);
+      if (r === null) return;
+      if (r.status >= 300)
+        throw new UserError(`rootless-k8s up refused to stop: ${r.body.trim().split("\n")[0] ?? r.status}`, { fix: `see ${paths.log}` });
+      // Nothing of the node runs any more: the supervisor exits too, and the stop ends once it has.
+      const a = JSON.parse(r.body) as Partial<UpStopAnswer>;
+      if (a.exiting && a.pid && a.pid !== process.pid) await gone(a.pid, SUPERVISOR_EXIT_MS);
     },
     async resetFailed(units) {
       if (units.length) await call(UP_API.resetFailed, units);

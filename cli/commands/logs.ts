@@ -10,6 +10,7 @@ import { rotateLogFiles } from "../apply/log-files";
 import { LOG_FILE_CAP_BYTES, LOG_GENERATIONS } from "../plan/logging";
 import * as path from "node:path";
 import type { UnitNames } from "../plan/plan";
+import { supervisorOf, upPaths } from "../plan/supervisor";
 import type { Context } from "../context";
 
 /** Component names (and the short forms people type) → the plan's unit role. */
@@ -46,7 +47,8 @@ these are shown (with -f, followed like tail -F). Each file is rotated past ${LO
 ${LOG_GENERATIONS} older generations kept (<unit>.log.1, .2): the shown lines are read across them.
 
 Components: rootlesskit (also: runtime, containerd), etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (docker runtime only).`,
+kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (docker runtime only);
+up (also: supervisor), the lines of \`rootless-k8s up\` itself on a node it runs.`,
   options: {
     follow: { type: "boolean", short: "f", description: "Keep printing new lines (Ctrl-C stops)" },
     lines: { type: "string", short: "n", valueName: "N", description: "How many lines to show first (default 100)" },
@@ -63,8 +65,10 @@ kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (
 export async function run(ctx: Context, parsed: Parsed): Promise<number> {
   const lines = opt.int(parsed, "lines", 0, 1_000_000, spec.name) ?? 100;
   const name = parsed.positionals[0];
-  const role = name === undefined ? null : COMPONENTS[name];
-  if (name !== undefined && !role) {
+  // `rootless-k8s up`'s own lines (a node it runs): which service it started, restarted or gave up on.
+  const supervisor = name === "up" || name === "supervisor";
+  const role = name === undefined || supervisor ? null : COMPONENTS[name];
+  if (name !== undefined && !role && !supervisor) {
     throw new UsageError(`no component "${name}" (one of: ${[...new Set(Object.keys(COMPONENTS))].join(", ")})`, spec.name);
   }
   const { plan } = await requireReceipt(ctx.env, opt.str(parsed, "prefix"));
@@ -80,6 +84,15 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
         : `No log file past ${LOG_FILE_CAP_BYTES / 2 ** 20} MiB.`,
     );
     return ExitCode.Ok;
+  }
+  if (supervisor) {
+    if (supervisorOf(plan) !== "up")
+      throw new UsageError(`the node runs in your systemd, not under rootless-k8s up: see \`rootless-k8s logs\``, spec.name);
+    const file = upPaths(plan.paths).log;
+    const shown = (await lastLogLines(file, lines)) ?? [];
+    if (shown.length) ctx.out.out(shown.join("\n"));
+    if (!opt.bool(parsed, "follow")) return ExitCode.Ok;
+    return runFollower(ctx, { cmd: "tail", argv: ["-n", "0", "-F", file] });
   }
   const unit = role ? plan.units[role] : null;
   if (role && !unit) throw new UsageError(`${name} is not part of this node (runtime ${plan.runtime.name})`, spec.name);
@@ -102,6 +115,11 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
           argv: ["--user", ...units.flatMap((u) => ["-u", u]), "-n", String(lines), "--no-pager", ...(follow ? ["-f"] : [])],
         }
       : { cmd: "tail", argv: ["-n", "0", "-F", ...units.map((u) => unitLogFile(plan.paths.logDir, u))] };
+  return runFollower(ctx, args);
+}
+
+/** journalctl -f or tail -F, until it ends or Ctrl-C. */
+function runFollower(ctx: Context, args: { cmd: string; argv: string[] }): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(args.cmd, args.argv, { stdio: "inherit", env: ctx.env });
     const stop = () => child.kill("SIGTERM");

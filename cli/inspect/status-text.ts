@@ -105,6 +105,10 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
       `    ${u.unit.padEnd(w)}  ${u.activeState === "active" ? s.green(state) : waits ? s.dim(`${state}: starts ${WHEN_ADMITTED}`) : s.red(state)}${u.mainPid ? `  pid ${u.mainPid}` : ""}${u.nRestarts ? `  ${u.nRestarts} restarts` : ""}`,
     );
   }
+  if (st.supervisor === "up") {
+    const pid = st.units.find((u) => u.unit.endsWith(".target"))?.mainPid;
+    row("runs under", `rootless-k8s up${pid ? ` (pid ${pid})` : ": not running"}; not started at boot`);
+  }
   row("logs", `rootless-k8s logs [COMPONENT]  (${st.logs.to === "file" ? `files in ${t(st.logs.where)}` : "journalctl --user"})`);
   return lines;
 }

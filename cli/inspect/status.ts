@@ -2,6 +2,7 @@
 // installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
 // (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
 import { nodePortsOf, rangeText } from "../plan/node-ports";
+import { supervisorOf, type SupervisorKind } from "../plan/supervisor";
 import { serviceManager } from "../clients/supervisor";
 import { selfCommand } from "../self-command";
 import { workerClient } from "../apply/worker-ready";
@@ -56,6 +57,8 @@ export interface NodeStatus {
   /** The on-demand units that wait for the node to admit another node (`token create`), not a problem while they do. */
   waitingForNodes: string[];
   logs: { to: "journal" | "file"; where: string };
+  /** What runs the services: the user's systemd, or `rootless-k8s up` (cli/plan/supervisor.ts). */
+  supervisor: SupervisorKind;
 }
 
 export async function nodeStatus(
@@ -197,8 +200,9 @@ function nodePortWords(plan: Plan): string | null {
 }
 
 /** The units' states and where their logs are: the same for a running and a stopped node. */
-function unitsAndLogs(plan: Plan, units: UnitState[]): Pick<NodeStatus, "units" | "logs"> {
+function unitsAndLogs(plan: Plan, units: UnitState[]): Pick<NodeStatus, "units" | "logs" | "supervisor"> {
   return {
+    supervisor: supervisorOf(plan),
     units: units.map(({ unit, activeState, subState, result, mainPid, nRestarts }) => ({
       unit,
       activeState,

@@ -247,7 +247,7 @@ export class Service extends EventEmitter<ServiceEvents> {
         const gone = this.exited(child);
         if (s.killMode === "mixed") signalPid(child.pid, "SIGTERM");
         else killGroup(child.pid, "SIGTERM");
-        const inTime = await Promise.race([gone.then(() => true), sleep(s.stopTimeoutSec * 1000).then(() => false)]);
+        const inTime = await within(gone, s.stopTimeoutSec * 1000);
         killGroup(child.pid, "SIGKILL");
         if (!inTime) await gone;
         this.set(inTime ? "inactive" : "failed", inTime ? "dead" : "failed", inTime ? "success" : "timeout");
@@ -312,6 +312,17 @@ function signalPid(pid: number | undefined, sig: NodeJS.Signals): void {
     process.kill(pid, sig);
   } catch {
     // gone already
+  }
+}
+
+/** Whether `p` settles within `ms`; the timer is cleared either way (a pending one would keep the supervisor alive after its last stop). */
+async function within(p: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -13,7 +13,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, promises as fsp } from "node:fs";
 import * as http from "node:http";
-import { UP_API, type UpUnits, type UpUnitsRequest } from "../clients/supervisor";
+import { UP_API, type UpStopAnswer, type UpUnits, type UpUnitsRequest } from "../clients/supervisor";
 import { lastLogLines } from "../clients/systemd";
 import type { NodeService, NodeTimer } from "../render/services";
 import { expandWords, readEnvironment } from "./environment";
@@ -47,6 +47,8 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
   let finish: (code: number) => void = () => {};
   const done = new Promise<number>((r) => (finish = r));
   let stopping = false;
+  // A stop left nothing running: the supervisor is on its way out (the target reads inactive).
+  let exiting = false;
   let exitCode = 0;
   // Services stopped because one they are part of went down, to start again once it is back.
   const heldDown = new Map<string, Set<string>>();
@@ -156,6 +158,7 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
   async function stopAllAndExit() {
     await stopAll();
     server?.close();
+    server?.closeAllConnections();
     await fsp.rm(o.socket, { force: true });
     finish(exitCode);
   }
@@ -164,14 +167,16 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
   const units = (): UpUnits => ({
     pid: process.pid,
     units: [
-      {
-        unit: o.target,
-        activeState: stopping ? "deactivating" : "active",
-        subState: "active",
-        result: "success",
-        mainPid: process.pid,
-        nRestarts: 0,
-      },
+      exiting
+        ? { unit: o.target, activeState: "inactive", subState: "dead", result: "success", mainPid: 0, nRestarts: 0 }
+        : {
+            unit: o.target,
+            activeState: stopping ? "deactivating" : "active",
+            subState: "active",
+            result: "success",
+            mainPid: process.pid,
+            nRestarts: 0,
+          },
       ...[...services.values()].map((s) => s.state),
       // A timer is active (waiting) while the supervisor runs its command every period.
       ...spec.target.timers.map((t) => ({
@@ -231,10 +236,12 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
       }
       case UP_API.stop:
         await stopSome(names);
-        send(200, {});
-        // Nothing runs any more: the supervisor's work is done.
-        if (![...services.values()].some((s) => s.running)) void stopAllAndExit();
-        return;
+        // Nothing runs any more: the supervisor's work is done, once this answer is out.
+        if (![...services.values()].some((s) => s.running)) {
+          exiting = true;
+          res.once("finish", () => void stopAllAndExit());
+        }
+        return send(200, { exiting, pid: process.pid } satisfies UpStopAnswer);
       case UP_API.resetFailed:
         for (const n of names) svc(n)?.resetFailed();
         return send(200, {});

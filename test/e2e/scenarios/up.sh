@@ -75,6 +75,9 @@ scenario_up() {
   sup=$(up_pid)
   check up "the supervisor runs detached (pid ${sup:-none}, in a session of its own)" eval "[ -n '$sup' ] && [ \"\$(ps -o sid= -p '$sup' | tr -d ' ')\" = '$sup' ]"
   check up "status --json is healthy" up_healthy
+  check up "status says what runs the node: $(up_rk8s status 2>&1 | grep -m1 'runs under' | sed 's/^ *//')" has "runs under +rootless-k8s up \\(pid $sup\\)" up_rk8s status
+  check up "rootless-k8s logs kubelet shows the kubelet's own lines (its log file)" has 'Successfully registered node' up_rk8s logs kubelet -n 100000
+  check up "rootless-k8s logs up shows the supervisor's lines" has 'running the node' up_rk8s logs up -n 100
   for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
   check up "rootless-k8s image load (${#imgs[@]} archives)" up_rk8s image load "${imgs[@]}" || return
   agn=$(image_name agnhost); bb=$(image_name busybox)

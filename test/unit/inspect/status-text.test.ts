@@ -23,6 +23,8 @@ const base: NodeStatus = {
   overlay: null,
   units: [],
   logs: { to: "journal", where: "journalctl --user" },
+  supervisor: "systemd",
+  waitingForNodes: [],
 } as unknown as NodeStatus;
 /** The overlay's rows: its first line and the continuation lines right after it. */
 const lines = (st: NodeStatus) => {
@@ -131,5 +133,24 @@ describe("status: the node's NodePort range and the user's per-user limits (#40,
     );
     expect(all.some((l) => l.startsWith("  node ports"))).toBe(false);
     expect(all).toContain("  limits      unknown");
+  });
+});
+
+describe("status: what runs the node", () => {
+  const row = (st: NodeStatus) => renderStatus(st, "/home/u", makeStyle(false)).find((l) => l.startsWith("  runs under"));
+  it("under up: the supervisor's pid (the target's), and that nothing starts it at boot; nothing under systemd", () => {
+    const target = {
+      unit: "rootless-k8s.target",
+      activeState: "active",
+      subState: "active",
+      result: "success",
+      mainPid: 4242,
+      nRestarts: 0,
+    };
+    expect(row({ ...base, supervisor: "up", units: [target] })).toMatch(/runs under\s+rootless-k8s up \(pid 4242\); not started at boot$/);
+    expect(row({ ...base, supervisor: "up", units: [{ ...target, activeState: "inactive", mainPid: 0 }] })).toMatch(
+      /rootless-k8s up: not running;/,
+    );
+    expect(row(base)).toBeUndefined();
   });
 });
