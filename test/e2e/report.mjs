@@ -88,6 +88,8 @@ for (const spec of values.route ?? []) {
     footprint: lines.find((l) => l.footprint)?.footprint ?? null,
     scale: lines.find((l) => l.scale)?.scale ?? null,
     sharedHost: lines.find((l) => l.sharedHost)?.sharedHost ?? null,
+    // The up scenario's memory: the supervisor's PSS beside the whole node's it runs (MiB).
+    up: lines.find((l) => l.up)?.up ?? null,
     passed: scenarios.filter((s) => s.result === "pass").length,
     failed: scenarios.filter((s) => s.result !== "pass").length,
   };

@@ -3,9 +3,10 @@
 # at all and no XDG_RUNTIME_DIR (as in a container or a CI job), installs on this host's network
 # stack; install finds no manager and runs the node under `rootless-k8s up --detach`. Checked: the
 # plan and files say so (no unit file in ~/.config/systemd/user); a Deployment, a Service and DNS
-# work; a component killed with SIGKILL runs again by itself; a second `up` is refused with the
-# first one's pid; `upgrade` moves the running node to the next version; SIGTERM to the supervisor
-# leaves no process of the user; a stale pid file is recognised by the next `up --detach`;
+# work; a component killed with SIGKILL runs again by itself (RootlessKit too, and every component
+# PartOf= it with it); a second `up` is refused with the first one's pid; `upgrade` moves the
+# running node to the next version; SIGTERM to the supervisor leaves no process of the user; a stale
+# pid file is recognised by the next `up --detach`;
 # `uninstall --purge` leaves nothing.
 # Sourced by test/e2e/scenarios.sh after scenarios/multinode.sh (B_USER, b_manager_down, second_host_down).
 # shellcheck disable=SC2317,SC2034 # functions called by name; globals shared across the files
@@ -75,7 +76,7 @@ scenario_up() {
   sup=$(up_pid)
   check up "the supervisor runs detached (pid ${sup:-none}, in a session of its own)" eval "[ -n '$sup' ] && [ \"\$(ps -o sid= -p '$sup' | tr -d ' ')\" = '$sup' ]"
   check up "status --json is healthy" up_healthy
-  check up "status says what runs the node: $(up_rk8s status 2>&1 | grep -m1 'runs under' | sed 's/^ *//')" has "runs under +rootless-k8s up \\(pid $sup\\)" up_rk8s status
+  check up "status says what runs the node: $(up_rk8s status 2>&1 | grep -m1 'runs under' | sed 's/^ *//')" has "runs under *rootless-k8s up (pid $sup); not started at boot" up_rk8s status
   check up "rootless-k8s logs kubelet shows the kubelet's own lines (its log file)" has 'Successfully registered node' up_rk8s logs kubelet -n 100000
   check up "rootless-k8s logs up shows the supervisor's lines" has 'running the node' up_rk8s logs up -n 100
   for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
@@ -113,8 +114,15 @@ YAML
   check up "the Deployment is available (2 replicas)" wait_for 180 eval "[ \"\$(up_kc -n e2e get deploy web -o 'jsonpath={.status.availableReplicas}')\" = 2 ]"
   check up "the client reaches Service web by name (cluster DNS, kube-proxy, the pod network)" wait_for 120 up_web_answers
   check up "web.e2e.svc.cluster.local resolves to the Service's address" wait_for 60 up_dns
+  # What the supervisor weighs, beside the node it runs (PSS, MiB).
+  local fp sp np
+  fp=$(python3 "$HERE/lib/footprint.py" "$(id -u "$B_USER")")
+  sp=$(tool json - '.components[rootless-k8s up].pssMiB' <<<"$fp") || sp=null
+  np=$(tool json - .totalPssMiB <<<"$fp") || np=null
+  info up "memory: the supervisor (rootless-k8s up) $sp MiB PSS of the node's $np MiB"
+  report "{\"route\":\"$ROUTE\",\"up\":{\"supervisorPssMiB\":$sp,\"nodePssMiB\":$np}}"
   # A component killed: the supervisor starts it again.
-  for c in kubelet kube-apiserver; do
+  for c in kubelet kube-apiserver rootlesskit; do
     old=$(up_component_pid "$c")
     check up "$c found (pid ${old:-none}); killed with SIGKILL" eval "[ -n '$old' ] && kill -KILL '$old'" || continue
     t0=$(ts)
