@@ -225,5 +225,6 @@ export interface ServiceManagerOptions {
 /** The driver of the plan's supervisor: the user's systemd, or `rootless-k8s up`. */
 export function serviceManager(plan: Plan, o: ServiceManagerOptions): SystemdUser {
   if (supervisorOf(plan) === "up") return upClient({ plan, self: o.self, env: o.env });
-  return systemdUser({ env: o.env, logDir: plan.logging.to === "file" ? plan.paths.logDir : undefined });
+  // A receipt's plan is read as it is (an old or damaged one may lack logging).
+  return systemdUser({ env: o.env, logDir: plan.logging?.to === "file" ? plan.paths?.logDir : undefined });
 }

@@ -132,7 +132,8 @@ describe("no path or name can inject lines into what install renders (issue 16, 
   it("a --prefix with spaces, quotes, $ and % is quoted for systemd, sh and YAML, never split", () => {
     const prefix = join(work, `odd dir $HOME "q" 'a' %n \\x`);
     const out = join(work, "out-odd");
-    const r = cli(["--prefix", prefix, "--output", out]);
+    // Unit files (this machine's test user has no user manager, so the default would be `up`'s JSON).
+    const r = cli(["--prefix", prefix, "--output", out, "--supervisor", "systemd"]);
     expect(r.code).toBe(expectedCode());
     const unit = readFileSync(join(out, home, ".config/systemd/user/rootless-k8s-kubelet.service"), "utf8");
     // Every word that holds the prefix is one quoted systemd word, with % and (in arguments) $ escaped.

@@ -59,7 +59,14 @@ describe.skipIf(reason !== null)("the owner's ExecStart boots real RootlessKit 1
     debian.components = { ...debian.components, rootlesskit: "1.1.0", kubernetes: "1.35.0" };
     plan = buildPlan(
       facts,
-      { runtimeBin: which("containerd"), runtimeBinVersion: "1.6.20", network: "slirp4netns", apiPort: await freePort("0.0.0.0") },
+      {
+        runtimeBin: which("containerd"),
+        runtimeBinVersion: "1.6.20",
+        network: "slirp4netns",
+        apiPort: await freePort("0.0.0.0"),
+        // The owner unit as systemd runs it (READY=1 on NOTIFY_SOCKET); the test user has no manager.
+        supervisor: "systemd",
+      },
       debian,
     );
     validatePlan(plan, facts);
