@@ -88,6 +88,8 @@ export class Service extends EventEmitter<ServiceEvents> {
       this.set("inactive", "dead", "success");
       return false;
     }
+    // A start asked for counts its restarts from zero, as systemd's NRestarts does.
+    this.st.nRestarts = 0;
     return this.run(++this.generation);
   }
 

@@ -179,6 +179,16 @@ describe("rootless-k8s up's supervisor", () => {
     expect((await client.state("one")).activeState).toBe("active");
     await client.start(["two"]);
     await waitFor(async () => (await client.state("two")).activeState === "active", 10_000, "two again");
+    // Killed, it comes back counted as a restart; a restart asked for counts from zero, as systemd's NRestarts.
+    process.kill((await client.state("two")).mainPid, "SIGKILL");
+    await waitFor(
+      async () => (await client.state("two")).nRestarts === 1 && (await client.state("two")).activeState === "active",
+      10_000,
+      "two restarted",
+    );
+    await client.restart(["two"]);
+    await waitFor(async () => (await client.state("two")).activeState === "active", 10_000, "two restarted on request");
+    expect((await client.state("two")).nRestarts).toBe(0);
     const r = await upCall(path.join(dir, "up.sock"), "GET", UP_API.units);
     expect((JSON.parse(r!.body) as UpUnits).units.map((u) => u.unit)).toEqual(["t.target", "one", "two"]);
     await client.stop(["two", "one"]);
