@@ -39,6 +39,8 @@ export interface UpPaths {
   log: string;
   /** Made while the owner is stopped on purpose: its network watch then knows it is no fault. */
   ownerStopping: string;
+  /** The running services' main pids and start times: what the next `up` ends after a supervisor was killed. */
+  groups: string;
 }
 
 export function upPaths(paths: Pick<Plan["paths"], "runtimeDir" | "logDir">): UpPaths {
@@ -47,5 +49,6 @@ export function upPaths(paths: Pick<Plan["paths"], "runtimeDir" | "logDir">): Up
     socket: `${paths.runtimeDir}/up.sock`,
     log: `${paths.logDir}/rootless-k8s-up.log`,
     ownerStopping: `${paths.runtimeDir}/owner-stopping`,
+    groups: `${paths.runtimeDir}/up.groups`,
   };
 }

@@ -35,6 +35,8 @@ export interface ServiceEvents {
   active: [];
   /** Given up: failed startLimit.burst times in a row. */
   gaveUp: [];
+  /** Its main process started or ended (the supervisor records the groups it runs). */
+  main: [];
 }
 
 export class Service extends EventEmitter<ServiceEvents> {
@@ -143,6 +145,7 @@ export class Service extends EventEmitter<ServiceEvents> {
         return false;
       }
       this.st.mainPid = child.pid ?? 0;
+      this.emit("main");
       const pid = child.pid ?? 0;
       child.once("exit", (code, signal) => this.onExit(gen, started, pid, code, signal));
       if (s.ready) {
@@ -189,6 +192,7 @@ export class Service extends EventEmitter<ServiceEvents> {
   private onExit(gen: number, started: number, pid: number, code: number | null, signal: NodeJS.Signals | null): void {
     this.child = null;
     this.st.mainPid = 0;
+    this.emit("main");
     const waiters = this.exitWaiters.splice(0);
     for (const w of waiters) w();
     if (gen !== this.generation || this.st.activeState === "deactivating") return;

@@ -19,12 +19,15 @@ import type { NodeService, NodeTimer } from "../render/services";
 import { expandWords, readEnvironment } from "./environment";
 import { Service } from "./service";
 import { loadSpec, type NodeSpec } from "./spec";
+import { recordGroups } from "./leftovers";
 
 export interface SupervisorOptions {
   /** The folder of the service files (plan.paths.unitDir) and the target's name. */
   dir: string;
   target: string;
   socket: string;
+  /** Where the running services' groups are recorded, for the next `up` after a kill (leftovers.ts). */
+  groups?: string;
   env: NodeJS.ProcessEnv;
   /** Lines for the supervisor's own output (its log when detached). */
   say: (line: string) => void;
@@ -73,6 +76,13 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
       for (const d of order().filter((m) => held.has(m))) void startOne(d);
     });
     service.on("gaveUp", () => void gaveUp(s.name));
+    service.on("main", () => {
+      if (o.groups)
+        recordGroups(
+          o.groups,
+          [...services.values()].map((x) => x.state),
+        );
+    });
   };
   for (const name of spec.target.members) add(spec.services.get(name)!);
 

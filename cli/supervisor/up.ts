@@ -11,12 +11,15 @@ import { requireReceipt } from "../apply/receipt";
 import { ensureRuntimeDir } from "../apply/runtime-dir";
 import { upCall, UP_API } from "../clients/supervisor";
 import { lastLogLines } from "../clients/systemd";
+import { apiClient, readKubeconfig } from "../clients/kubernetes";
+import { waitForReady } from "../readiness/readiness";
 import type { Plan } from "../plan/plan";
 import { supervisorOf, upPaths } from "../plan/supervisor";
 import { selfCommand } from "../self-command";
 import { claimPidFile, isSupervisor, readPid } from "./pid-file";
 import { killGroup, sleep } from "./service";
 import { createSupervisor } from "./supervisor";
+import { endLeftovers } from "./leftovers";
 
 export async function upPlan(ctx: Context, command: string, prefix?: string): Promise<Plan> {
   refuseRoot(command);
@@ -40,6 +43,9 @@ export async function runUp(ctx: Context, plan: Plan): Promise<number> {
   const claim = await claimPidFile(paths.pidFile, plan.node.name);
   const say = (line: string) => ctx.out.out(`${new Date().toISOString()} rootless-k8s up: ${line}`);
   if (claim.stale !== null) say(`removed the pid file of a supervisor that is gone (pid ${claim.stale || "unreadable"})`);
+  // A supervisor killed outright left its services running, unwatched: they end before anything starts.
+  const left = await endLeftovers(paths.groups);
+  if (left.length) say(`ended what a supervisor that was killed left running: ${left.join(", ")}`);
   // A second Ctrl-C ends this process at once (cli/main.ts): no service outlives it.
   const lastResort = () => {
     for (const s of supervisor.units().units) if (s.mainPid) killGroup(s.mainPid, "SIGKILL");
@@ -49,13 +55,18 @@ export async function runUp(ctx: Context, plan: Plan): Promise<number> {
     dir: plan.paths.unitDir,
     target: plan.units.target,
     socket: paths.socket,
+    groups: paths.groups,
     env: { ...ctx.env, NOTIFY_SOCKET: undefined },
     say,
   });
+  const readyWatch = new AbortController();
   try {
     await supervisor.listen();
     say(`running the node ${plan.node.name} (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
+    const t0 = Date.now();
     supervisor.startAll();
+    // Ended with the supervisor: a wait left pending would keep this process alive after its last stop.
+    void sayWhenReady(plan, AbortSignal.any([ctx.signal, readyWatch.signal]), t0, say);
     const onSignal = () => {
       say("stopping every service (in reverse order)");
       void supervisor.stopAll();
@@ -66,8 +77,24 @@ export async function runUp(ctx: Context, plan: Plan): Promise<number> {
     say(code === 0 ? "stopped: no service of the node runs" : "stopped after a failure");
     return code;
   } finally {
+    readyWatch.abort();
     process.off("exit", lastResort);
     await claim.release();
+  }
+}
+
+/** How long the supervisor waits to say the node is Ready (a line of its output, nothing more). */
+const SAY_READY_WITHIN_MS = 600_000;
+
+/** One line once the node is Ready (a server: the API server's /readyz and the Node), or that it was not. */
+async function sayWhenReady(plan: Plan, signal: AbortSignal, t0: number, say: (l: string) => void): Promise<void> {
+  if (plan.role === "worker") return;
+  try {
+    const client = apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
+    await waitForReady({ client, nodeName: plan.node.name, timeoutMs: SAY_READY_WITHIN_MS, signal, freshSince: t0 });
+    say(`the node ${plan.node.name} is Ready, ${((Date.now() - t0) / 1000).toFixed(1)} s after the start`);
+  } catch (e) {
+    if (!signal.aborted) say(`the node ${plan.node.name} is not Ready: ${(e as Error).message}`);
   }
 }
 

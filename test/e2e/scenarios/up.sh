@@ -5,9 +5,10 @@
 # plan and files say so (no unit file in ~/.config/systemd/user); a Deployment, a Service and DNS
 # work; a component killed with SIGKILL runs again by itself (RootlessKit too, and every component
 # PartOf= it with it); a second `up` is refused with the first one's pid; `upgrade` moves the
-# running node to the next version; SIGTERM to the supervisor leaves no process of the user; a stale
-# pid file is recognised by the next `up --detach`;
-# `uninstall --purge` leaves nothing.
+# running node to the next version, and one to a release whose API server crashes rolls back;
+# SIGTERM to the supervisor leaves no process of the user; a stale pid file is recognised by the
+# next `up --detach`; what a supervisor killed with SIGKILL left running is ended by the next `up`
+# before it starts anything; `uninstall --purge` leaves nothing.
 # Sourced by test/e2e/scenarios.sh after scenarios/multinode.sh (B_USER, b_manager_down, second_host_down).
 # shellcheck disable=SC2317,SC2034 # functions called by name; globals shared across the files
 
@@ -78,7 +79,8 @@ scenario_up() {
   check up "status --json is healthy" up_healthy
   check up "status says what runs the node: $(up_rk8s status 2>&1 | grep -m1 'runs under' | sed 's/^ *//')" has "runs under *rootless-k8s up (pid $sup); not started at boot" up_rk8s status
   check up "rootless-k8s logs kubelet shows the kubelet's own lines (its log file)" has 'Successfully registered node' up_rk8s logs kubelet -n 100000
-  check up "rootless-k8s logs up shows the supervisor's lines" has 'running the node' up_rk8s logs up -n 100
+  check up "rootless-k8s logs up shows the supervisor's lines: $(up_rk8s logs up -n 100 | grep -o 'the node .* is Ready.*' | head -1)" \
+    has 'the node .* is Ready, [0-9.]* s after the start' up_rk8s logs up -n 100
   for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
   check up "rootless-k8s image load (${#imgs[@]} archives)" up_rk8s image load "${imgs[@]}" || return
   agn=$(image_name agnhost); bb=$(image_name busybox)
@@ -137,6 +139,16 @@ YAML
   check up "the Node's kubelet is v$V_UPGRADE after the upgrade, the same supervisor (pid $sup) runs it" \
     eval "[ \"\$(up_kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.kubeletVersion}')\" = v$V_UPGRADE ] && [ \"\$(up_pid)\" = '$sup' ]"
   check up "the workloads still answer after the upgrade" wait_for 120 up_web_answers
+  # An upgrade to the release whose API server crashes: the supervisor restarts it, the upgrade sees
+  # it fail and rolls back, as under systemd (the rollback scenario).
+  local rlog=$STATE/up-rollback.log rc
+  t0=$(ts)
+  up_rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_BROKEN.json" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$rlog" 2>&1
+  rc=$?
+  check up "an upgrade whose API server crashes exits 1 under up (got $rc, $(elapsed "$t0")s)" test "$rc" = 1 || tail -20 "$rlog" | sed 's/^/    | /'
+  check up "it rolled back: $(grep -o 'rolled back[^;]*' "$rlog" | head -1)" grep -q "rolled back: the node is Ready on Kubernetes $V_UPGRADE" "$rlog"
+  check up "the same supervisor (pid $sup) runs the node again, healthy on $V_UPGRADE" \
+    wait_for 60 eval "[ \"\$(up_pid)\" = '$sup' ] && up_healthy && [ \"\$(up_kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.kubeletVersion}')\" = v$V_UPGRADE ]"
   # SIGTERM to the supervisor: every service stops, no process of the user is left.
   kill -TERM "$sup"
   check up "SIGTERM to the supervisor: it exits and no process of $B_USER is left" wait_for 120 no_up_procs || up_procs | sed 's/^/    | left: /'
@@ -149,6 +161,17 @@ YAML
   check up "the stale pid file was named in the supervisor's log" has 'removed the pid file of a supervisor that is gone (pid 999999)' cat "$(up_home)/.local/state/rootless-k8s/logs/rootless-k8s-up.log"
   check up "rootless-k8s stop: no process of $B_USER is left" eval "up_rk8s stop >/dev/null 2>&1 && no_up_procs"
   check up "rootless-k8s start: Ready again" eval "up_rk8s start >/dev/null 2>&1 && up_healthy"
+  # The supervisor killed outright: its services run on, unwatched; the next `up` ends them first.
+  sup=$(up_pid)
+  old=$(up_component_pid kube-apiserver)
+  check up "the supervisor (pid $sup) killed with SIGKILL: kube-apiserver (pid $old) runs on without it" \
+    eval "[ -n '$sup' ] && kill -KILL '$sup' && sleep 1 && [ \"\$(up_component_pid kube-apiserver)\" = '$old' ]"
+  t0=$(ts)
+  if up_rk8s up --detach >"$STATE/up-after-kill.log" 2>&1; then pass up "up --detach after that: Ready in $(elapsed "$t0")s"
+  else fail up "up --detach after a killed supervisor failed"; tail -20 "$STATE/up-after-kill.log" | sed 's/^/    | /'; fi
+  check up "it ended what the killed one left first: one kube-apiserver (pid $(up_component_pid kube-apiserver), not $old) and one RootlessKit run" \
+    eval "[ \"\$(pgrep -c -u '$B_USER' -x kube-apiserver)\" = 1 ] && [ \"\$(up_component_pid kube-apiserver)\" != '$old' ] && [ \"\$(pgrep -c -u '$B_USER' -x rootlesskit)\" = 1 ]"
+  check up "its log names them" has 'ended what a supervisor that was killed left running: .*kube-apiserver' up_rk8s logs up -n 200
   check up "uninstall --purge leaves nothing (files, the runtime folder, processes)" eval "up_rk8s uninstall --purge --yes >'$STATE/up-uninstall.log' 2>&1; [ -z \"\$(up_left)\" ]" ||
     up_left | sed 's/^/    | left: /'
   up_clean

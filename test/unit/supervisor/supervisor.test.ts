@@ -5,13 +5,15 @@
 // failing stopping the node with exit 1 and its last log lines; the environment files and $VAR words;
 // the control socket through the client the commands use; a stop leaving no process (a grandchild
 // included); and the pid file (a second supervisor refused with the first's pid, a stale one replaced).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { upCall, UP_API, upClient, type UpUnits } from "../../../cli/clients/supervisor";
 import type { NodeService, NodeTarget } from "../../../cli/render/services";
 import { expandWords, parseEnvironmentFile } from "../../../cli/supervisor/environment";
+import { endLeftovers, startTime } from "../../../cli/supervisor/leftovers";
 import { claimPidFile } from "../../../cli/supervisor/pid-file";
 import { createSupervisor, type Supervisor } from "../../../cli/supervisor/supervisor";
 import { waitFor } from "../../helpers/process";
@@ -60,7 +62,14 @@ async function start(services: NodeService[]): Promise<Supervisor> {
   const target: NodeTarget = { schema: 1, name: "t.target", node: "n", members: services.map((s) => s.name), timers: [] };
   writeFileSync(path.join(dir, "t.target.json"), JSON.stringify(target));
   for (const s of services) writeFileSync(path.join(dir, `${s.name}.json`), JSON.stringify(s));
-  sup = await createSupervisor({ dir, target: "t.target", socket: path.join(dir, "up.sock"), env: process.env, say: (l) => lines.push(l) });
+  sup = await createSupervisor({
+    dir,
+    target: "t.target",
+    socket: path.join(dir, "up.sock"),
+    groups: path.join(dir, "up.groups"),
+    env: process.env,
+    say: (l) => lines.push(l),
+  });
   await sup.listen();
   sup.startAll();
   return sup;
@@ -100,11 +109,15 @@ describe("rootless-k8s up's supervisor", () => {
     const b = service("b", mark("b"), { requires: ["owner"], after: ["a"], partOf: ["owner"] });
     const s = await start([owner, a, b]);
     await waitFor(() => state(s, "b").activeState === "active", 10_000, "b active");
+    // Active once spawned (Type=simple): its shell writes its mark a moment later.
+    const marked = (n: number) => () => (existsSync(marks()) ? readFileSync(marks(), "utf8").trim().split("\n").length >= n : false);
+    await waitFor(marked(2), 5000, "two marks");
     expect(readFileSync(marks(), "utf8")).toBe("a hello world\nb\n");
     // A service killed by SIGKILL comes back under another pid.
     const bPid = state(s, "b").mainPid;
     process.kill(bPid, "SIGKILL");
     await waitFor(() => state(s, "b").activeState === "active" && state(s, "b").mainPid !== bPid, 10_000, "b back");
+    await waitFor(marked(3), 5000, "three marks");
     expect(state(s, "b").nRestarts).toBe(1);
     // The owner killed: a and b stop with it and start again once it is back.
     const ownerPid = state(s, "owner").mainPid;
@@ -119,6 +132,7 @@ describe("rootless-k8s up's supervisor", () => {
       () => JSON.stringify(s.units()),
     );
     expect(alive(aPid)).toBe(false);
+    await waitFor(marked(5), 5000, "five marks");
     expect(readFileSync(marks(), "utf8").trim().split("\n")).toEqual(["a hello world", "b", "b", "a hello world", "b"]);
   });
 
@@ -223,5 +237,33 @@ describe("the pid file", () => {
     const again = await claimPidFile(file, "n");
     expect(again.stale).toBe(process.pid);
     await again.release();
+  });
+});
+
+describe("what a supervisor killed outright leaves", () => {
+  it("is recorded as it runs, and ended by the next up: the recorded groups, never a pid reused since", async () => {
+    const s = await start([service("kept", ["/bin/sh", "-c", "sleep 1000 & exec sleep 1000"])]);
+    await waitFor(() => state(s, "kept").activeState === "active", 10_000, "kept active");
+    const pid = state(s, "kept").mainPid;
+    const recorded = JSON.parse(readFileSync(path.join(dir, "up.groups"), "utf8"));
+    expect(recorded).toEqual([{ unit: "kept", pid, start: startTime(pid) }]);
+    // A process of ours under a recorded pid, but started at another time: not the service, kept.
+    const other = spawn("/bin/sleep", ["1000"], { detached: true, stdio: "ignore" });
+    const file = path.join(dir, "left.groups");
+    writeFileSync(file, JSON.stringify([...recorded, { unit: "reused", pid: other.pid, start: "1" }]));
+    expect(await endLeftovers(file)).toEqual(["kept"]);
+    const groupGone = () => {
+      try {
+        process.kill(-pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
+    // (the kernel reaps what the SIGKILL ended a moment later)
+    await waitFor(groupGone, 5000, `no process left in the group ${pid}`);
+    expect(alive(other.pid!)).toBe(true);
+    other.kill("SIGKILL");
+    expect(existsSync(file)).toBe(false);
   });
 });
