@@ -117,7 +117,10 @@ async function stop({ plan, systemd }: Node, progress: Progress): Promise<number
       const left = after.filter((s) => s.activeState !== "inactive" && s.activeState !== "failed");
       if (left.length)
         throw new UserError(`the node did not stop: ${left.map((s) => `${s.unit} is ${s.activeState}`).join(", ")}`, {
-          fix: "see `rootless-k8s logs COMPONENT`; `systemctl --user kill --signal=KILL UNIT` ends one that hangs",
+          fix:
+            supervisorOf(plan) === "up"
+              ? "see `rootless-k8s logs COMPONENT` and `rootless-k8s logs up`"
+              : "see `rootless-k8s logs COMPONENT`; `systemctl --user kill --signal=KILL UNIT` ends one that hangs",
         });
       const failed = after.filter((s) => s.activeState === "failed");
       h.update(

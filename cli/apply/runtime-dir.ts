@@ -9,6 +9,7 @@
 import { constants, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
+import { upRuntimeBase } from "../xdg";
 
 export const RUNTIME_DIR_MODE = 0o700;
 
@@ -35,8 +36,15 @@ export async function ensureRuntimeDir(dir: string): Promise<"created" | "tighte
     if (e.code === "EEXIST" || e.code === "ENOTDIR") notFolder();
     throw e;
   });
-  const up = await fsp.stat(parent);
+  // The /tmp folder `up` falls back to (cli/xdg.ts) lies where anyone may put a link first: it is
+  // taken only as a real folder (never through a link) that is the user's alone (0700).
+  const fallback = parent === upRuntimeBase(uid);
+  const up = fallback ? await fsp.lstat(parent) : await fsp.stat(parent);
+  if (fallback && up.isSymbolicLink())
+    refuse(dir, `${parent} is a symbolic link (someone may have put it there)`, `remove it (rm ${parent}) and run again`);
   if (!up.isDirectory()) notFolder();
+  if (fallback && up.uid === uid && up.mode & 0o077)
+    refuse(dir, `${parent} is open to others (mode ${modeText(up.mode)})`, `chmod 0700 ${parent}, or remove it and run again`);
   if (up.uid !== uid)
     refuse(
       dir,

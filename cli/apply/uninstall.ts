@@ -119,7 +119,10 @@ export async function removeNode(
   const removed: string[] = [];
   const notes: string[] = [];
   const keptFiles: string[] = [];
-  const trees = [...Object.values(own.roots), own.cache, own.upRuntime].map((t) => resolvedPath(t));
+  // The /tmp runtime folder of a node run by `up` is ours only when this node used it and it is a
+  // real folder of the user's own (never through a link someone else put in /tmp).
+  const upRuntime = plan?.paths?.runtimeDir === own.upRuntime && (await ownRealFolder(path.dirname(own.upRuntime))) ? own.upRuntime : null;
+  const trees = [...Object.values(own.roots), own.cache, ...(upRuntime ? [upRuntime] : [])].map((t) => resolvedPath(t));
   // A whole tree goes only when it is one of the tool's own folders or lies inside one.
   const gone = async (paths: string[]) => {
     const present: string[] = [];
@@ -193,9 +196,9 @@ export async function removeNode(
   // 3. Binaries (every version set), helper scripts, logs and runtime state: never data.
   // These are the tool's own folders (computed, never taken from the receipt), removed whole.
   const r = own.roots;
-  await gone([r.versions, r.libexec, r.logs, r.runtime, own.upRuntime]);
+  await gone([r.versions, r.libexec, r.logs, r.runtime, ...(upRuntime ? [upRuntime] : [])]);
   // The user's folder in /tmp that `up` made for it (0700, cli/xdg.ts), once empty.
-  await fsp.rmdir(path.dirname(own.upRuntime)).catch(() => {});
+  if (upRuntime) await fsp.rmdir(path.dirname(upRuntime)).catch(() => {});
 
   // 4. The config folder: with --purge whole; otherwise its listed files went above, and what is left
   //    of it goes only when empty (the PKI and any file the user put there stay).
@@ -275,4 +278,10 @@ async function removeEmptyTree(dir: string, keep: string[]): Promise<void> {
   if (!st?.isDirectory() || keep.includes(dir)) return;
   for (const n of await fsp.readdir(dir).catch(() => [] as string[])) await removeEmptyTree(path.join(dir, n), keep);
   await fsp.rmdir(dir).catch(() => {});
+}
+
+/** `dir` is a folder (not a link to one) of this user's, that nobody else may enter. */
+async function ownRealFolder(dir: string): Promise<boolean> {
+  const st = await fsp.lstat(dir).catch(() => null);
+  return !!st && st.isDirectory() && st.uid === (process.getuid?.() ?? -1) && (st.mode & 0o077) === 0;
 }

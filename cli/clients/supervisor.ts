@@ -4,14 +4,16 @@
 // and a start runs `rootless-k8s up --detach`, which starts the whole node. `serviceManager` picks
 // the driver a plan's supervisor needs: every command drives the node through it.
 import { spawn } from "node:child_process";
-import { closeSync, openSync, mkdirSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync } from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
-import { UserError } from "../errors";
+import { ExitCode, UserError } from "../errors";
+import { upRuntimeBase } from "../xdg";
 import type { RunResult } from "../host/host";
 import type { Plan } from "../plan/plan";
 import { supervisorOf, upPaths, type UpPaths } from "../plan/supervisor";
 import { lastLogLines, systemdUser, unitLogFile, type SystemdUser, type UnitState } from "./systemd";
+import { endLeftovers } from "./process-groups";
 
 /** What GET /v1/units answers. */
 export interface UpUnits {
@@ -71,7 +73,12 @@ export function upCall(
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer from ${socket} within ${timeoutMs / 1000} s`)));
     req.on("error", (e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT" || e.code === "ECONNREFUSED") resolve(null);
-      else reject(e);
+      else
+        reject(
+          new UserError(`rootless-k8s up did not answer ${method} ${p}: ${e.message}`, {
+            fix: `see \`rootless-k8s logs up\`; \`rootless-k8s stop\` ends a node whose supervisor is gone`,
+          }),
+        );
     });
     req.end(data);
   });
@@ -83,6 +90,9 @@ export interface UpClientOptions {
   self: string[];
   env?: NodeJS.ProcessEnv;
 }
+
+/** How long a stop of the whole node may take: longer than every service's stop timeout in a row. */
+const STOP_ANSWER_MS = 600_000;
 
 /** How long a supervisor whose services all stopped may take to exit. */
 const SUPERVISOR_EXIT_MS = 10_000;
@@ -103,8 +113,34 @@ async function gone(pid: number, ms: number): Promise<void> {
 /** How long `up --detach` may take to answer on its socket before the start is called failed. */
 const DETACH_WAIT_MS = 30_000;
 
+/**
+ * The runtime folder of a node run by `up` in /tmp (cli/xdg.ts) is used only as a real folder of
+ * the user's own that nobody else may enter: a link someone planted there would hand them the
+ * control socket and the groups the next stop ends. Elsewhere (XDG_RUNTIME_DIR) it is the session's.
+ */
+export function checkUpRuntime(runtimeDir: string): void {
+  const base = path.dirname(runtimeDir);
+  const uid = process.getuid?.() ?? -1;
+  if (base !== upRuntimeBase(uid)) return;
+  let st: ReturnType<typeof lstatSync> | null = null;
+  try {
+    st = lstatSync(base);
+  } catch {
+    return; // not there: nothing of the node runs, nothing to reach
+  }
+  if (!st.isDirectory() || st.uid !== uid || st.mode & 0o077)
+    throw new UserError(
+      `refusing to use ${base}: it is ${st.isSymbolicLink() ? "a symbolic link" : st.uid !== uid ? `uid ${st.uid}'s` : "open to others"}, not a private folder of yours`,
+      {
+        exitCode: ExitCode.Refused,
+        fix: `check what put it there, remove it (rm -r ${base}), then \`rootless-k8s start\``,
+      },
+    );
+}
+
 export function upClient(o: UpClientOptions): SystemdUser {
   const paths: UpPaths = upPaths(o.plan.paths);
+  checkUpRuntime(o.plan.paths.runtimeDir);
   const logDir = o.plan.paths.logDir;
   const prefix = o.plan.paths.prefix ? ["--prefix", o.plan.paths.prefix] : [];
   const call = async (p: string, units?: string[]): Promise<boolean> => {
@@ -156,8 +192,13 @@ export function upClient(o: UpClientOptions): SystemdUser {
     },
     async stop(units) {
       if (!units.length) return;
-      const r = await upCall(paths.socket, "POST", UP_API.stop, { units } satisfies UpUnitsRequest);
-      if (r === null) return;
+      // A stop runs each service's stop timeout in turn (about 4 minutes at most for a whole node).
+      const r = await upCall(paths.socket, "POST", UP_API.stop, { units } satisfies UpUnitsRequest, STOP_ANSWER_MS);
+      if (r === null) {
+        // No supervisor answers: what one that is gone (killed, or its terminal closed) left running ends here.
+        await endLeftovers(paths.groups);
+        return;
+      }
       if (r.status >= 300)
         throw new UserError(`rootless-k8s up refused to stop: ${r.body.trim().split("\n")[0] ?? r.status}`, { fix: `see ${paths.log}` });
       // Nothing of the node runs any more: the supervisor exits too, and the stop ends once it has.

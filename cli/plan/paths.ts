@@ -73,8 +73,10 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
   const supervisor = decideSupervisor(facts, options).kind;
   // Under `up` (no user manager, so often no login session and no XDG_RUNTIME_DIR): a folder of the
   // user's own in /tmp, made 0700 and checked to be theirs before use (cli/apply/runtime-dir.ts).
+  // Under `up` only an XDG_RUNTIME_DIR the user set and owns: a /run/user/UID found without one is a
+  // login session's, which logind removes at that session's end, under the running node.
   const rt = facts.user.runtimeDir;
-  const sessionDir = rt.path && (rt.fromEnv || (rt.exists && rt.ownedByUser)) ? rt.path : null;
+  const sessionDir = rt.path && rt.fromEnv && rt.exists && rt.ownedByUser ? rt.path : null;
   const runtimeBase = supervisor === "up" && !sessionDir ? upRuntimeBase(facts.user.uid) : rt.path;
   if (!runtimeBase) {
     throw new UserError("XDG_RUNTIME_DIR is not set, so the node has nowhere to put its sockets", {

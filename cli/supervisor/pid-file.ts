@@ -2,6 +2,7 @@
 // starts at the same moment cannot both take it; one left by a supervisor that is gone (killed,
 // or a reboot of a host whose runtime folder is not a tmpfs) is recognised and replaced.
 import { constants, promises as fsp, readFileSync } from "node:fs";
+import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
 
 export type Claim = { release(): Promise<void>; stale: number | null };
@@ -10,7 +11,8 @@ export type Claim = { release(): Promise<void>; stale: number | null };
 export function isSupervisor(pid: number): boolean {
   try {
     const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    return argv.includes("up");
+    // This tool (the binary, or node running its bundle) with `up`: not any program's `up` (docker compose up).
+    return argv.includes("up") && argv.some((a) => /^rootless-k8s|^cli[^/]*\.cjs$/.test(path.basename(a)));
   } catch {
     return false;
   }
@@ -46,7 +48,8 @@ export async function claimPidFile(file: string, node: string): Promise<Claim> {
         fix: `\`rootless-k8s status\` shows it; \`rootless-k8s stop\` (or kill ${pid}) stops it`,
       });
     stale = pid ?? 0;
-    await fsp.rm(file, { force: true });
+    // Removed only while it still names that pid (another `up` may have just replaced it).
+    if ((await readPid(file)) === pid) await fsp.rm(file, { force: true });
   }
   throw new UserError(`cannot take ${file}: another rootless-k8s up took it at the same moment`, { exitCode: ExitCode.Refused });
 }

@@ -12,6 +12,7 @@ import * as path from "node:path";
 import { EventEmitter } from "node:events";
 import type { NodeService } from "../render/services";
 import { expandWords, readEnvironment } from "./environment";
+import { killGroup } from "../clients/process-groups";
 
 export const MAX_BACKOFF_S = 30;
 
@@ -80,8 +81,10 @@ export class Service extends EventEmitter<ServiceEvents> {
 
   /** Starts it unless it runs; resolves once it is active (true), or has failed or was skipped (false). */
   async start(): Promise<boolean> {
+    // Still stopping (a part of the owner, taken down with it): it starts once it has stopped.
+    if (this.st.activeState === "deactivating") await this.settled();
     if (this.st.activeState === "active") return true;
-    if (this.st.activeState === "activating" || this.st.activeState === "deactivating") return this.settled();
+    if (this.st.activeState === "activating") return this.settled();
     if (this.next) {
       this.spec = this.next;
       this.next = null;
@@ -117,12 +120,15 @@ export class Service extends EventEmitter<ServiceEvents> {
       delete env.NOTIFY_SOCKET;
       log = openLog(s.log);
     } catch (e) {
+      if (gen !== this.generation) return false;
       this.note(`cannot start: ${(e as Error).message}`);
       this.failed(gen, "resources", started);
       return false;
     }
     try {
+      // A stop (or another start) since this one began: it goes no further, and spawns nothing.
       for (const cmd of s.pre) {
+        if (gen !== this.generation) return false;
         const code = await this.runHelper(expandWords(cmd, env), env, log, s.startTimeoutSec);
         if (gen !== this.generation) return false;
         if (code !== 0) {
@@ -131,6 +137,7 @@ export class Service extends EventEmitter<ServiceEvents> {
           return false;
         }
       }
+      if (gen !== this.generation) return false;
       const argv = expandWords(s.exec, env);
       const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ["ignore", log, log], detached: true });
       this.child = child;
@@ -165,6 +172,7 @@ export class Service extends EventEmitter<ServiceEvents> {
       this.set("active", "running", "success");
       const postEnv = { ...env, MAINPID: String(child.pid) };
       for (const cmd of s.post) {
+        if (gen !== this.generation) break;
         const code = await this.runHelper(expandWords(cmd, postEnv), postEnv, log, s.startTimeoutSec);
         if (code !== 0) this.note(`ExecStartPost ${String(cmd[0])} exited ${code}`);
       }
@@ -190,8 +198,11 @@ export class Service extends EventEmitter<ServiceEvents> {
   }
 
   private onExit(gen: number, started: number, pid: number, code: number | null, signal: NodeJS.Signals | null): void {
-    this.child = null;
-    this.st.mainPid = 0;
+    // Only the current run's process is the service's: an older one ending changes nothing of a newer.
+    if (this.child?.pid === pid) {
+      this.child = null;
+      this.st.mainPid = 0;
+    }
     this.emit("main");
     const waiters = this.exitWaiters.splice(0);
     for (const w of waiters) w();
@@ -300,15 +311,6 @@ function touch(file: string): void {
     closeSync(openSync(file, "w", 0o600));
   } catch {
     // Best effort: the watch then sees a stop as a fault, and the owner is restarted once more.
-  }
-}
-
-export function killGroup(pid: number | undefined, sig: NodeJS.Signals): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, sig);
-  } catch {
-    // ESRCH: the group is gone already.
   }
 }
 

@@ -19,7 +19,7 @@ import type { NodeService, NodeTimer } from "../render/services";
 import { expandWords, readEnvironment } from "./environment";
 import { Service } from "./service";
 import { loadSpec, type NodeSpec } from "./spec";
-import { recordGroups } from "./leftovers";
+import { recordGroups } from "../clients/process-groups";
 
 export interface SupervisorOptions {
   /** The folder of the service files (plan.paths.unitDir) and the target's name. */
@@ -249,7 +249,14 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
         // Nothing runs any more: the supervisor's work is done, once this answer is out.
         if (![...services.values()].some((s) => s.running)) {
           exiting = true;
-          res.once("finish", () => void stopAllAndExit());
+          // Once the answer is out, or the client is gone (it may have given up waiting).
+          let once = false;
+          const exit = () => {
+            if (!once) void stopAllAndExit();
+            once = true;
+          };
+          res.once("finish", exit);
+          res.once("close", exit);
         }
         return send(200, { exiting, pid: process.pid } satisfies UpStopAnswer);
       case UP_API.resetFailed:
@@ -303,10 +310,17 @@ function runEvery(t: NodeTimer, env: NodeJS.ProcessEnv, say: (l: string) => void
       const e = { ...env, ...(await readEnvironment(t.envFiles).catch(() => ({}))) };
       const argv = expandWords(t.exec, e);
       const out = t.log ? openSync(t.log, "a", 0o600) : "ignore";
-      const p = spawn(argv[0]!, argv.slice(1), { env: e, stdio: ["ignore", out, out] });
-      if (typeof out === "number") closeSync(out);
-      p.once("error", (err) => say(`${t.name}: ${err.message}`));
-      p.once("close", () => (busy = false));
-    })();
+      try {
+        const p = spawn(argv[0]!, argv.slice(1), { env: e, stdio: ["ignore", out, out] });
+        p.once("error", (err) => say(`${t.name}: ${err.message}`));
+        p.once("close", () => (busy = false));
+      } finally {
+        if (typeof out === "number") closeSync(out);
+      }
+    })().catch((err: Error) => {
+      // Tried again at the next period (its log folder gone, no process slot left).
+      say(`${t.name}: ${err.message}`);
+      busy = false;
+    });
   }, t.everySec * 1000);
 }

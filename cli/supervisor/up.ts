@@ -17,9 +17,10 @@ import type { Plan } from "../plan/plan";
 import { supervisorOf, upPaths } from "../plan/supervisor";
 import { selfCommand } from "../self-command";
 import { claimPidFile, isSupervisor, readPid } from "./pid-file";
-import { killGroup, sleep } from "./service";
+import { sleep } from "./service";
+import { killGroup } from "../clients/process-groups";
 import { createSupervisor } from "./supervisor";
-import { endLeftovers } from "./leftovers";
+import { endLeftovers } from "../clients/process-groups";
 
 export async function upPlan(ctx: Context, command: string, prefix?: string): Promise<Plan> {
   refuseRoot(command);
@@ -42,43 +43,60 @@ export async function runUp(ctx: Context, plan: Plan): Promise<number> {
   const paths = upPaths(plan.paths);
   const claim = await claimPidFile(paths.pidFile, plan.node.name);
   const say = (line: string) => ctx.out.out(`${new Date().toISOString()} rootless-k8s up: ${line}`);
-  if (claim.stale !== null) say(`removed the pid file of a supervisor that is gone (pid ${claim.stale || "unreadable"})`);
-  // A supervisor killed outright left its services running, unwatched: they end before anything starts.
-  const left = await endLeftovers(paths.groups);
-  if (left.length) say(`ended what a supervisor that was killed left running: ${left.join(", ")}`);
-  // A second Ctrl-C ends this process at once (cli/main.ts): no service outlives it.
-  const lastResort = () => {
-    for (const s of supervisor.units().units) if (s.mainPid) killGroup(s.mainPid, "SIGKILL");
-  };
-  process.on("exit", lastResort);
-  const supervisor = await createSupervisor({
-    dir: plan.paths.unitDir,
-    target: plan.units.target,
-    socket: paths.socket,
-    groups: paths.groups,
-    env: { ...ctx.env, NOTIFY_SOCKET: undefined },
-    say,
-  });
   const readyWatch = new AbortController();
+  let lastResort: (() => void) | null = null;
+  // A failure of the supervisor's own (a spawn refused, a log folder gone) is said, never a crash
+  // that would leave the services unwatched.
+  const onRejection = (e: unknown) => say(`error: ${e instanceof Error ? e.message : String(e)}`);
+  process.on("unhandledRejection", onRejection);
   try {
+    if (claim.stale !== null) say(`removed the pid file of a supervisor that is gone (pid ${claim.stale || "unreadable"})`);
+    // A supervisor killed outright left its services running, unwatched: they end before anything starts.
+    const left = await endLeftovers(paths.groups);
+    if (left.length) say(`ended what a supervisor that was killed left running: ${left.join(", ")}`);
+    const supervisor = await createSupervisor({
+      dir: plan.paths.unitDir,
+      target: plan.units.target,
+      socket: paths.socket,
+      groups: paths.groups,
+      env: { ...ctx.env, NOTIFY_SOCKET: undefined },
+      say,
+    });
+    // A second Ctrl-C ends this process at once (cli/main.ts): no service outlives it.
+    lastResort = () => {
+      for (const u of supervisor.units().units) if (u.mainPid && u.mainPid !== process.pid) killGroup(u.mainPid, "SIGKILL");
+    };
+    process.on("exit", lastResort);
     await supervisor.listen();
-    say(`running the node ${plan.node.name} (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
-    const t0 = Date.now();
-    supervisor.startAll();
-    // Ended with the supervisor: a wait left pending would keep this process alive after its last stop.
-    void sayWhenReady(plan, AbortSignal.any([ctx.signal, readyWatch.signal]), t0, say);
-    const onSignal = () => {
-      say("stopping every service (in reverse order)");
+    const stop = (why: string) => {
+      say(`${why}: stopping every service (in reverse order)`);
       void supervisor.stopAll();
     };
-    ctx.signal.addEventListener("abort", onSignal, { once: true });
-    const code = await supervisor.done;
-    ctx.signal.removeEventListener("abort", onSignal);
-    say(code === 0 ? "stopped: no service of the node runs" : "stopped after a failure");
-    return code;
+    // Ctrl-C and SIGTERM abort ctx.signal (cli/main.ts); a closed terminal sends SIGHUP.
+    const onAbort = () => stop("interrupted");
+    const onHup = () => stop("SIGHUP (the terminal closed)");
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    process.on("SIGHUP", onHup);
+    try {
+      if (ctx.signal.aborted) stop("interrupted before the start");
+      else {
+        say(`running the node ${plan.node.name} (pid ${process.pid}); Ctrl-C or SIGTERM stops it`);
+        const t0 = Date.now();
+        supervisor.startAll();
+        // Ended with the supervisor: a wait left pending would keep this process alive after its last stop.
+        void sayWhenReady(plan, AbortSignal.any([ctx.signal, readyWatch.signal]), t0, say);
+      }
+      const code = await supervisor.done;
+      say(code === 0 ? "stopped: no service of the node runs" : "stopped after a failure");
+      return code;
+    } finally {
+      ctx.signal.removeEventListener("abort", onAbort);
+      process.off("SIGHUP", onHup);
+    }
   } finally {
     readyWatch.abort();
-    process.off("exit", lastResort);
+    if (lastResort) process.off("exit", lastResort);
+    process.off("unhandledRejection", onRejection);
     await claim.release();
   }
 }
@@ -126,6 +144,8 @@ export async function detachUp(ctx: Context, plan: Plan): Promise<number> {
     if (r?.status === 200 && (await readPid(paths.pidFile)) === child.pid) return child.pid;
     await sleep(100);
   }
+  // Not started within the time, or ended: nothing of it may go on starting the node unseen.
+  if (exited === null) killGroup(child.pid, "SIGKILL");
   const tail = (await lastLogLines(paths.log, 5)) ?? [];
   throw new UserError(
     `rootless-k8s up did not start${exited !== null ? ` (exit ${exited})` : ` within ${ANSWER_WITHIN_MS / 1000} s`}: ${tail.at(-1) ?? "no output"}`,

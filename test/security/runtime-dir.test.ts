@@ -8,11 +8,23 @@
 //   real folder (tightened to 0700), never a link or another user's.
 // Doctor and the dry run run through the bundled CLI as an ordinary user; the install-time guard and
 // the owner unit's command run on real folders with real modes.
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureRuntimeDir } from "../../cli/apply/runtime-dir";
 import { UserError } from "../../cli/errors";
+import { upRuntimeBase } from "../../cli/xdg";
 import { buildPlan } from "../../cli/plan/index";
 import { commandLine } from "../../cli/render/systemd";
 import { renderUnits, runtimeDirCommand } from "../../cli/render/units";
@@ -221,6 +233,30 @@ describe("install makes the tool's folder 0700, and refuses one that is not the 
     expect(e.message).toBe(`refusing to use ${dir} for the node's sockets: ${who} may write in XDG_RUNTIME_DIR (${p}, mode ${oct})`);
     expect(e.fix).toBe(`chmod 0700 ${p}`);
     expect(existsSync(dir)).toBe(false);
+  });
+
+  // `up` without XDG_RUNTIME_DIR: /tmp/rootless-k8s-UID, where anyone may plant a link first (issue 38).
+  it("the /tmp folder of `up`: a link planted there is refused, its target left as it was; an open one too", async () => {
+    const base = upRuntimeBase(process.getuid?.() ?? 0);
+    rmSync(base, { recursive: true, force: true });
+    const elsewhere = join(parent(), "victim");
+    mkdirSync(elsewhere, { mode: 0o700 });
+    symlinkSync(elsewhere, base);
+    try {
+      const e = await refusal(join(base, "rootless-k8s"));
+      expect(e.message).toBe(
+        `refusing to use ${base}/rootless-k8s for the node's sockets: ${base} is a symbolic link (someone may have put it there)`,
+      );
+      expect(existsSync(join(elsewhere, "rootless-k8s"))).toBe(false);
+      rmSync(base);
+      mkdirSync(base, { mode: 0o755 });
+      chmodSync(base, 0o755);
+      expect((await refusal(join(base, "rootless-k8s"))).message).toMatch(/is open to others \(mode 0755\)$/);
+      chmodSync(base, 0o700);
+      expect(await ensureRuntimeDir(join(base, "rootless-k8s"))).toBe("created");
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it.skipIf(!isRoot)("in another user's XDG_RUNTIME_DIR: refused, nothing made (needs root to plant it)", async () => {

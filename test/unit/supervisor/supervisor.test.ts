@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { upCall, UP_API, upClient, type UpUnits } from "../../../cli/clients/supervisor";
 import type { NodeService, NodeTarget } from "../../../cli/render/services";
 import { expandWords, parseEnvironmentFile } from "../../../cli/supervisor/environment";
-import { endLeftovers, startTime } from "../../../cli/supervisor/leftovers";
+import { endLeftovers, startTime } from "../../../cli/clients/process-groups";
 import { claimPidFile } from "../../../cli/supervisor/pid-file";
 import { createSupervisor, type Supervisor } from "../../../cli/supervisor/supervisor";
 import { waitFor } from "../../helpers/process";

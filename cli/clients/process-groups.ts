@@ -1,11 +1,20 @@
-// What a supervisor that was killed outright (SIGKILL, OOM) leaves: its services' process groups,
-// still running with nothing watching them. systemd would find them in the unit's cgroup; `up` keeps
-// their main pids, with each one's start time (so that a pid the kernel gave to another process
-// since is never taken for ours), in a file of the runtime folder, and the next `up` ends them
-// before it starts anything (RootlessKit's group ending ends the node's namespaces and every
-// process in them).
+// The process groups of the services `rootless-k8s up` runs, and what a supervisor that is gone
+// (killed outright, or its terminal closed) leaves: its services' groups, still running with nothing
+// watching them. systemd would find them in the unit's cgroup; `up` keeps their main pids, with
+// each one's start time (so that a pid the kernel gave to another process since is never taken for
+// ours), in a file of the runtime folder; the next `up`, and a `stop` that finds no supervisor, end
+// them (RootlessKit's group ending ends the node's namespaces and every process in them).
 import { promises as fsp, readFileSync, writeFileSync, renameSync } from "node:fs";
-import { killGroup } from "./service";
+
+/** SIGNAL to every process of the group led by `pid` (a service's main process leads its own). */
+export function killGroup(pid: number | undefined, sig: NodeJS.Signals): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // ESRCH: the group is gone already.
+  }
+}
 
 export interface Group {
   unit: string;
