@@ -87,6 +87,8 @@ export function planPaths(facts: Facts, options: PlanOptions, versions: VersionS
   const env = options.env ?? {};
   refuseControl("HOME", home);
   refuseControl("the user name", facts.user.name);
+  // Refused when set with control characters, also under `up`, which may not use it.
+  refuseControl("XDG_RUNTIME_DIR", rt.fromEnv ? (rt.path ?? undefined) : undefined);
   refuseControl("XDG_RUNTIME_DIR", runtimeBase);
   for (const v of ["XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"] as const) refuseControl(v, env[v]);
   if (options.prefix) checkPrefix(options.prefix, home);
