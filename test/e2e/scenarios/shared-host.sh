@@ -111,7 +111,8 @@ scenario_shared_host() {
   check shared-host "$B_USER's Service gets the Event PortPublishFailed ($(failed_event b_kc | head -1))" wait_for 30 failed_event b_kc
   check shared-host "$B_USER's status names the port it could not publish" has "not published: tcp/$SH_NP for Service default/shared" on_b "$E2E_OPT/bin/rootless-k8s" status
   check shared-host "the port still answers for $E2E_USER" answers_as web-a
-  check shared-host "$B_USER's Service works inside its cluster" has web-b b_kc get --raw /api/v1/namespaces/default/services/shared:80/proxy/hostname
+  # Running is not Ready: the Service has its endpoint once the pod's readiness probe (every 2 s) passed.
+  check shared-host "$B_USER's Service works inside its cluster" wait_for 30 has web-b b_kc get --raw /api/v1/namespaces/default/services/shared:80/proxy/hostname
 
   pssa=$(pss_mib_of "$U")
   pssb=$(pss_mib_of "$bu")
