@@ -10,6 +10,23 @@ import { describe, expect, it } from "vitest";
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
+/** Every layer but the commands and the entry point: what those two may import. */
+const BELOW_COMMANDS = [
+  "base",
+  "host",
+  "fetch",
+  "doctor",
+  "plan",
+  "render",
+  "clients",
+  "readiness",
+  "apply",
+  "agents",
+  "supervisor",
+  "inspect",
+  "self",
+];
+
 /**
  * Each layer and the layers it may import from (besides itself). `base` is the small shared
  * kernel at the root of cli/ (errors, args, context, version, xdg, wait, completion) and cli/ui/;
@@ -38,37 +55,8 @@ export const LAYERS: Record<string, readonly string[]> = {
   supervisor: ["base", "host", "plan", "render", "clients", "readiness", "apply"],
   inspect: ["base", "host", "fetch", "doctor", "plan", "render", "clients", "readiness", "apply", "agents"],
   self: ["base", "host", "fetch", "doctor", "plan", "render", "apply"],
-  commands: [
-    "base",
-    "host",
-    "fetch",
-    "doctor",
-    "plan",
-    "render",
-    "clients",
-    "readiness",
-    "apply",
-    "agents",
-    "supervisor",
-    "inspect",
-    "self",
-  ],
-  top: [
-    "base",
-    "host",
-    "fetch",
-    "doctor",
-    "plan",
-    "render",
-    "clients",
-    "readiness",
-    "apply",
-    "agents",
-    "supervisor",
-    "inspect",
-    "self",
-    "commands",
-  ],
+  commands: BELOW_COMMANDS,
+  top: [...BELOW_COMMANDS, "commands"],
 };
 
 /** The layer of a file given by its path from the repository root, or null outside cli/. */
