@@ -6,7 +6,7 @@
 // the receipt lists it AND it lies inside the tool's own folders (computed from the environment and
 // --prefix, never from the receipt: cli/apply/trust.ts), and keeps a listed file whose content changed.
 import { promises as fsp } from "node:fs";
-import { serviceManager } from "../clients/supervisor";
+import { privateFolderProblem, serviceManager } from "../clients/supervisor";
 import { selfCommand } from "../self-command";
 import { homedir } from "node:os";
 import * as path from "node:path";
@@ -121,7 +121,8 @@ export async function removeNode(
   const keptFiles: string[] = [];
   // The /tmp runtime folder of a node run by `up` is ours only when this node used it and it is a
   // real folder of the user's own (never through a link someone else put in /tmp).
-  const upRuntime = plan?.paths?.runtimeDir === own.upRuntime && (await ownRealFolder(path.dirname(own.upRuntime))) ? own.upRuntime : null;
+  const upRuntime =
+    plan?.paths?.runtimeDir === own.upRuntime && privateFolderProblem(path.dirname(own.upRuntime)) === null ? own.upRuntime : null;
   const trees = [...Object.values(own.roots), own.cache, ...(upRuntime ? [upRuntime] : [])].map((t) => resolvedPath(t));
   // A whole tree goes only when it is one of the tool's own folders or lies inside one.
   const gone = async (paths: string[]) => {
@@ -278,10 +279,4 @@ async function removeEmptyTree(dir: string, keep: string[]): Promise<void> {
   if (!st?.isDirectory() || keep.includes(dir)) return;
   for (const n of await fsp.readdir(dir).catch(() => [] as string[])) await removeEmptyTree(path.join(dir, n), keep);
   await fsp.rmdir(dir).catch(() => {});
-}
-
-/** `dir` is a folder (not a link to one) of this user's, that nobody else may enter. */
-async function ownRealFolder(dir: string): Promise<boolean> {
-  const st = await fsp.lstat(dir).catch(() => null);
-  return !!st && st.isDirectory() && st.uid === (process.getuid?.() ?? -1) && (st.mode & 0o077) === 0;
 }

@@ -120,22 +120,28 @@ const DETACH_WAIT_MS = 30_000;
  */
 export function checkUpRuntime(runtimeDir: string): void {
   const base = path.dirname(runtimeDir);
+  if (base !== upRuntimeBase(process.getuid?.() ?? -1)) return;
+  const why = privateFolderProblem(base);
+  if (why)
+    throw new UserError(`refusing to use ${base}: it is ${why}, not a private folder of yours`, {
+      exitCode: ExitCode.Refused,
+      fix: `check what put it there, remove it (rm -r ${base}), then \`rootless-k8s start\``,
+    });
+}
+
+/** Why `dir` is not a real folder (never a link) of this user's that nobody else may enter; null when it is, or is not there. */
+export function privateFolderProblem(dir: string): string | null {
   const uid = process.getuid?.() ?? -1;
-  if (base !== upRuntimeBase(uid)) return;
-  let st: ReturnType<typeof lstatSync> | null = null;
+  let st: ReturnType<typeof lstatSync>;
   try {
-    st = lstatSync(base);
+    st = lstatSync(dir);
   } catch {
-    return; // not there: nothing of the node runs, nothing to reach
+    return null; // not there: nothing of the node runs, nothing to reach
   }
-  if (!st.isDirectory() || st.uid !== uid || st.mode & 0o077)
-    throw new UserError(
-      `refusing to use ${base}: it is ${st.isSymbolicLink() ? "a symbolic link" : st.uid !== uid ? `uid ${st.uid}'s` : "open to others"}, not a private folder of yours`,
-      {
-        exitCode: ExitCode.Refused,
-        fix: `check what put it there, remove it (rm -r ${base}), then \`rootless-k8s start\``,
-      },
-    );
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (!st.isDirectory()) return "not a folder";
+  if (st.uid !== uid) return `uid ${st.uid}'s`;
+  return st.mode & 0o077 ? "open to others" : null;
 }
 
 export function upClient(o: UpClientOptions): SystemdUser {
@@ -143,12 +149,12 @@ export function upClient(o: UpClientOptions): SystemdUser {
   checkUpRuntime(o.plan.paths.runtimeDir);
   const logDir = o.plan.paths.logDir;
   const prefix = o.plan.paths.prefix ? ["--prefix", o.plan.paths.prefix] : [];
-  const call = async (p: string, units?: string[]): Promise<boolean> => {
-    const r = await upCall(paths.socket, "POST", p, units ? ({ units } satisfies UpUnitsRequest) : {});
-    if (r === null) return false;
-    if (r.status >= 300)
+  /** A POST to the supervisor: its answer, or null when none runs; a refusal is an error. */
+  const call = async (p: string, units?: string[], timeoutMs?: number): Promise<UpCallResult | null> => {
+    const r = await upCall(paths.socket, "POST", p, units ? ({ units } satisfies UpUnitsRequest) : {}, timeoutMs);
+    if (r !== null && r.status >= 300)
       throw new UserError(`rootless-k8s up refused ${p}: ${r.body.trim().split("\n")[0] ?? r.status}`, { fix: `see ${paths.log}` });
-    return true;
+    return r;
   };
   const detach = async () => {
     const r = await runUpDetached(o.self, prefix, paths, o.env ?? process.env);
@@ -184,23 +190,21 @@ export function upClient(o: UpClientOptions): SystemdUser {
     async disable() {},
     async start(units) {
       if (!units.length) return;
-      if (!(await call(UP_API.start, units))) await detach();
+      if ((await call(UP_API.start, units)) === null) await detach();
     },
     async restart(units) {
       if (!units.length) return;
-      if (!(await call(UP_API.restart, units))) await detach();
+      if ((await call(UP_API.restart, units)) === null) await detach();
     },
     async stop(units) {
       if (!units.length) return;
       // A stop runs each service's stop timeout in turn (about 4 minutes at most for a whole node).
-      const r = await upCall(paths.socket, "POST", UP_API.stop, { units } satisfies UpUnitsRequest, STOP_ANSWER_MS);
+      const r = await call(UP_API.stop, units, STOP_ANSWER_MS);
       if (r === null) {
         // No supervisor answers: what one that is gone (killed, or its terminal closed) left running ends here.
         await endLeftovers(paths.groups);
         return;
       }
-      if (r.status >= 300)
-        throw new UserError(`rootless-k8s up refused to stop: ${r.body.trim().split("\n")[0] ?? r.status}`, { fix: `see ${paths.log}` });
       // Nothing of the node runs any more: the supervisor exits too, and the stop ends once it has.
       const a = JSON.parse(r.body) as Partial<UpStopAnswer>;
       if (a.exiting && a.pid && a.pid !== process.pid) await gone(a.pid, SUPERVISOR_EXIT_MS);

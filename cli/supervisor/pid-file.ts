@@ -24,6 +24,14 @@ export async function readPid(file: string): Promise<number | null> {
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
+/** The refusal of a second `up` of a node, naming the supervisor that runs it. */
+export function alreadyRunning(node: string, pid: number): UserError {
+  return new UserError(`the node ${node} is already run by rootless-k8s up (pid ${pid})`, {
+    exitCode: ExitCode.Refused,
+    fix: `\`rootless-k8s status\` shows it; \`rootless-k8s stop\` (or kill ${pid}) stops it`,
+  });
+}
+
 /** Takes the pid file for this process, or refuses (exit 3) with the pid of the supervisor that runs. */
 export async function claimPidFile(file: string, node: string): Promise<Claim> {
   let stale: number | null = null;
@@ -42,11 +50,7 @@ export async function claimPidFile(file: string, node: string): Promise<Claim> {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
     }
     const pid = await readPid(file);
-    if (pid !== null && pid !== process.pid && isSupervisor(pid))
-      throw new UserError(`the node ${node} is already run by rootless-k8s up (pid ${pid})`, {
-        exitCode: ExitCode.Refused,
-        fix: `\`rootless-k8s status\` shows it; \`rootless-k8s stop\` (or kill ${pid}) stops it`,
-      });
+    if (pid !== null && pid !== process.pid && isSupervisor(pid)) throw alreadyRunning(node, pid);
     stale = pid ?? 0;
     // Removed only while it still names that pid (another `up` may have just replaced it).
     if ((await readPid(file)) === pid) await fsp.rm(file, { force: true });

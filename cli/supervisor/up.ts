@@ -16,7 +16,7 @@ import { waitForReady } from "../readiness/readiness";
 import type { Plan } from "../plan/plan";
 import { supervisorOf, upPaths } from "../plan/supervisor";
 import { selfCommand } from "../self-command";
-import { claimPidFile, isSupervisor, readPid } from "./pid-file";
+import { alreadyRunning, claimPidFile, isSupervisor, readPid } from "./pid-file";
 import { sleep } from "./service";
 import { killGroup } from "../clients/process-groups";
 import { createSupervisor } from "./supervisor";
@@ -124,11 +124,7 @@ export async function detachUp(ctx: Context, plan: Plan): Promise<number> {
   await ensureRuntimeDir(plan.paths.runtimeDir);
   const paths = upPaths(plan.paths);
   const running = await readPid(paths.pidFile);
-  if (running !== null && isSupervisor(running))
-    throw new UserError(`the node ${plan.node.name} is already run by rootless-k8s up (pid ${running})`, {
-      exitCode: ExitCode.Refused,
-      fix: "`rootless-k8s status` shows it; `rootless-k8s stop` stops it",
-    });
+  if (running !== null && isSupervisor(running)) throw alreadyRunning(plan.node.name, running);
   mkdirSync(path.dirname(paths.log), { recursive: true, mode: 0o700 });
   const out = openSync(paths.log, "a", 0o600);
   const self = selfCommand();
