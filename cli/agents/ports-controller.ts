@@ -22,6 +22,7 @@ import {
   wantedPorts,
 } from "../plan/ports";
 import type { PortsConfig } from "../render/ports";
+import { warningEvent } from "../render/kube-objects";
 import { writeFileAtomic } from "../apply/files";
 export { DEFAULT_TIMING, type LoopTiming } from "../clients/informer";
 import { DEFAULT_TIMING, Informer, passLoop } from "../clients/informer";
@@ -124,30 +125,10 @@ export function portEvent(
   nodeName: string,
   now: Date,
 ): Record<string, unknown> {
-  const ns = owner.metadata.namespace ?? "default";
-  const time = now.toISOString().replace(/\.\d+Z$/, "Z");
-  return {
-    apiVersion: "v1",
-    kind: "Event",
-    metadata: { generateName: `${owner.metadata.name}.`, namespace: ns },
-    involvedObject: {
-      apiVersion: "v1",
-      kind: owner.kind,
-      namespace: ns,
-      name: owner.metadata.name,
-      ...(owner.metadata.uid ? { uid: owner.metadata.uid } : {}),
-      ...(owner.metadata.resourceVersion ? { resourceVersion: owner.metadata.resourceVersion } : {}),
-    },
-    reason: eventReason(u),
-    message: eventMessage(u, bindAddress),
-    type: "Warning",
-    source: { component: COMPONENT, host: nodeName },
-    reportingComponent: COMPONENT,
-    reportingInstance: nodeName,
-    firstTimestamp: time,
-    lastTimestamp: time,
-    count: 1,
-  };
+  return warningEvent(
+    { apiVersion: "v1", kind: owner.kind, metadata: owner.metadata },
+    { reason: eventReason(u), message: eventMessage(u, bindAddress), component: COMPONENT, nodeName, now },
+  );
 }
 
 /**

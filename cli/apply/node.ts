@@ -6,7 +6,7 @@ import type { RenderedFile } from "../render/index";
 import { isSha256 } from "./files";
 import type { OwnedRoots } from "./receipt";
 
-/** Start order: the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher, the overlay, the approver. */
+/** Start order: the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the NetworkPolicy enforcer, the port publisher, the overlay, the approver. */
 export function startOrder(plan: Plan): string[] {
   const u = plan.units;
   const own = plan.runtime.name !== "docker"; // with docker the owner is the user's docker.service
@@ -16,6 +16,7 @@ export function startOrder(plan: Plan): string[] {
     ...(u.criDockerd ? [u.criDockerd] : []),
     u.kubelet,
     u.kubeProxy,
+    ...(u.networkPolicy ? [u.networkPolicy] : []),
     ...(u.ports ? [u.ports] : []),
     ...(u.overlay ? [u.overlay] : []),
     ...(u.csrApprover ? [u.csrApprover] : []),

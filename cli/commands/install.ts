@@ -85,6 +85,10 @@ run: 0 when install would go ahead, 3 when it would refuse (a failing check or a
       type: "boolean",
       description: "No cluster DNS: skip CoreDNS and the kubelet's clusterDNS (removes it from a node that has it)",
     },
+    "no-network-policy": {
+      type: "boolean",
+      description: "Do not enforce NetworkPolicies (the API server still accepts them; `status` says they are not enforced)",
+    },
     "node-port-range": {
       type: "string",
       valueName: "FIRST-LAST",
@@ -184,6 +188,7 @@ export function installOptions(parsed: Parsed, ctx: Pick<Context, "cwd" | "env">
     dns: opt.bool(parsed, "no-dns") ? false : undefined,
     storage: opt.bool(parsed, "no-storage") ? false : undefined,
     metrics: opt.bool(parsed, "no-metrics") ? false : undefined,
+    networkPolicy: opt.bool(parsed, "no-network-policy") ? false : undefined,
     publishAddress: opt.str(parsed, "publish-address") as PlanOptions["publishAddress"],
     nodePortRange: nodePortRangeFlag(parsed, opt.int(parsed, "api-port", 1, 65535, spec.name) ?? 6443),
     pkiAlgorithm: opt.str(parsed, "pki-algorithm") as PlanOptions["pkiAlgorithm"],

@@ -26,6 +26,7 @@ const SHARED = [
   "trust-bundle",
   "ca-file",
   "supervisor",
+  "no-network-policy",
 ] as const;
 
 export const spec: CommandSpec = {

@@ -32,6 +32,8 @@ export const COMPONENTS: Record<string, keyof UnitNames> = {
   "cri-dockerd": "criDockerd",
   ports: "ports",
   overlay: "overlay",
+  netpol: "networkPolicy",
+  "network-policy": "networkPolicy",
   "csr-approver": "csrApprover",
   approver: "csrApprover",
 };
@@ -47,7 +49,7 @@ these are shown (with -f, followed like tail -F). Each file is rotated past ${LO
 ${LOG_GENERATIONS} older generations kept (<unit>.log.1, .2): the shown lines are read across them.
 
 Components: rootlesskit (also: runtime, containerd), etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, kubelet, kube-proxy, ports, overlay, csr-approver, cri-dockerd (docker runtime only);
+kube-scheduler, kubelet, kube-proxy, ports, overlay, netpol, csr-approver, cri-dockerd (docker runtime only);
 up (also: supervisor), the lines of \`rootless-k8s up\` itself on a node it runs.`,
   options: {
     follow: { type: "boolean", short: "f", description: "Keep printing new lines (Ctrl-C stops)" },

@@ -44,6 +44,11 @@ export const commands: CommandEntry[] = [
     load: () => import("./overlay"),
   },
   {
+    name: "netpol",
+    summary: "Enforce NetworkPolicies for this node's pods (run by rootless-k8s-netpol.service)",
+    load: () => import("./netpol"),
+  },
+  {
     name: "approver",
     summary: "Approve joined nodes' kubelet serving certificates (run by rootless-k8s-csr-approver.service)",
     load: () => import("./approver"),

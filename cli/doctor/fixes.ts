@@ -3,6 +3,7 @@
 // Root commands carry no `sudo`: they go, as they are, into the one reviewed root script.
 import type { Facts, Family } from "../host/facts";
 import { profileFileName } from "../host/parse/apparmor";
+import type { NetworkPolicyNeed } from "../host/network-policy";
 
 /** Packages by what they provide, per family. */
 const PACKAGES = {
@@ -119,4 +120,9 @@ export function cgroupV2BootFix(facts: Facts): string[] {
     default:
       return [`# add ${arg} to the kernel command line of your boot loader, then reboot`];
   }
+}
+
+/** What lets the node enforce NetworkPolicies (host/network-policy.ts names the need): root's commands. */
+export function networkPolicyFix(facts: Facts, needs: NetworkPolicyNeed): { root: string[] } {
+  return { root: needs === "iptables" ? [installPackage(facts, "iptables")] : modulesFix(["br_netfilter"]) };
 }

@@ -89,6 +89,10 @@ export function renderStatus(st: NodeStatus, home: string, s: Style): string[] {
       ),
     );
   }
+  // The issue's words: "network policy: not enforced (reason)", never silent.
+  lines.push(
+    `  ${st.networkPolicy.enforced ? `network policy: enforced (${st.networkPolicy.detail})` : s.yellow(`network policy: not enforced (${st.networkPolicy.detail})`)}`,
+  );
   row("versions", `set ${st.versions.set ?? "none"}${st.versions.previous ? ` (previous: ${st.versions.previous})` : ""}`);
   row(
     "",

@@ -20,6 +20,7 @@ import { portsStatus, type PortsStatus } from "./ports-status";
 import { readOverlayState } from "../apply/worker-ready";
 import type { OverlayStateFile } from "../plan/overlay";
 import { evictionStatus, type EvictionStatus } from "./eviction-status";
+import { networkPolicyView, readNetworkPolicyState, type NetworkPolicyStatus } from "./netpol-status";
 import { localHost } from "../host/host";
 import type { UserLimitFacts } from "../host/facts";
 import { userLimitFacts } from "../host/probes/limits";
@@ -53,6 +54,8 @@ export interface NodeStatus {
   limits: UserLimitFacts | null;
   /** The overlay agent's last pass: the other nodes and whether each answered through it; null without an overlay or state. */
   overlay: OverlayStateFile | null;
+  /** Whether NetworkPolicies are enforced on this node, and with what, or why not. */
+  networkPolicy: NetworkPolicyStatus;
   units: Pick<UnitState, "unit" | "activeState" | "subState" | "result" | "mainPid" | "nRestarts">[];
   /** The on-demand units that wait for the node to admit another node (`token create`), not a problem while they do. */
   waitingForNodes: string[];
@@ -132,6 +135,13 @@ export async function nodeStatus(
         `pods do not reach node ${p.node}'s pods through the overlay (${p.vtep}, host ${p.publicIP}: ${p.error}): open UDP ${plan.overlay?.port} both ways between the hosts`,
       );
 
+  const networkPolicy = networkPolicyView(
+    plan,
+    units.find((u) => u.unit === plan.units.networkPolicy) ?? null,
+    await readNetworkPolicyState(plan),
+  );
+  if (networkPolicy.problem) problems.push(`NetworkPolicies are not enforced: ${networkPolicy.detail}`);
+
   return {
     schemaVersion: 1,
     healthy: problems.length === 0,
@@ -152,6 +162,7 @@ export async function nodeStatus(
     nodePorts: nodePortWords(plan),
     limits: await userLimits(plan),
     overlay,
+    networkPolicy,
     ...unitsAndLogs(plan, units),
     waitingForNodes: waiting,
   };
@@ -184,6 +195,7 @@ function stoppedStatus(receipt: Receipt & { plan: Plan }, units: UnitState[], pr
     nodePorts: nodePortWords(plan),
     limits: null,
     overlay: null,
+    networkPolicy: { enforced: false, detail: "the node is stopped", problem: false },
     ...unitsAndLogs(plan, units),
     waitingForNodes: [],
   };

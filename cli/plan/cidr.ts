@@ -71,3 +71,20 @@ export function overlapping(cidr: string, taken: readonly string[]): string[] {
     return other !== null && overlaps(net, other);
   });
 }
+
+/**
+ * A network less some of its parts, as the fewest networks that cover exactly what remains
+ * (a NetworkPolicy ipBlock's cidr less its except list): 10.0.0.0/24 less 10.0.0.0/26 is
+ * 10.0.0.64/26 and 10.0.0.128/25. Parts outside the network take nothing away.
+ */
+export function subtractCidrs(net: Ipv4Net, parts: readonly Ipv4Net[]): Ipv4Net[] {
+  const inside = parts.filter((p) => overlaps(p, net));
+  if (!inside.length) return [net];
+  if (inside.some((p) => p.prefix <= net.prefix)) return [];
+  const half = net.prefix + 1;
+  const size = 2 ** (32 - half);
+  return [
+    ...subtractCidrs({ base: net.base, prefix: half }, inside),
+    ...subtractCidrs({ base: (net.base + size) >>> 0, prefix: half }, inside),
+  ];
+}

@@ -57,6 +57,13 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
       pub.reasons,
     );
   }
+  if (plan.networkPolicy) {
+    const np = plan.networkPolicy;
+    item("Policies", np.enforced ? `NetworkPolicies enforced by ${plan.units.networkPolicy}` : `NetworkPolicies NOT enforced: ${np.why}`, [
+      ...np.reasons,
+      ...(np.fix?.root ? [`fix, as root: ${np.fix.root.join("; ")}`] : np.fix?.user ? [`fix: ${np.fix.user}`] : []),
+    ]);
+  }
   item("Networks", `pods ${plan.cidrs.pods}, services ${plan.cidrs.services}`, plan.cidrs.reasons);
   const labels = Object.entries(plan.node.labels).map(([k, val]) => `${k}=${val}`);
   const taints = plan.node.taints.map((x) => `${x.key}=${x.value}:${x.effect}`);

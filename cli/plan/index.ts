@@ -19,6 +19,7 @@ import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidr
 import { decideNode, decideNodeIP } from "./node";
 import { DEFAULT_NODE_PORTS } from "./node-ports";
 import { OVERLAY_UNIT, decideOverlay } from "./overlay";
+import { NETPOL_UNIT, decideNetworkPolicy } from "./network-policy";
 import { planPaths } from "./paths";
 import { PORTS_UNIT, decidePublish } from "./publish";
 import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
@@ -42,7 +43,7 @@ export const APPROVER_UNIT = `${UNIT_PREFIX}-csr-approver.service`;
 /** The timer that rotates the units' log files where there is no journal (its service has the same name, .service). */
 export const LOGROTATE_TIMER = `${UNIT_PREFIX}-logrotate.timer`;
 
-export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "overlay" | "logging">): UnitNames {
+export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "overlay" | "logging" | "networkPolicy">): UnitNames {
   const docker = plan.runtime.name === "docker";
   return {
     target: `${UNIT_PREFIX}.target`,
@@ -57,6 +58,7 @@ export function unitNames(plan: Pick<Plan, "runtime" | "publish" | "role" | "ove
     ports: plan.publish?.enabled ? PORTS_UNIT : null,
     csrApprover: plan.role === "worker" ? null : APPROVER_UNIT,
     overlay: plan.overlay?.enabled ? OVERLAY_UNIT : null,
+    networkPolicy: plan.networkPolicy?.enforced ? NETPOL_UNIT : null,
     logRotate: plan.logging.to === "file" ? LOGROTATE_TIMER : null,
   };
 }
@@ -101,6 +103,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       options,
     ),
     overlay: decideOverlay(network, runtime),
+    networkPolicy: decideNetworkPolicy(facts, options, runtime.name),
     memory: decideMemory(),
     paths,
     supervisor,

@@ -7,6 +7,7 @@
 
 import type { KubeletCapabilities } from "../host/facts";
 import type { SupervisorKind, SupervisorPlan } from "./supervisor";
+import type { NetworkPolicyPlan } from "./network-policy";
 
 export type { KubeletCapabilities };
 
@@ -362,6 +363,8 @@ export interface Plan {
   publish?: PublishPlan;
   /** Absent from the plans of receipts written before nodes could join (read: off, no overlay unit). */
   overlay?: OverlayPlan;
+  /** NetworkPolicy enforcement (cli/plan/network-policy.ts); absent from older plans (read: not enforced). */
+  networkPolicy?: NetworkPolicyPlan;
   paths: Paths;
   /** The Go runtime's settings for the node's Go components (cli/plan/memory.ts); absent from older plans (Go's defaults). */
   memory?: { goGC: number } & Reasoned;
@@ -401,6 +404,8 @@ export interface UnitNames {
   csrApprover?: string | null;
   /** The overlay agent (rootless-k8s-overlay.service); null or absent when the plan has no overlay. */
   overlay?: string | null;
+  /** The NetworkPolicy enforcer (rootless-k8s-netpol.service); null or absent when the plan enforces none. */
+  networkPolicy?: string | null;
 }
 
 /** What the user asked for on the command line; everything is optional. */
@@ -451,6 +456,8 @@ export interface PlanOptions {
   evictionSoftGrace?: string;
   /** --supervisor: what runs the node's services (default: systemd where a user manager answers, else `up`). */
   supervisor?: SupervisorKind;
+  /** false: --no-network-policy (NetworkPolicies accepted, not enforced); default: enforced where the host can. */
+  networkPolicy?: boolean;
 }
 
 /** Probed from the kubelet binary (cli/host/kubelet.ts). */

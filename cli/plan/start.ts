@@ -44,6 +44,6 @@ export function startGate(plan: Plan, unit: string): StartGate | null {
   const u = plan.units;
   if (plan.role === "worker") return null;
   if (unit === u.apiServer) return { kind: "etcd" };
-  const talksToApi = [u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports, u.overlay, u.csrApprover];
+  const talksToApi = [u.controllerManager, u.scheduler, u.kubelet, u.kubeProxy, u.ports, u.overlay, u.networkPolicy, u.csrApprover];
   return talksToApi.includes(unit) ? { kind: "api", skipPolledHooks: unit !== u.controllerManager } : null;
 }

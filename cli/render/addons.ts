@@ -7,6 +7,7 @@ import YAML from "yaml";
 import { type KubeObject, type RbacSubject, rbacBinding } from "./kube-objects";
 import type { Plan } from "../plan/plan";
 import { portsObjects } from "./ports";
+import { networkPolicyObjects } from "./network-policy";
 import { APPROVER_USER, approverRbacObjects } from "./approver-rbac";
 
 export type { KubeObject } from "./kube-objects";
@@ -420,6 +421,10 @@ export function addons(plan: Plan): Addon[] {
   // The port publisher's RBAC: on and off with plan.publish (no flag of its own; its process is the ports unit).
   if (plan.publish)
     list.push({ id: "ports", enabled: plan.publish.enabled, objects: portsObjects({ [ADDON_LABEL]: "ports" }), ready: null });
+  // The NetworkPolicy enforcer's RBAC, for every node's (the group system:nodes): kept while the
+  // plan knows of enforcement, so a worker enforces even where this node was installed without.
+  if (plan.networkPolicy)
+    list.push({ id: "network-policy", enabled: true, objects: networkPolicyObjects({ [ADDON_LABEL]: "network-policy" }), ready: null });
   // The CSR approver's RBAC: on with its unit (a server's; absent from plans older than the approver).
   if (plan.units.csrApprover !== undefined)
     list.push({

@@ -13,6 +13,7 @@ import { adminKubeconfig, componentKubeconfig, hostClientKubeconfig, renderKubec
 import { layout } from "./layout";
 import { type CaName, type CertName, type Pki, certSpecs, pkiPaths } from "./pki";
 import { renderOverlayConfig } from "./overlay";
+import { renderNetworkPolicyConfig } from "./network-policy";
 import { PORTS_USER, renderPortsConfig } from "./ports";
 import { APPROVER_USER } from "./approver-rbac";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
@@ -159,6 +160,14 @@ function renderConfigs(plan: Plan): RenderedFile[] {
     files.push({ path: l.cniConflist, content: JSON.stringify(cniConflist(plan), null, 2) + "\n", mode: PUBLIC, kind: "cni" });
   if (u.ports) files.push({ path: l.portsConfig, content: renderPortsConfig(plan), mode: PUBLIC, kind: "config", unit: u.ports });
   if (u.overlay) files.push({ path: l.overlayConfig, content: renderOverlayConfig(plan), mode: PUBLIC, kind: "config", unit: u.overlay });
+  if (u.networkPolicy)
+    files.push({
+      path: l.networkPolicyConfig,
+      content: renderNetworkPolicyConfig(plan),
+      mode: PUBLIC,
+      kind: "config",
+      unit: u.networkPolicy,
+    });
   if (plan.runtime.name === "containerd") {
     files.push({ path: l.containerdConfig, content: renderToml(containerdConfig(plan)), mode: PUBLIC, kind: "config", unit: u.owner });
   }

@@ -32,3 +32,41 @@ export function rbacBinding(
     subjects: [subject],
   };
 }
+
+/** What an Event is about: the object `kubectl describe` shows it under. */
+export interface EventSubject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string };
+}
+
+/** A core/v1 Warning Event on `subject`, written by `component` on `nodeName`. */
+export function warningEvent(
+  subject: EventSubject,
+  e: { reason: string; message: string; component: string; nodeName: string; now: Date },
+): Record<string, unknown> {
+  const ns = subject.metadata.namespace ?? "default";
+  const time = e.now.toISOString().replace(/\.\d+Z$/, "Z");
+  return {
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { generateName: `${subject.metadata.name}.`, namespace: ns },
+    involvedObject: {
+      apiVersion: subject.apiVersion,
+      kind: subject.kind,
+      namespace: ns,
+      name: subject.metadata.name,
+      ...(subject.metadata.uid ? { uid: subject.metadata.uid } : {}),
+      ...(subject.metadata.resourceVersion ? { resourceVersion: subject.metadata.resourceVersion } : {}),
+    },
+    reason: e.reason,
+    message: e.message,
+    type: "Warning",
+    source: { component: e.component, host: e.nodeName },
+    reportingComponent: e.component,
+    reportingInstance: e.nodeName,
+    firstTimestamp: time,
+    lastTimestamp: time,
+    count: 1,
+  };
+}

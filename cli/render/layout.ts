@@ -23,6 +23,8 @@ export function layout(plan: Plan) {
     portsConfig: config("ports.json"),
     /** The overlay agent's config (`rootless-k8s overlay run --config FILE`). */
     overlayConfig: config("overlay.json"),
+    /** The NetworkPolicy enforcer's config (`rootless-k8s netpol run --config FILE`). */
+    networkPolicyConfig: config("netpol.json"),
     /** What each add-on applies through the API server, for the user to read (addons/<id>.yaml). */
     addonsDir: config("addons"),
     kubeconfigs: {
@@ -69,6 +71,8 @@ export function layout(plan: Plan) {
       portsState: path.join(runtimeDir, "ports-state.json"),
       /** The overlay's peers and whether each answered through it (read by join and status). */
       overlayState: path.join(runtimeDir, "overlay-state.json"),
+      /** Whether the NetworkPolicy enforcer's last pass holds, and what it enforces (read by status). */
+      networkPolicyState: path.join(runtimeDir, "netpol-state.json"),
     },
     pkiDir,
   };

@@ -173,6 +173,18 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       kubeconfig: layout(plan).kubeconfigs.kubelet,
     });
   }
+  if (u.networkPolicy && plan.networkPolicy?.enforced) {
+    list.push({
+      unit: u.networkPolicy,
+      description: "enforces NetworkPolicies for this node's pods (iptables rules in the node's namespace)",
+      documentation: "https://kubernetes.io/docs/concepts/services-networking/network-policies/",
+      // Inside the namespaces, where the pods' packets pass, with the kubelet's credential.
+      args: [...selfCommand(plan), "netpol", "run", "--config", layout(plan).networkPolicyConfig],
+      extraArgs: null,
+      after: [u.kubelet],
+      kubeconfig: layout(plan).kubeconfigs.kubelet,
+    });
+  }
   if (u.csrApprover) {
     list.push({
       unit: u.csrApprover,

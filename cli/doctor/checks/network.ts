@@ -1,6 +1,8 @@
 // Network and disk: the ports the node publishes must be free, the data folder must have room and
 // sit on a local file system (NFS and friends cannot chown to subordinate ids).
 import { fsStats } from "../../host/fs-stats";
+import { networkPolicyHostBlocker } from "../../host/network-policy";
+import { networkPolicyFix } from "../fixes";
 import type { NetworkFacts } from "../../host/facts";
 import { fail, ok, skip, warn, type Check, type CheckResult } from "../check";
 import { apiPortRequest, choosePort, holdersOf, holderWords } from "../port-choice";
@@ -14,6 +16,16 @@ export const networkChecks: Check[] = [
     group: "network",
     label: "free ports",
     run: (f) => portsOutcome(f.network, f.user.uid),
+  },
+  {
+    id: "network-policy",
+    group: "network",
+    label: "NetworkPolicy enforcement",
+    run: (f) => {
+      const b = networkPolicyHostBlocker(f);
+      if (!b) return ok("iptables and br_netfilter present: NetworkPolicies are enforced (rootless-k8s-netpol.service)");
+      return warn(`not possible: ${b.why}; the API server would accept policies and nothing would hold them`, networkPolicyFix(f, b.needs));
+    },
   },
   {
     id: "disk",

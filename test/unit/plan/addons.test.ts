@@ -65,6 +65,7 @@ describe("the dns add-on in the plan", () => {
       "storage.yaml",
       "metrics.yaml",
       "ports.yaml",
+      "network-policy.yaml",
       "csr-approver.yaml",
     ]);
     expect(addons(plan).map((a) => [a.id, a.enabled])).toEqual([
@@ -72,6 +73,7 @@ describe("the dns add-on in the plan", () => {
       ["storage", true],
       ["metrics", true],
       ["ports", true],
+      ["network-policy", true],
       ["csr-approver", true],
     ]);
   });
@@ -234,6 +236,7 @@ describe("the metrics add-on", () => {
       ...off,
       addons: { ...off.addons!, metrics: undefined },
       publish: undefined,
+      networkPolicy: undefined,
       units: { ...off.units, csrApprover: undefined },
     } as Plan;
     expect(addons(old).map((a) => a.id)).toEqual(["dns", "storage"]);

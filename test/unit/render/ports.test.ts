@@ -119,6 +119,8 @@ describe("no port publisher", () => {
     delete old.units.ports;
     delete old.units.csrApprover;
     delete old.units.overlay;
+    delete old.networkPolicy;
+    delete old.units.networkPolicy;
     const files = renderNode(old, await generatePki(old));
     expect(ports(files)).toEqual([]);
     expect(files.filter((f) => f.kind === "unit").map((f) => f.unit)).toEqual([

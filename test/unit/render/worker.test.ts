@@ -31,7 +31,7 @@ describe("a worker's files", () => {
   const files = renderNode(joined, null);
   const l = layout(joined);
 
-  it("are the runtime's, the kubelet's, kube-proxy's, the port publisher's and the overlay's units only: no etcd, no control plane", () => {
+  it("are the runtime's, the kubelet's, kube-proxy's, the NetworkPolicy enforcer's, the port publisher's and the overlay's units only: no etcd, no control plane", () => {
     expect(files.filter((f) => f.kind === "unit").map((f) => f.unit)).toEqual([
       "rootless-k8s.target",
       "rootless-k8s-rootlesskit.service",
@@ -39,6 +39,7 @@ describe("a worker's files", () => {
       "rootless-k8s-kube-proxy.service",
       "rootless-k8s-ports.service",
       "rootless-k8s-overlay.service",
+      "rootless-k8s-netpol.service",
     ]);
     const kubelet = text(files, `${joined.paths.unitDir}/rootless-k8s-kubelet.service`);
     expect(kubelet).not.toContain("kube-apiserver");

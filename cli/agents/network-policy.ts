@@ -1,0 +1,269 @@
+// The NetworkPolicy enforcer's loop (`rootless-k8s netpol run`, rootless-k8s-netpol.service, inside
+// the node's namespaces): it watches the cluster's pods, Namespaces and NetworkPolicies with the
+// kubelet's credential and keeps the filter table's rules for this node's pods at exactly what
+// cli/plan/netpol-rules.ts compiles from them, one iptables-restore transaction per change.
+// Fail closed: rules that iptables refuses leave the selected pods isolated with nothing allowed
+// (an Event on each policy says so), and a stop leaves the last rules in place (the next start
+// replaces them); only a pass that could not read the cluster yet changes nothing.
+// What it enforces, or why not, goes to the state file `status` reads.
+import { spawn } from "node:child_process";
+import { promises as fsp } from "node:fs";
+import { ExitCode, UserError, messageOf } from "../errors";
+import {
+  type CompiledRules,
+  type NamespaceObject,
+  type NetworkPolicyObject,
+  type PodObject,
+  type PolicyProblem,
+  compileNetworkPolicies,
+  parseSavedFilter,
+  restoreText,
+} from "../plan/netpol-rules";
+import type { NetworkPolicyConfig } from "../render/network-policy";
+import { warningEvent } from "../render/kube-objects";
+import { writeFileAtomic } from "../apply/files";
+import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "../clients/informer";
+import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
+import { type CommandResult, runCommand } from "./overlay-agent";
+
+export const COMPONENT = "rootless-k8s-netpol";
+/** The sysctl br_netfilter makes per network namespace: 1 sends bridged packets through iptables. */
+export const BRIDGE_SYSCTL = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+
+/** What the last pass did (the runtime folder's netpol-state.json, read by `status`). */
+export interface NetworkPolicyState {
+  schemaVersion: 1;
+  updated: string;
+  /** The rules of the last pass are in place. */
+  enforced: boolean;
+  /** Why not (enforced false), or what holds back part of it (a rule iptables refused: its pods allow nothing). */
+  why: string | null;
+  policies: number;
+  isolated: { ingress: number; egress: number };
+  rules: number;
+  /** Parts of policies that match nothing (each also an Event on its policy). */
+  problems: PolicyProblem[];
+}
+
+export interface NetworkPolicyRuntime {
+  api: ApiClient;
+  /** `iptables-save -t filter`. */
+  save(): Promise<CommandResult>;
+  /** `iptables-restore --noflush` with this text on its input. */
+  restore(text: string): Promise<CommandResult>;
+  readText(file: string): Promise<string | null>;
+  writeText(file: string, text: string): Promise<void>;
+  writeState(file: string, text: string): Promise<void>;
+  log(line: string): void;
+  now?: () => Date;
+}
+
+const firstLine = (r: CommandResult) => (r.stderr || r.stdout).trim().split("\n")[0] ?? `exit ${r.code}`;
+
+/** Bridged packets pass iptables in this namespace: the sysctl is 1, or is made 1; else why not. */
+export async function bridgeThroughIptables(rt: Pick<NetworkPolicyRuntime, "readText" | "writeText">): Promise<string | null> {
+  const v = (await rt.readText(BRIDGE_SYSCTL))?.trim();
+  if (v === undefined)
+    return "br_netfilter is not loaded (no net.bridge.bridge-nf-call-iptables): packets between two pods on the node's bridge skip iptables";
+  if (v === "1") return null;
+  try {
+    await rt.writeText(BRIDGE_SYSCTL, "1\n");
+    return null;
+  } catch (e) {
+    return `net.bridge.bridge-nf-call-iptables is ${v} in the node's namespace and could not be set to 1 (${messageOf(e)})`;
+  }
+}
+
+export async function runNetworkPolicyAgent(
+  config: NetworkPolicyConfig,
+  rt: NetworkPolicyRuntime,
+  signal: AbortSignal,
+  timing: LoopTiming = DEFAULT_TIMING,
+): Promise<void> {
+  const now = rt.now ?? (() => new Date());
+  let lastText = "";
+  let lastSummary = "";
+  let lastWhy = "";
+  let reported = new Set<string>();
+
+  const writeState = async (s: Omit<NetworkPolicyState, "schemaVersion" | "updated">) => {
+    const state: NetworkPolicyState = { schemaVersion: 1, updated: now().toISOString(), ...s };
+    await rt
+      .writeState(config.stateFile, `${JSON.stringify(state, null, 2)}\n`)
+      .catch((e: unknown) => rt.log(`could not write ${config.stateFile}: ${messageOf(e)}`));
+  };
+  const say = (why: string) => {
+    if (why !== lastWhy) rt.log(why);
+    lastWhy = why;
+  };
+
+  /** One Event per problem of a policy, while it lasts. */
+  const report = async (problems: PolicyProblem[], policies: Map<string, NetworkPolicyObject>) => {
+    const still = new Set<string>();
+    for (const p of problems) {
+      const key = `${p.policy}|${p.message}`;
+      const policy = policies.get(p.policy);
+      if (!policy) continue;
+      if (reported.has(key)) {
+        still.add(key);
+        continue;
+      }
+      rt.log(`NetworkPolicy ${p.policy}: ${p.message}`);
+      const ev = warningEvent(
+        { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: policy.metadata },
+        { reason: "PolicyNotFullyEnforced", message: p.message, component: COMPONENT, nodeName: config.nodeName, now: now() },
+      );
+      const ns = encodeURIComponent(policy.metadata.namespace ?? "default");
+      const r = await rt.api.post(`/api/v1/namespaces/${ns}/events`, ev, 10_000).catch((e: unknown) => ({ status: 0, body: messageOf(e) }));
+      if (r.status === 201 || r.status === 200) still.add(key);
+      else rt.log(`could not write the Event for NetworkPolicy ${p.policy}: HTTP ${r.status} ${apiMessage(r.body)}`);
+    }
+    reported = still;
+  };
+
+  const apply = async (compiled: CompiledRules): Promise<string | null> => {
+    const saved = await rt.save();
+    if (saved.code !== 0) return `iptables-save failed: ${firstLine(saved)}`;
+    const text = restoreText(compiled, parseSavedFilter(saved.stdout));
+    if (text === lastText) return null;
+    const r = await rt.restore(text);
+    if (r.code !== 0) return `iptables-restore refused the rules: ${firstLine(r)}`;
+    lastText = text;
+    return null;
+  };
+
+  const pass = async () => {
+    if (!pods.synced || !namespaces.synced || !policies.synced) return;
+    const bridge = await bridgeThroughIptables(rt);
+    const input = {
+      nodeName: config.nodeName,
+      pods: [...pods.items.values()],
+      namespaces: [...namespaces.items.values()],
+      policies: [...policies.items.values()],
+    };
+    let compiled = compileNetworkPolicies(input);
+    let refused = await apply(compiled);
+    let why = bridge;
+    if (refused) {
+      // Fail closed: the selected pods keep their isolation, with nothing allowed.
+      const closed = compileNetworkPolicies(input, { denyOnly: true });
+      const again = await apply(closed);
+      if (again) {
+        say(`${refused}; and without allow rules: ${again}`);
+        await writeState({
+          enforced: false,
+          why: refused,
+          policies: compiled.policies,
+          isolated: compiled.isolated,
+          rules: 0,
+          problems: compiled.problems,
+        });
+        return;
+      }
+      compiled = {
+        ...closed,
+        problems: [
+          ...compiled.problems,
+          ...[...policies.items.keys()].map((policy) => ({
+            policy,
+            message: `${refused}: the pods it selects allow nothing until that is fixed`,
+          })),
+        ],
+      };
+      why = `${refused}: the pods that policies select allow nothing until that is fixed`;
+      refused = null;
+    }
+    if (why) say(why);
+    else lastWhy = "";
+    const summary = `${compiled.policies} NetworkPolicies: ${compiled.isolated.ingress} of this node's pods isolated for ingress, ${compiled.isolated.egress} for egress (${compiled.rules} rules)`;
+    if (summary !== lastSummary) rt.log(`enforcing ${summary}`);
+    lastSummary = summary;
+    await report(compiled.problems, policies.items);
+    await writeState({
+      enforced: bridge === null,
+      why,
+      policies: compiled.policies,
+      isolated: compiled.isolated,
+      rules: compiled.rules,
+      problems: compiled.problems,
+    });
+  };
+
+  const loop = passLoop(pass, { signal, timing, log: (l) => rt.log(l) });
+  const pods = new Informer<PodObject>("pods", "/api/v1/pods", "", rt, timing, loop.changed);
+  const namespaces = new Informer<NamespaceObject>("Namespaces", "/api/v1/namespaces", "", rt, timing, loop.changed);
+  const policies = new Informer<NetworkPolicyObject>(
+    "NetworkPolicies",
+    "/apis/networking.k8s.io/v1/networkpolicies",
+    "",
+    rt,
+    timing,
+    loop.changed,
+  );
+  rt.log(`enforcing NetworkPolicies for the pods of node ${config.nodeName}`);
+  await loop.run([pods.run(signal), namespaces.run(signal), policies.run(signal)]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up: the config the plan rendered, the real clients.
+
+export async function readNetworkPolicyConfig(file: string): Promise<NetworkPolicyConfig> {
+  const fix = "re-run `rootless-k8s install` (or `join`), which writes it";
+  const text = await fsp.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
+    throw new UserError(`cannot read the NetworkPolicy config ${file}: ${e.code ?? e.message}`, { exitCode: ExitCode.Refused, fix });
+  });
+  let c: Partial<NetworkPolicyConfig>;
+  try {
+    c = JSON.parse(text) as Partial<NetworkPolicyConfig>;
+  } catch {
+    throw new UserError(`the NetworkPolicy config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix });
+  }
+  const bad = (["kubeconfig", "nodeName", "stateFile"] as const).filter((k) => typeof c[k] !== "string" || !c[k]);
+  if (bad.length)
+    throw new UserError(`the NetworkPolicy config ${file} lacks or has a bad ${bad.join(", ")}`, { exitCode: ExitCode.Refused, fix });
+  return c as NetworkPolicyConfig;
+}
+
+/** A command with `input` on its standard input; its exit code and output, never a throw. */
+function runWithInput(argv: string[], input: string, timeoutMs = 30_000): Promise<CommandResult> {
+  return new Promise((resolve) => {
+    {
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+      child.on("error", (e: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        resolve({ code: e.code === "ENOENT" ? 127 : 1, stdout, stderr: e.message });
+      });
+      child.on("close", (code) => {
+        clearTimeout(timer);
+        resolve({ code: code ?? 1, stdout, stderr });
+      });
+      child.stdin.on("error", () => {});
+      child.stdin.end(input);
+    }
+  });
+}
+
+/** The real runtime: the namespace's iptables (the same commands kube-proxy finds on PATH). */
+export function iptablesRuntime(api: ApiClient, log: (line: string) => void): NetworkPolicyRuntime {
+  return {
+    api,
+    save: () => runCommand(["iptables-save", "-t", "filter"], 30_000),
+    restore: (text) => runWithInput(["iptables-restore", "-w", "5", "--noflush"], text),
+    readText: (f) => fsp.readFile(f, "utf8").catch(() => null),
+    writeText: (f, t) => fsp.writeFile(f, t),
+    writeState: (f, t) => writeFileAtomic(f, t, { mode: 0o644 }),
+    log,
+  };
+}
+
+/** `rootless-k8s netpol run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
+export async function networkPolicyRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
+  const config = await readNetworkPolicyConfig(configFile);
+  const api = await followingApiClient(config.kubeconfig, log, signal);
+  await runNetworkPolicyAgent(config, iptablesRuntime(api, log), signal);
+}

@@ -1,0 +1,231 @@
+// NetworkPolicy → iptables rules (cli/plan/netpol-rules.ts), pure: selectors, policy types, peers by
+// pod, namespace and ipBlock (except), ports by number, range and name, and the restore transaction
+// with its hooks. The objects are shaped as the API server returns them (policyTypes filled in,
+// the namespace label kubernetes.io/metadata.name), from the examples of
+// https://kubernetes.io/docs/concepts/services-networking/network-policies/.
+import { describe, expect, it } from "vitest";
+import { subtractCidrs, parseCidr, formatCidr } from "../../../cli/plan/cidr";
+import {
+  type NetworkPolicyObject,
+  type PodObject,
+  compileNetworkPolicies,
+  parseSavedFilter,
+  removalText,
+  restoreText,
+  selects,
+} from "../../../cli/plan/netpol-rules";
+
+const pod = (
+  ns: string,
+  name: string,
+  ip: string,
+  labels: Record<string, string>,
+  node = "n1",
+  ports: PodObject["spec"] = undefined,
+): PodObject => ({
+  metadata: { namespace: ns, name, uid: `uid-${name}`, labels },
+  spec: { nodeName: node, containers: [{ ports: [] }], ...(ports ?? {}) },
+  status: { phase: "Running", podIP: ip },
+});
+const ns = (name: string, labels: Record<string, string> = {}) => ({
+  metadata: { name, labels: { "kubernetes.io/metadata.name": name, ...labels } },
+});
+const policy = (namespace: string, name: string, spec: NetworkPolicyObject["spec"]): NetworkPolicyObject => ({
+  metadata: { namespace, name },
+  spec,
+});
+
+const web = pod("shop", "web", "10.244.0.5", { app: "web" }, "n1", {
+  nodeName: "n1",
+  containers: [
+    {
+      ports: [
+        { name: "http", containerPort: 8080 },
+        { name: "dns", containerPort: 53, protocol: "UDP" },
+      ],
+    },
+  ],
+});
+const client = pod("shop", "client", "10.244.0.6", { app: "client" });
+const remote = pod("other", "far", "10.244.1.7", { app: "client" }, "n2");
+const base = { nodeName: "n1", pods: [web, client, remote], namespaces: [ns("shop"), ns("other", { team: "a" })] };
+
+describe("label selectors", () => {
+  it("follow Kubernetes: {} selects all, matchLabels all equal, In, NotIn, Exists, DoesNotExist", () => {
+    const l = { app: "web", tier: "front" };
+    expect(selects({}, l)).toBe(true);
+    expect(selects({ matchLabels: { app: "web" } }, l)).toBe(true);
+    expect(selects({ matchLabels: { app: "web", tier: "back" } }, l)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: "tier", operator: "In", values: ["front", "x"] }] }, l)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: "tier", operator: "NotIn", values: ["front"] }] }, l)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: "gone", operator: "NotIn", values: ["front"] }] }, l)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: "app", operator: "Exists" }] }, l)).toBe(true);
+    expect(selects({ matchExpressions: [{ key: "app", operator: "DoesNotExist" }] }, l)).toBe(false);
+    expect(selects({ matchExpressions: [{ key: "app", operator: "Gt", values: ["1"] }] }, l)).toBe(false);
+  });
+});
+
+describe("an ipBlock's cidr less its except list", () => {
+  it("is the fewest networks that cover exactly the rest", () => {
+    const f = (c: string, e: string[]) =>
+      subtractCidrs(
+        parseCidr(c)!,
+        e.map((x) => parseCidr(x)!),
+      ).map(formatCidr);
+    expect(f("10.0.0.0/24", ["10.0.0.0/26"])).toEqual(["10.0.0.64/26", "10.0.0.128/25"]);
+    expect(f("172.17.0.0/16", ["172.17.1.0/24"])).toHaveLength(8);
+    expect(f("10.0.0.0/24", ["192.168.0.0/16"])).toEqual(["10.0.0.0/24"]);
+    expect(f("10.0.0.0/24", ["10.0.0.0/8"])).toEqual([]);
+  });
+});
+
+describe("compiling policies for one node's pods", () => {
+  it("isolates nothing without policies: only the conntrack rule", () => {
+    const c = compileNetworkPolicies({ ...base, policies: [] });
+    expect(c.chains.size).toBe(0);
+    expect(c.entry).toEqual(["-A RK8S-NETPOL -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN"]);
+  });
+
+  it("default-deny ingress: every local pod of the namespace gets a chain that drops, and egress stays open", () => {
+    const c = compileNetworkPolicies({ ...base, policies: [policy("shop", "deny", { podSelector: {}, policyTypes: ["Ingress"] })] });
+    expect(c.isolated).toEqual({ ingress: 2, egress: 0 });
+    for (const body of c.chains.values()) expect(body).toEqual([expect.stringMatching(/-j DROP$/)]);
+    expect(c.entry.filter((l) => l.includes("-d 10.244.0.5/32"))).toHaveLength(1);
+    // The remote pod is another node's to enforce.
+    expect(c.entry.join("\n")).not.toContain("10.244.1.7");
+  });
+
+  it("an allow rule by pod label and named port: the peer's address and the port the pod names", () => {
+    const c = compileNetworkPolicies({
+      ...base,
+      policies: [
+        policy("shop", "web", {
+          podSelector: { matchLabels: { app: "web" } },
+          policyTypes: ["Ingress"],
+          ingress: [
+            { from: [{ podSelector: { matchLabels: { app: "client" } } }], ports: [{ port: "http" }, { protocol: "UDP", port: "dns" }] },
+          ],
+        }),
+      ],
+    });
+    const [body] = [...c.chains.values()];
+    expect(body).toEqual([
+      expect.stringMatching(/ -s 10\.244\.0\.6\/32 -p tcp -m tcp --dport 8080 -j RETURN$/),
+      expect.stringMatching(/ -s 10\.244\.0\.6\/32 -p udp -m udp --dport 53 -j RETURN$/),
+      expect.stringMatching(/-j DROP$/),
+    ]);
+  });
+
+  it("a namespace selector takes every pod of the matching namespaces, on any node; with a pod selector, only those", () => {
+    const rule = (peer: object) =>
+      compileNetworkPolicies({
+        ...base,
+        policies: [
+          policy("shop", "p", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Ingress"], ingress: [{ from: [peer] }] }),
+        ],
+      });
+    const all = [...rule({ namespaceSelector: { matchLabels: { team: "a" } } }).chains.values()][0]!;
+    expect(all.some((l) => l.includes("-s 10.244.1.7/32"))).toBe(true);
+    const none = [
+      ...rule({ namespaceSelector: { matchLabels: { team: "a" } }, podSelector: { matchLabels: { app: "web" } } }).chains.values(),
+    ][0]!;
+    expect(none).toEqual([expect.stringMatching(/-j DROP$/)]);
+  });
+
+  it("egress: destinations, a port range (endPort) and an ipBlock less its except", () => {
+    const c = compileNetworkPolicies({
+      ...base,
+      policies: [
+        policy("shop", "out", {
+          podSelector: { matchLabels: { app: "client" } },
+          policyTypes: ["Egress"],
+          egress: [
+            {
+              to: [{ ipBlock: { cidr: "10.0.0.0/24", except: ["10.0.0.0/25"] } }],
+              ports: [{ protocol: "TCP", port: 8000, endPort: 8100 }],
+            },
+          ],
+        }),
+      ],
+    });
+    expect(c.isolated).toEqual({ ingress: 0, egress: 1 });
+    expect([...c.chains.values()][0]).toEqual([
+      expect.stringMatching(/ -d 10\.0\.0\.128\/25 -p tcp -m tcp --dport 8000:8100 -j RETURN$/),
+      expect.stringMatching(/-j DROP$/),
+    ]);
+    expect(c.entry[1]).toMatch(/^-A RK8S-NETPOL -s 10\.244\.0\.6\/32 .* -j RK8S-NP-E-[0-9a-f]{12}$/);
+  });
+
+  it("an empty rule allows everything; a rule whose named port no pod has allows nothing; SCTP and bad protocols", () => {
+    const c = compileNetworkPolicies({
+      ...base,
+      policies: [
+        policy("shop", "open", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Ingress"], ingress: [{}] }),
+        policy("shop", "odd", {
+          podSelector: { matchLabels: { app: "client" } },
+          policyTypes: ["Ingress"],
+          ingress: [{ ports: [{ port: "nope" }, { protocol: "ICMP", port: 1 }] }],
+        }),
+      ],
+    });
+    const bodies = [...c.chains.values()];
+    expect(bodies).toContainEqual([expect.stringMatching(/^-A RK8S-NP-I-\w+ -j RETURN$/), expect.stringMatching(/-j DROP$/)]);
+    expect(bodies).toContainEqual([expect.stringMatching(/-j DROP$/)]);
+    expect(c.problems).toEqual([{ policy: "shop/odd", message: "protocol ICMP is not TCP, UDP or SCTP: the rule's port matches nothing" }]);
+  });
+
+  it("denyOnly keeps isolation and drops every allow (fail closed)", () => {
+    const c = compileNetworkPolicies(
+      { ...base, policies: [policy("shop", "open", { podSelector: {}, policyTypes: ["Ingress", "Egress"], ingress: [{}], egress: [{}] })] },
+      { denyOnly: true },
+    );
+    expect(c.isolated).toEqual({ ingress: 2, egress: 2 });
+    for (const body of c.chains.values()) expect(body).toEqual([expect.stringMatching(/-j DROP$/)]);
+  });
+
+  it("skips pods that ended, have no address yet, or use the host's network", () => {
+    const ended = { ...pod("shop", "done", "10.244.0.9", { app: "web" }), status: { phase: "Succeeded", podIP: "10.244.0.9" } };
+    const host = { ...pod("shop", "h", "10.0.2.100", { app: "web" }), spec: { nodeName: "n1", hostNetwork: true } };
+    const pending = { ...pod("shop", "p", "", { app: "web" }), status: { phase: "Pending" } };
+    const c = compileNetworkPolicies({
+      ...base,
+      pods: [ended, host, pending],
+      policies: [policy("shop", "deny", { podSelector: {}, policyTypes: ["Ingress"] })],
+    });
+    expect(c.isolated.ingress).toBe(0);
+  });
+});
+
+describe("the restore transaction", () => {
+  const compiled = compileNetworkPolicies({ ...base, policies: [policy("shop", "deny", { podSelector: {}, policyTypes: ["Ingress"] })] });
+
+  it("on an empty table: declares the chains and puts the three hooks first", () => {
+    const text = restoreText(compiled, parseSavedFilter("*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\nCOMMIT\n"));
+    expect(text).toContain("-I FORWARD 1 -j RK8S-NETPOL\n");
+    expect(text).toContain("-I INPUT 1 -j RK8S-NETPOL\n");
+    expect(text).toContain("-I OUTPUT 1 -m addrtype ! --src-type LOCAL -j RK8S-NETPOL\n");
+    expect(text.startsWith("*filter\n:RK8S-NETPOL - [0:0]\n")).toBe(true);
+    expect(text.endsWith("COMMIT\n")).toBe(true);
+  });
+
+  it("leaves hooks that are first alone, moves one kube-proxy put behind its own, and deletes the chains of pods gone", () => {
+    const saved = [
+      "*filter",
+      ":FORWARD ACCEPT [0:0]",
+      ":RK8S-NETPOL - [0:0]",
+      ":RK8S-NP-I-000000000000 - [0:0]",
+      "-A INPUT -j RK8S-NETPOL",
+      '-A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+      "-A FORWARD -j RK8S-NETPOL",
+      "-A OUTPUT -m addrtype ! --src-type LOCAL -j RK8S-NETPOL",
+      "COMMIT",
+    ].join("\n");
+    const text = restoreText(compiled, parseSavedFilter(saved));
+    expect(text).not.toContain("INPUT 1");
+    expect(text).not.toContain("OUTPUT 1");
+    expect(text).toContain("-D FORWARD -j RK8S-NETPOL\n-I FORWARD 1 -j RK8S-NETPOL\n");
+    expect(text).toContain(":RK8S-NP-I-000000000000 - [0:0]\n");
+    expect(text).toContain("-X RK8S-NP-I-000000000000\n");
+    expect(removalText(parseSavedFilter(saved))).toContain("-D FORWARD -j RK8S-NETPOL\n");
+  });
+});
