@@ -17,6 +17,7 @@ import {
   type PolicyProblem,
   compileNetworkPolicies,
   parseSavedFilter,
+  removalText,
   restoreText,
 } from "../plan/netpol-rules";
 import type { NetworkPolicyConfig } from "../render/network-policy";
@@ -265,5 +266,19 @@ export function iptablesRuntime(api: ApiClient, log: (line: string) => void): Ne
 export async function networkPolicyRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readNetworkPolicyConfig(configFile);
   const api = await followingApiClient(config.kubeconfig, log, signal);
-  await runNetworkPolicyAgent(config, iptablesRuntime(api, log), signal);
+  const rt = iptablesRuntime(api, log);
+  await runNetworkPolicyAgent(config, rt, signal);
+  // Stopped after its config was removed: the plan no longer enforces policies (install
+  // --no-network-policy removes the unit's files, then stops it), so its rules go too. Any other
+  // stop (the node's, a restart, an upgrade) leaves them in place until the next start.
+  if (!(await fsp.stat(configFile).catch(() => null))) await removeRules(rt);
+}
+
+/** Removes the hooks and every chain of ours from the namespace's filter table. */
+export async function removeRules(rt: Pick<NetworkPolicyRuntime, "save" | "restore" | "log">): Promise<void> {
+  const saved = await rt.save();
+  const ours = parseSavedFilter(saved.stdout);
+  if (saved.code !== 0 || !ours.chains.length) return;
+  const r = await rt.restore(removalText(ours));
+  rt.log(r.code === 0 ? "NetworkPolicy enforcement turned off: its rules are removed" : `could not remove the rules: ${firstLine(r)}`);
 }

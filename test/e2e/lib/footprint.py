@@ -14,14 +14,14 @@ binaries (Pss_File: clean, dropped by the kernel under memory pressure, read aga
 
 A component is the executable's name (kube-apiserver, etcd, containerd, coredns, ...): the shims are
 "containerd-shim", the pods' pause containers "pause", and rootless-k8s's own processes are named by
-their subcommand ("rootless-k8s ports", "rootless-k8s overlay", "rootless-k8s approver", and the
+their subcommand ("rootless-k8s ports", "rootless-k8s overlay", "rootless-k8s approver", "rootless-k8s netpol", and the
 supervisor of a node run without systemd, "rootless-k8s up").
 """
 import json
 import os
 import sys
 
-AGENTS = {"ports", "overlay", "approver", "up"}
+AGENTS = {"ports", "overlay", "approver", "netpol", "up"}
 
 
 def component(pid: str) -> str:

@@ -13,6 +13,7 @@ import {
   type PodObject,
   compileNetworkPolicies,
   parseSavedFilter,
+  removalText,
   restoreText,
 } from "../../../cli/plan/netpol-rules";
 import { whichForUser } from "../../helpers/rootlesskit";
@@ -148,5 +149,17 @@ describe.skipIf(reason !== null)("NetworkPolicy rules on a real bridge, in a use
     const saved = inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout;
     expect(parseSavedFilter(saved).chains).toEqual(["RK8S-NETPOL"]);
     expect(saved).toContain("-A FORWARD -j RK8S-NETPOL");
+  });
+
+  it("turned off (removalText, what the enforcer runs when its config is gone): no hook and no chain of ours is left", () => {
+    apply([clientPod, webPod], [denyIngress]);
+    const r = inNs(
+      [whichForUser("iptables-restore")!, "--noflush"],
+      removalText(parseSavedFilter(inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout)),
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const saved = inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout;
+    expect(saved).not.toContain("RK8S-");
+    expect([connect(8080), connect(9090)]).toEqual(["ok", "ok"]);
   });
 });

@@ -8,7 +8,9 @@ import { readNames, readReasons } from "../../conformance/lists.mjs";
 const DIR = join(__dirname, "..", "..", "conformance");
 const focus = new Set(readNames(join(DIR, "focus.txt")));
 const REASONS = ["skips.txt", "one-node.txt", "expected-none.txt"];
-const named = readdirSync(DIR).filter((f) => f.endsWith(".txt") && f !== "focus.txt" && !REASONS.includes(f));
+// The NetworkPolicy lists are no [Conformance] tests: upstream's [sig-network] Netpol suite (issue 44).
+const NETPOL = ["netpol.txt", "netpol-ci.txt"];
+const named = readdirSync(DIR).filter((f) => f.endsWith(".txt") && f !== "focus.txt" && !REASONS.includes(f) && !NETPOL.includes(f));
 
 describe("the conformance lists", () => {
   it.each(named)("%s names only tests of focus.txt, each once", (file) => {
@@ -16,6 +18,17 @@ describe("the conformance lists", () => {
     expect(names.length).toBeGreaterThan(0);
     expect(names.filter((n) => !focus.has(n))).toEqual([]);
     expect(new Set(names).size).toBe(names.length);
+  });
+
+  it("the NetworkPolicy lists name upstream's Netpol tests, each once, and the CI list is part of the full one", () => {
+    const full = readNames(join(DIR, "netpol.txt"));
+    const ci = readNames(join(DIR, "netpol-ci.txt"));
+    for (const names of [full, ci]) {
+      expect(names.filter((n) => !n.startsWith("[sig-network] Netpol "))).toEqual([]);
+      expect(new Set(names).size).toBe(names.length);
+    }
+    expect(ci.filter((n) => !full.includes(n))).toEqual([]);
+    expect(full.length).toBe(47);
   });
 
   it("isolation.txt is the set of expected-none.txt: what mode delegated must turn into passes", () => {
