@@ -11,7 +11,7 @@ TEST_PKGS=(shellcheck curl wget tmux openssl
   qemu-user-static binutils binutils-aarch64-linux-gnu libc6-arm64-cross libstdc++6-arm64-cross zsh fish perl
   uidmap libcap2-bin
   systemd containerd rootlesskit slirp4netns
-  dbus dbus-user-session iptables libslirp0 python3 iproute2 procps util-linux)
+  dbus dbus-user-session iptables nftables libslirp0 python3 iproute2 procps util-linux)
 # make e2e (the qemu VM and its image) and make bench.
 # crun for mode none, built from Debian trixie's source package (test/e2e/build/debian-source.mjs):
 # its build tools and -dev packages, gpgv and the archive keyring to verify the source, xz for Sources.

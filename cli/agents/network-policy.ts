@@ -16,16 +16,16 @@ import {
   type PodObject,
   type PolicyProblem,
   compileNetworkPolicies,
-  parseSavedFilter,
-  removalText,
-  restoreText,
 } from "../plan/netpol-rules";
+import { parseSavedFilter, removalText, restoreText } from "../plan/netpol-iptables";
+import { nftRemovalText, nftText } from "../plan/netpol-nftables";
+import type { NetworkPolicyBackend } from "../plan/network-policy";
 import type { NetworkPolicyConfig } from "../render/network-policy";
 import { warningEvent } from "../render/kube-objects";
 import { writeFileAtomic } from "../apply/files";
 import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "../clients/informer";
 import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
-import { type CommandResult, runCommand } from "./overlay-agent";
+import type { CommandResult } from "./overlay-agent";
 
 export const COMPONENT = "rootless-k8s-netpol";
 /** The sysctl br_netfilter makes per network namespace: 1 sends bridged packets through iptables. */
@@ -48,10 +48,8 @@ export interface NetworkPolicyState {
 
 export interface NetworkPolicyRuntime {
   api: ApiClient;
-  /** `iptables-save -t filter`. */
-  save(): Promise<CommandResult>;
-  /** `iptables-restore --noflush` with this text on its input. */
-  restore(text: string): Promise<CommandResult>;
+  /** Runs a command in the node's namespace, with `input` on its standard input; never throws. */
+  run(argv: string[], input?: string): Promise<CommandResult>;
   readText(file: string): Promise<string | null>;
   writeText(file: string, text: string): Promise<void>;
   writeState(file: string, text: string): Promise<void>;
@@ -60,6 +58,56 @@ export interface NetworkPolicyRuntime {
 }
 
 const firstLine = (r: CommandResult) => (r.stderr || r.stdout).trim().split("\n")[0] ?? `exit ${r.code}`;
+
+/** Writes compiled rules into the namespace, and takes them out: one per back end. */
+export interface RuleWriter {
+  /** null once the rules are in place, else what refused them. */
+  apply(compiled: CompiledRules): Promise<string | null>;
+  remove(): Promise<string | null>;
+}
+
+/** iptables: read the filter table, then one iptables-restore --noflush (skipped when it would change nothing). */
+export function iptablesWriter(rt: Pick<NetworkPolicyRuntime, "run">): RuleWriter {
+  let lastText = "";
+  const save = () => rt.run(["iptables-save", "-t", "filter"]);
+  return {
+    async apply(compiled) {
+      const saved = await save();
+      if (saved.code !== 0) return `iptables-save failed: ${firstLine(saved)}`;
+      const text = restoreText(compiled, parseSavedFilter(saved.stdout));
+      if (text === lastText) return null;
+      const r = await rt.run(["iptables-restore", "-w", "5", "--noflush"], text);
+      if (r.code !== 0) return `iptables-restore refused the rules: ${firstLine(r)}`;
+      lastText = text;
+      return null;
+    },
+    async remove() {
+      const saved = await save();
+      const ours = parseSavedFilter(saved.stdout);
+      if (saved.code !== 0 || !ours.chains.length) return null;
+      const r = await rt.run(["iptables-restore", "-w", "5", "--noflush"], removalText(ours));
+      return r.code === 0 ? null : firstLine(r);
+    },
+  };
+}
+
+/** nftables: our own table, replaced whole in one `nft -f -` transaction every pass (which also repairs it). */
+export function nftablesWriter(rt: Pick<NetworkPolicyRuntime, "run">): RuleWriter {
+  return {
+    async apply(compiled) {
+      const r = await rt.run(["nft", "-f", "-"], nftText(compiled));
+      return r.code === 0 ? null : `nft refused the rules: ${firstLine(r)}`;
+    },
+    async remove() {
+      const r = await rt.run(["nft", "-f", "-"], nftRemovalText());
+      return r.code === 0 ? null : firstLine(r);
+    },
+  };
+}
+
+export function ruleWriter(backend: NetworkPolicyBackend, rt: Pick<NetworkPolicyRuntime, "run">): RuleWriter {
+  return backend === "nftables" ? nftablesWriter(rt) : iptablesWriter(rt);
+}
 
 /** Bridged packets pass iptables in this namespace: the sysctl is 1, or is made 1; else why not. */
 export async function bridgeThroughIptables(rt: Pick<NetworkPolicyRuntime, "readText" | "writeText">): Promise<string | null> {
@@ -82,7 +130,7 @@ export async function runNetworkPolicyAgent(
   timing: LoopTiming = DEFAULT_TIMING,
 ): Promise<void> {
   const now = rt.now ?? (() => new Date());
-  let lastText = "";
+  const writer = ruleWriter(config.backend, rt);
   let lastSummary = "";
   let lastWhy = "";
   let reported = new Set<string>();
@@ -122,16 +170,7 @@ export async function runNetworkPolicyAgent(
     reported = still;
   };
 
-  const apply = async (compiled: CompiledRules): Promise<string | null> => {
-    const saved = await rt.save();
-    if (saved.code !== 0) return `iptables-save failed: ${firstLine(saved)}`;
-    const text = restoreText(compiled, parseSavedFilter(saved.stdout));
-    if (text === lastText) return null;
-    const r = await rt.restore(text);
-    if (r.code !== 0) return `iptables-restore refused the rules: ${firstLine(r)}`;
-    lastText = text;
-    return null;
-  };
+  const apply = (compiled: CompiledRules) => writer.apply(compiled);
 
   const pass = async () => {
     if (!pods.synced || !namespaces.synced || !policies.synced) return;
@@ -155,7 +194,7 @@ export async function runNetworkPolicyAgent(
           enforced: false,
           why: refused,
           policies: compiled.policies,
-          isolated: compiled.isolated,
+          isolated: compiled.counts,
           rules: 0,
           problems: compiled.problems,
         });
@@ -176,7 +215,7 @@ export async function runNetworkPolicyAgent(
     }
     if (why) say(why);
     else lastWhy = "";
-    const summary = `${compiled.policies} NetworkPolicies: ${compiled.isolated.ingress} of this node's pods isolated for ingress, ${compiled.isolated.egress} for egress (${compiled.rules} rules)`;
+    const summary = `${compiled.policies} NetworkPolicies: ${compiled.counts.ingress} of this node's pods isolated for ingress, ${compiled.counts.egress} for egress (${compiled.rules} ${config.backend} rules)`;
     if (summary !== lastSummary) rt.log(`enforcing ${summary}`);
     lastSummary = summary;
     await report(compiled.problems, policies.items);
@@ -184,7 +223,7 @@ export async function runNetworkPolicyAgent(
       enforced: bridge === null,
       why,
       policies: compiled.policies,
-      isolated: compiled.isolated,
+      isolated: compiled.counts,
       rules: compiled.rules,
       problems: compiled.problems,
     });
@@ -219,7 +258,10 @@ export async function readNetworkPolicyConfig(file: string): Promise<NetworkPoli
   } catch {
     throw new UserError(`the NetworkPolicy config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix });
   }
-  const bad = (["kubeconfig", "nodeName", "stateFile"] as const).filter((k) => typeof c[k] !== "string" || !c[k]);
+  const bad = [
+    ...(["kubeconfig", "nodeName", "stateFile"] as const).filter((k) => typeof c[k] !== "string" || !c[k]),
+    ...(c.backend === "iptables" || c.backend === "nftables" ? [] : ["backend"]),
+  ];
   if (bad.length)
     throw new UserError(`the NetworkPolicy config ${file} lacks or has a bad ${bad.join(", ")}`, { exitCode: ExitCode.Refused, fix });
   return c as NetworkPolicyConfig;
@@ -249,12 +291,11 @@ function runWithInput(argv: string[], input: string, timeoutMs = 30_000): Promis
   });
 }
 
-/** The real runtime: the namespace's iptables (the same commands kube-proxy finds on PATH). */
-export function iptablesRuntime(api: ApiClient, log: (line: string) => void): NetworkPolicyRuntime {
+/** The real runtime: the namespace's iptables or nft (the commands kube-proxy finds on PATH). */
+export function namespaceRuntime(api: ApiClient, log: (line: string) => void): NetworkPolicyRuntime {
   return {
     api,
-    save: () => runCommand(["iptables-save", "-t", "filter"], 30_000),
-    restore: (text) => runWithInput(["iptables-restore", "-w", "5", "--noflush"], text),
+    run: (argv, input) => runWithInput(argv, input ?? ""),
     readText: (f) => fsp.readFile(f, "utf8").catch(() => null),
     writeText: (f, t) => fsp.writeFile(f, t),
     writeState: (f, t) => writeFileAtomic(f, t, { mode: 0o644 }),
@@ -266,19 +307,13 @@ export function iptablesRuntime(api: ApiClient, log: (line: string) => void): Ne
 export async function networkPolicyRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readNetworkPolicyConfig(configFile);
   const api = await followingApiClient(config.kubeconfig, log, signal);
-  const rt = iptablesRuntime(api, log);
+  const rt = namespaceRuntime(api, log);
   await runNetworkPolicyAgent(config, rt, signal);
   // Stopped after its config was removed: the plan no longer enforces policies (install
   // --no-network-policy removes the unit's files, then stops it), so its rules go too. Any other
   // stop (the node's, a restart, an upgrade) leaves them in place until the next start.
-  if (!(await fsp.stat(configFile).catch(() => null))) await removeRules(rt);
-}
-
-/** Removes the hooks and every chain of ours from the namespace's filter table. */
-export async function removeRules(rt: Pick<NetworkPolicyRuntime, "save" | "restore" | "log">): Promise<void> {
-  const saved = await rt.save();
-  const ours = parseSavedFilter(saved.stdout);
-  if (saved.code !== 0 || !ours.chains.length) return;
-  const r = await rt.restore(removalText(ours));
-  rt.log(r.code === 0 ? "NetworkPolicy enforcement turned off: its rules are removed" : `could not remove the rules: ${firstLine(r)}`);
+  if (!(await fsp.stat(configFile).catch(() => null))) {
+    const failed = await ruleWriter(config.backend, rt).remove();
+    log(failed ? `could not remove the rules: ${failed}` : "NetworkPolicy enforcement turned off: its rules are removed");
+  }
 }

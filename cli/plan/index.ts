@@ -103,7 +103,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
       options,
     ),
     overlay: decideOverlay(network, runtime),
-    networkPolicy: decideNetworkPolicy(facts, options, runtime.name),
+    networkPolicy: decideNetworkPolicy(facts, options, runtime.name, proxy.mode),
     memory: decideMemory(),
     paths,
     supervisor,

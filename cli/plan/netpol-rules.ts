@@ -1,16 +1,13 @@
-// NetworkPolicy as iptables rules (issue 44), pure: from the cluster's NetworkPolicies, Namespaces
-// and pods, the filter table's rules that enforce them for the pods of one node, as one
-// iptables-restore transaction (cli/agents/network-policy.ts applies it inside the node's
-// namespace). The design is kube-router's: per isolated pod and direction one chain, entered from
-// one chain that the filter table's FORWARD and INPUT hooks jump to first, ahead of kube-proxy's
-// (its KUBE-FORWARD accepts every masqueraded Service packet). A packet of a new connection leaving
-// an egress-isolated pod passes its egress chain, then the receiving pod's ingress chain; each
-// chain RETURNs on a rule's match and DROPs otherwise. Replies pass (conntrack ESTABLISHED), and
-// so does what the node itself sends from one of its own addresses (the kubelet's probes): the
-// OUTPUT hook takes only packets from addresses that are not the node's (RootlessKit's
-// IP_TRANSPARENT connections of published ports, which carry the client's address). Peers are
-// written as addresses, one per pod (no ipset: a user has no ipset command to rely on), an ipBlock
-// as the networks its cidr less its except list leaves. IPv4 only, as the node's networks are.
+// NetworkPolicy as rules (issue 44), pure: from the cluster's NetworkPolicies, Namespaces and pods,
+// what enforces them for the pods of one node: per isolated pod and direction, what it lets
+// through (a peer's network, a protocol, a port), everything else dropped. A back end writes it as
+// one transaction for the node's namespace: iptables (netpol-iptables.ts) where the host has
+// iptables, else nftables (netpol-nftables.ts), the tool kube-proxy uses there too. The design is
+// kube-router's: a packet of a new connection leaving an egress-isolated pod passes its egress
+// chain, then the receiving pod's ingress chain; replies pass (conntrack), and so does what the
+// node itself sends from one of its own addresses (the kubelet's probes). Peers are written as
+// addresses, one per pod (no ipset: a user has no ipset command to rely on), an ipBlock as the
+// networks its cidr less its except list leaves. IPv4 only, as the node's networks are.
 import { createHash } from "node:crypto";
 import { type Ipv4Net, formatCidr, parseCidr, subtractCidrs } from "./cidr";
 
@@ -62,17 +59,6 @@ export interface PodObject {
 export interface NamespaceObject {
   metadata: Meta;
 }
-
-/** The chain the hooks jump to; every other chain of ours starts with CHAIN_PREFIX. */
-export const NETPOL_CHAIN = "RK8S-NETPOL";
-export const CHAIN_PREFIX = "RK8S-NP-";
-
-/** The hooks, as iptables-save prints them: each is the first rule of its chain. */
-export const HOOKS = [
-  { chain: "FORWARD", rule: `-A FORWARD -j ${NETPOL_CHAIN}` },
-  { chain: "INPUT", rule: `-A INPUT -j ${NETPOL_CHAIN}` },
-  { chain: "OUTPUT", rule: `-A OUTPUT -m addrtype ! --src-type LOCAL -j ${NETPOL_CHAIN}` },
-] as const;
 
 const PROTOCOLS = new Set(["TCP", "UDP", "SCTP"]);
 
@@ -129,52 +115,58 @@ export interface NetpolInput {
   policies: readonly NetworkPolicyObject[];
 }
 
-/** One direction of one of this node's pods that policies isolate. */
-interface Isolated {
-  pod: PodObject;
-  ip: string;
-  direction: "ingress" | "egress";
-  chain: string;
-  /** Rule bodies (without -A CHAIN and the verdict) that allow a packet. */
-  allows: string[];
+/** What a rule lets through: a peer's network (null: any address), a protocol and a destination port or range (null: any). */
+export interface Allow {
+  net: string | null;
+  proto: "tcp" | "udp" | "sctp" | null;
+  /** "8080", or a range "8000-8100". */
+  port: string | null;
 }
 
+/** One direction of one of this node's pods that policies isolate: what its chain lets through, the rest dropped. */
+export interface IsolatedPod {
+  /** namespace/name */
+  pod: string;
+  ip: string;
+  direction: "ingress" | "egress";
+  /** 12 hex digits of the pod's name and uid: its chains' names in either back end. */
+  id: string;
+  allows: Allow[];
+}
+
+/** The enforcement for one node, before a back end writes it (iptables: netpol-iptables.ts, nftables: netpol-nftables.ts). */
 export interface CompiledRules {
-  /** The iptables-restore text for the filter table (with --noflush), hooks and stale chains left to withHooks. */
-  chains: Map<string, string[]>;
-  /** What the jump chain holds, in order. */
-  entry: string[];
+  /** Egress first: a packet must leave its pod, then be let into the other. */
+  isolated: IsolatedPod[];
   policies: number;
-  isolated: { ingress: number; egress: number };
+  counts: { ingress: number; egress: number };
+  /** Rules written, the chains' final drops included. */
   rules: number;
   problems: PolicyProblem[];
 }
 
-function chainName(pod: PodObject, direction: "ingress" | "egress"): string {
-  const h = createHash("sha256")
+function podId(pod: PodObject): string {
+  return createHash("sha256")
     .update(`${keyOf(pod.metadata)}/${pod.metadata.uid ?? ""}`)
     .digest("hex")
     .slice(0, 12);
-  return `${CHAIN_PREFIX}${direction === "ingress" ? "I" : "E"}-${h}`;
 }
 
-/** A port of a rule, resolved against the pod that serves it (named ports): iptables words, or null when the pod has no such port. */
-function portMatch(port: PolicyPort, server: PodObject | null): string | null {
+/** A port of a rule, resolved against the pod that serves it (named ports); null when the pod has no such port. */
+function portAllow(port: PolicyPort, server: PodObject | null): Pick<Allow, "proto" | "port"> | null {
   const proto = (port.protocol ?? "TCP").toUpperCase();
-  const p = `-p ${proto.toLowerCase()}`;
-  if (port.port === undefined || port.port === null) return p;
-  let number: number | null = null;
+  const p = proto.toLowerCase() as Allow["proto"];
+  if (port.port === undefined || port.port === null) return { proto: p, port: null };
+  let number: number;
   if (typeof port.port === "number") number = port.port;
   else if (/^\d+$/.test(port.port)) number = Number(port.port);
   else {
     const named = (server?.spec?.containers ?? [])
       .flatMap((c) => c.ports ?? [])
       .find((cp) => cp.name === port.port && (cp.protocol ?? "TCP").toUpperCase() === proto);
-    if (!named) return null;
-    return `${p} -m ${proto.toLowerCase()} --dport ${named.containerPort}`;
+    return named ? { proto: p, port: String(named.containerPort) } : null;
   }
-  const range = typeof port.endPort === "number" && port.endPort > number ? `${number}:${port.endPort}` : String(number);
-  return `${p} -m ${proto.toLowerCase()} --dport ${range}`;
+  return { proto: p, port: typeof port.endPort === "number" && port.endPort > number ? `${number}-${port.endPort}` : String(number) };
 }
 
 /** A peer: the networks it names, each with the pod behind it (for named ports), or null for "every address". */
@@ -236,7 +228,7 @@ export function compileNetworkPolicies(input: NetpolInput, opts: { denyOnly?: bo
     .sort((a, b) => keyOf(a.metadata).localeCompare(keyOf(b.metadata)));
   const policies = [...input.policies].sort((a, b) => keyOf(a.metadata).localeCompare(keyOf(b.metadata)));
 
-  const isolated = new Map<string, Isolated>();
+  const isolated = new Map<string, IsolatedPod>();
   for (const policy of policies) {
     const ns = nsOf(policy.metadata);
     const said = new Set<string>();
@@ -254,7 +246,7 @@ export function compileNetworkPolicies(input: NetpolInput, opts: { denyOnly?: bo
         const key = `${direction}|${keyOf(pod.metadata)}`;
         let iso = isolated.get(key);
         if (!iso) {
-          iso = { pod, ip: pod.status!.podIP!, direction, chain: chainName(pod, direction), allows: [] };
+          iso = { pod: keyOf(pod.metadata), ip: pod.status!.podIP!, direction, id: podId(pod), allows: [] };
           isolated.set(key, iso);
         }
         if (opts.denyOnly) continue;
@@ -266,106 +258,32 @@ export function compileNetworkPolicies(input: NetpolInput, opts: { denyOnly?: bo
           const ports = checkPorts(rule.ports, problem);
           const anyPort = !rule.ports?.length;
           if (rule.ports?.length && !ports.length) continue;
-          const addr = direction === "ingress" ? "-s" : "-d";
           // The pod whose named ports a rule means: the receiving one (this pod for ingress, each peer for egress).
-          const targets: { match: string | null; server: PodObject | null }[] =
+          const targets: { net: string | null; server: PodObject | null }[] =
             peers === null
-              ? [{ match: null, server: direction === "ingress" ? pod : null }]
-              : peers.map((p) => ({ match: `${addr} ${p.net}`, server: direction === "ingress" ? pod : p.pod }));
+              ? [{ net: null, server: direction === "ingress" ? pod : null }]
+              : peers.map((p) => ({ net: p.net, server: direction === "ingress" ? pod : p.pod }));
           for (const t of targets) {
-            const portMatches = anyPort ? [""] : ports.map((p) => portMatch(p, t.server)).filter((m): m is string => m !== null);
-            for (const pm of portMatches) iso.allows.push([t.match, pm].filter(Boolean).join(" "));
+            const portAllows = anyPort
+              ? [{ proto: null, port: null }]
+              : ports.map((p) => portAllow(p, t.server)).filter((m): m is Pick<Allow, "proto" | "port"> => m !== null);
+            for (const pa of portAllows) iso.allows.push({ net: t.net, ...pa });
           }
         }
       }
     }
   }
 
-  const chains = new Map<string, string[]>();
-  const entry: string[] = [`-A ${NETPOL_CHAIN} -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN`];
-  let rules = 0;
-  // Egress jumps first: a packet must leave its pod and then be let into the other.
-  const ordered = [...isolated.values()].sort((a, b) => (a.direction === b.direction ? 0 : a.direction === "egress" ? -1 : 1));
-  for (const iso of ordered) {
-    const who = `${keyOf(iso.pod.metadata)} ${iso.direction}`;
-    entry.push(`-A ${NETPOL_CHAIN} ${iso.direction === "egress" ? "-s" : "-d"} ${iso.ip}/32 -m comment --comment "${who}" -j ${iso.chain}`);
-    const body = [...new Set(iso.allows)].map((a) => `-A ${iso.chain}${a ? ` ${a}` : ""} -j RETURN`);
-    body.push(`-A ${iso.chain} -m comment --comment "${who}: no policy allows it" -j DROP`);
-    rules += body.length;
-    chains.set(iso.chain, body);
-  }
+  const seen = (a: Allow) => `${a.net}|${a.proto}|${a.port}`;
+  const ordered = [...isolated.values()]
+    .sort((a, b) => (a.direction === b.direction ? 0 : a.direction === "egress" ? -1 : 1))
+    .map((iso) => ({ ...iso, allows: [...new Map(iso.allows.map((a) => [seen(a), a])).values()] }));
   const count = (d: string) => ordered.filter((i) => i.direction === d).length;
   return {
-    chains,
-    entry,
+    isolated: ordered,
     policies: policies.length,
-    isolated: { ingress: count("ingress"), egress: count("egress") },
-    rules: rules + entry.length,
+    counts: { ingress: count("ingress"), egress: count("egress") },
+    rules: 1 + ordered.reduce((n, i) => n + 2 + i.allows.length, 0),
     problems,
   };
-}
-
-/** What the filter table holds of ours now, read from `iptables-save -t filter`. */
-export interface SavedFilter {
-  /** Our chains (the jump chain and the per-pod ones). */
-  chains: string[];
-  /** Per hook chain, the rules that jump to ours, in order, and whether the first rule of the chain is our hook. */
-  hooks: Record<string, { ours: string[]; first: boolean }>;
-}
-
-export function parseSavedFilter(text: string): SavedFilter {
-  const chains: string[] = [];
-  const hooks: SavedFilter["hooks"] = {};
-  let inFilter = false;
-  const firstSeen = new Set<string>();
-  for (const line of text.split("\n")) {
-    if (line.startsWith("*")) inFilter = line.trim() === "*filter";
-    if (!inFilter) continue;
-    const c = /^:(\S+)/.exec(line);
-    if (c && (c[1] === NETPOL_CHAIN || c[1]!.startsWith(CHAIN_PREFIX))) chains.push(c[1]!);
-    const a = /^-A (\S+) /.exec(line);
-    if (!a) continue;
-    const hook = HOOKS.find((h) => h.chain === a[1]);
-    if (!hook) continue;
-    const h = (hooks[hook.chain] ??= { ours: [], first: false });
-    const trimmed = line.trim();
-    if (trimmed.endsWith(`-j ${NETPOL_CHAIN}`)) h.ours.push(trimmed);
-    if (!firstSeen.has(hook.chain)) {
-      firstSeen.add(hook.chain);
-      h.first = trimmed === hook.rule;
-    }
-  }
-  return { chains, hooks };
-}
-
-/**
- * The whole transaction for `iptables-restore --noflush`: our chains declared (which empties them),
- * the hooks put first where they are not (kube-proxy inserts its own at the top when it starts),
- * the rules, and the chains of pods that are gone deleted.
- */
-export function restoreText(compiled: CompiledRules, saved: SavedFilter): string {
-  const wanted = [NETPOL_CHAIN, ...compiled.chains.keys()];
-  const stale = saved.chains.filter((c) => !wanted.includes(c));
-  const lines = ["*filter", ...[...wanted, ...stale].map((c) => `:${c} - [0:0]`)];
-  for (const hook of HOOKS) {
-    const h = saved.hooks[hook.chain];
-    if (h && h.first && h.ours.length === 1) continue;
-    for (const r of h?.ours ?? []) lines.push(r.replace(/^-A /, "-D "));
-    lines.push(hook.rule.replace(/^-A (\S+)/, "-I $1 1"));
-  }
-  lines.push(...compiled.entry);
-  for (const body of compiled.chains.values()) lines.push(...body);
-  for (const c of stale) lines.push(`-X ${c}`);
-  lines.push("COMMIT", "");
-  return lines.join("\n");
-}
-
-/** The text that removes everything of ours (the hooks first, then the chains). */
-export function removalText(saved: SavedFilter): string {
-  const lines = ["*filter"];
-  for (const h of Object.values(saved.hooks)) for (const r of h.ours) lines.push(r.replace(/^-A /, "-D "));
-  for (const c of saved.chains) lines.push(`:${c} - [0:0]`);
-  for (const c of saved.chains) lines.push(`-X ${c}`);
-  lines.push("COMMIT", "");
-  return lines.join("\n");
 }

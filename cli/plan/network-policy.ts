@@ -5,21 +5,28 @@
 // how to fix it, doctor says the same, and `status` shows `network policy: not enforced (reason)`:
 // a policy that is accepted and silently ignored is what this replaces.
 //
+// The rules are written with kube-proxy's tool: iptables where the host has it, else nftables.
+//
 // Why our own enforcer, not kube-network-policies or kube-router (docs/network-policy.md):
 // kube-network-policies sends each new connection to user space through nftables' `queue`
 // statement, which needs CONFIG_NFT_QUEUE (absent from this project's CI kernel, so the e2e could
 // not prove it); kube-router's controller needs the ipset command on the host (a package few hosts
 // carry) and the newest release the Go module proxy serves is reported with security flaws; both
-// are a second Go program of 40+ MiB. The rules are the same filter-table design as kube-router's.
+// are a second Go program. The rules are the same filter-table design as kube-router's.
 import type { Facts } from "../host/facts";
 import { networkPolicyHostBlocker } from "../host/network-policy";
 import { networkPolicyFix } from "../doctor/fixes";
-import type { PlanOptions, Reasoned, RuntimeName } from "./plan";
+import type { PlanOptions, ProxyMode, Reasoned, RuntimeName } from "./plan";
 
 export const NETPOL_UNIT = "rootless-k8s-netpol.service";
 
+/** The tool the rules are written with: kube-proxy's (iptables where the host has it, else nftables). */
+export type NetworkPolicyBackend = "iptables" | "nftables";
+
 export interface NetworkPolicyPlan extends Reasoned {
   enforced: boolean;
+  /** Absent from plans written before the nftables back end (iptables). */
+  backend?: NetworkPolicyBackend;
   /** Why not, in a phrase (status and doctor print it); null when enforced. */
   why: string | null;
   /** What makes it enforced: root's commands, or the user's. */
@@ -37,7 +44,12 @@ export function networkPolicyBlocker(facts: Facts, runtime: RuntimeName): { why:
   return b ? { why: b.why, fix: networkPolicyFix(facts, b.needs) } : null;
 }
 
-export function decideNetworkPolicy(facts: Facts, options: Pick<PlanOptions, "networkPolicy">, runtime: RuntimeName): NetworkPolicyPlan {
+export function decideNetworkPolicy(
+  facts: Facts,
+  options: Pick<PlanOptions, "networkPolicy">,
+  runtime: RuntimeName,
+  proxy: ProxyMode,
+): NetworkPolicyPlan {
   if (options.networkPolicy === false)
     return {
       enforced: false,
@@ -52,12 +64,16 @@ export function decideNetworkPolicy(facts: Facts, options: Pick<PlanOptions, "ne
       ...blocker,
       reasons: [`not enforced: ${blocker.why}; \`status\` and doctor say so`],
     };
+  const backend: NetworkPolicyBackend = proxy;
   return {
     enforced: true,
+    backend,
     why: null,
     fix: null,
     reasons: [
-      `${NETPOL_UNIT} (\`rootless-k8s netpol run\`, inside the node's namespaces) compiles every NetworkPolicy into iptables rules for this node's pods, first in FORWARD and INPUT, ahead of kube-proxy's; replies and the node's own traffic (the kubelet's probes) pass`,
+      backend === "iptables"
+        ? `${NETPOL_UNIT} (\`rootless-k8s netpol run\`, inside the node's namespaces) compiles every NetworkPolicy into iptables rules for this node's pods, first in FORWARD and INPUT, ahead of kube-proxy's; replies and the node's own traffic (the kubelet's probes) pass`
+        : `${NETPOL_UNIT} (\`rootless-k8s netpol run\`, inside the node's namespaces) compiles every NetworkPolicy into an nftables table of its own (ip rootless_k8s_netpol) for this node's pods, as kube-proxy uses nftables on this host; replies and the node's own traffic (the kubelet's probes) pass`,
       "a pod that a policy selects loses what its policies do not allow, in each direction the policy names (Ingress, Egress); removing the policy restores it within a second",
     ],
   };

@@ -3,6 +3,7 @@
 // (system:node:NAME, group system:nodes), so a worker needs nothing of its own: the ClusterRole
 // (read pods, namespaces and NetworkPolicies; write Events on a policy it cannot fully enforce) is
 // bound to the group system:nodes by the control plane.
+import type { NetworkPolicyBackend } from "../plan/network-policy";
 import type { Plan } from "../plan/plan";
 import { type KubeObject, rbacBinding } from "./kube-objects";
 import { layout } from "./layout";
@@ -16,12 +17,19 @@ export interface NetworkPolicyConfig {
   nodeName: string;
   /** What its last pass did, for `status` (in the runtime folder). */
   stateFile: string;
+  /** The tool it writes the rules with (the plan's, kube-proxy's). */
+  backend: NetworkPolicyBackend;
 }
 
 export function networkPolicyConfig(plan: Plan): NetworkPolicyConfig {
   if (!plan.networkPolicy?.enforced) throw new Error("the plan enforces no NetworkPolicy");
   const l = layout(plan);
-  return { kubeconfig: l.kubeconfigs.kubelet, nodeName: plan.node.name, stateFile: l.run.networkPolicyState };
+  return {
+    kubeconfig: l.kubeconfigs.kubelet,
+    nodeName: plan.node.name,
+    stateFile: l.run.networkPolicyState,
+    backend: plan.networkPolicy.backend ?? "iptables",
+  };
 }
 
 export function renderNetworkPolicyConfig(plan: Plan): string {

@@ -90,6 +90,8 @@ for (const spec of values.route ?? []) {
     sharedHost: lines.find((l) => l.sharedHost)?.sharedHost ?? null,
     // The up scenario's memory: the supervisor's PSS beside the whole node's it runs (MiB).
     up: lines.find((l) => l.up)?.up ?? null,
+    // The netpol scenario's memory: the NetworkPolicy enforcer's PSS beside the node's (MiB).
+    networkPolicy: lines.find((l) => l.networkPolicy)?.networkPolicy ?? null,
     passed: scenarios.filter((s) => s.result === "pass").length,
     failed: scenarios.filter((s) => s.result !== "pass").length,
   };

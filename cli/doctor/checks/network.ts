@@ -23,7 +23,12 @@ export const networkChecks: Check[] = [
     label: "NetworkPolicy enforcement",
     run: (f) => {
       const b = networkPolicyHostBlocker(f);
-      if (!b) return ok("iptables and br_netfilter present: NetworkPolicies are enforced (rootless-k8s-netpol.service)");
+      if (!b)
+        return ok(
+          `${f.runtimes.iptables?.path ? "iptables" : "nft"} present, br_netfilter not known to be missing: NetworkPolicies are enforced (rootless-k8s-netpol.service)`,
+        );
+      // Without iptables and nft kube-proxy has no backend either: the iptables check says so, with the same fix.
+      if (b.needs === "iptables") return skip(`${b.why}; see the iptables check, whose fix covers this too`);
       return warn(`not possible: ${b.why}; the API server would accept policies and nothing would hold them`, networkPolicyFix(f, b.needs));
     },
   },

@@ -8,28 +8,30 @@
 // and every policy removed (traffic restored and no chain of ours left).
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type NetworkPolicyObject,
-  type PodObject,
-  compileNetworkPolicies,
-  parseSavedFilter,
-  removalText,
-  restoreText,
-} from "../../../cli/plan/netpol-rules";
+import { type RuleWriter, ruleWriter } from "../../../cli/agents/network-policy";
+import { parseSavedFilter } from "../../../cli/plan/netpol-iptables";
+import { NFT_TABLE } from "../../../cli/plan/netpol-nftables";
+import type { NetworkPolicyBackend } from "../../../cli/plan/network-policy";
+import { type NetworkPolicyObject, type PodObject, compileNetworkPolicies } from "../../../cli/plan/netpol-rules";
 import { whichForUser } from "../../helpers/rootlesskit";
 import { testUser } from "../../helpers/user";
 import { waitFor } from "../../helpers/process";
 
-const tools = ["unshare", "nsenter", "ip", "iptables-restore", "iptables-save", "node"];
-const missing = tools.filter((t) => !whichForUser(t));
-const reason = missing.length ? `not installed: ${missing.join(", ")} (make test-deps installs them)` : null;
+const TOOLS: Record<NetworkPolicyBackend, string[]> = { iptables: ["iptables-restore", "iptables-save"], nftables: ["nft"] };
+const skipReason = (backend: NetworkPolicyBackend) => {
+  const missing = ["unshare", "nsenter", "ip", "node", ...TOOLS[backend]].filter((t) => !whichForUser(t));
+  return missing.length ? `not installed: ${missing.join(", ")} (scripts/test-deps.sh installs them)` : null;
+};
+for (const b of ["iptables", "nftables"] as const) if (skipReason(b)) console.log(`netpol-datapath (${b}): skipped: ${skipReason(b)}`);
 
 const SERVER = `const net=require("net");for(const p of [8080,9090])net.createServer(s=>s.end("ok")).listen(p,"0.0.0.0");setTimeout(()=>{},6e5)`;
 const client = (ip: string, port: number) =>
   `const s=require("net").connect(${port},"${ip}");s.setTimeout(1500,()=>{console.log("blocked");process.exit(0)});s.on("data",()=>{console.log("ok");process.exit(0)});s.on("error",e=>{console.log("error "+e.code);process.exit(0)})`;
 
-describe.skipIf(reason !== null)("NetworkPolicy rules on a real bridge, in a user's network namespace", () => {
-  const user = testUser("rk8s-netpol", {});
+describe.each(["iptables", "nftables"] as const)("NetworkPolicy rules on a real bridge, in a user's network namespace: %s", (backend) => {
+  if (skipReason(backend)) return void it.skip(skipReason(backend)!, () => {});
+  const user = testUser(`rk8s-np-${backend.slice(0, 3)}`, {});
+  let writer: RuleWriter;
   let holder: ChildProcess;
   const pids: Record<"client" | "web", number> = { client: 0, web: 0 };
   const inNs = (argv: string[], input?: string) =>
@@ -46,16 +48,21 @@ describe.skipIf(reason !== null)("NetworkPolicy rules on a real bridge, in a use
     spec: { nodeName: "n1" },
     status: { phase: "Running", podIP: ip },
   });
-  const apply = (pods: PodObject[], policies: NetworkPolicyObject[]) => {
-    const saved = inNs([whichForUser("iptables-save")!, "-t", "filter"]);
-    expect(saved.status, saved.stderr).toBe(0);
-    const text = restoreText(
+  /** What the enforcer writes, written as it writes it (its RuleWriter), the commands entered into the namespace. */
+  const apply = async (pods: PodObject[], policies: NetworkPolicyObject[]) => {
+    const failed = await writer.apply(
       compileNetworkPolicies({ nodeName: "n1", pods, namespaces: [{ metadata: { name: "shop" } }], policies }),
-      parseSavedFilter(saved.stdout),
     );
-    const r = inNs([whichForUser("iptables-restore")!, "--noflush"], text);
-    expect(r.status, `${r.stderr}\n${text}`).toBe(0);
+    expect(failed).toBeNull();
   };
+  /** Our chains or table, as the kernel holds them now. */
+  const ours = () =>
+    backend === "iptables"
+      ? parseSavedFilter(inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout).chains
+      : inNs([whichForUser("nft")!, "list", "tables"])
+          .stdout.trim()
+          .split("\n")
+          .filter(Boolean);
   const connect = (port: number) => inPod("client", [whichForUser("node")!, "-e", client("10.244.0.3", port)]).stdout.trim();
   const clientPod = pod("client", "10.244.0.2", { app: "client" });
   const webPod = pod("web", "10.244.0.3", { app: "web" });
@@ -75,6 +82,12 @@ describe.skipIf(reason !== null)("NetworkPolicy rules on a real bridge, in a use
   beforeAll(async () => {
     holder = user.spawn(whichForUser("unshare")!, ["-rn", "--", "sleep", "600"], {}, { detached: true });
     await waitFor(() => inNs(["true"]).status === 0, 10_000, "the namespace holder");
+    writer = ruleWriter(backend, {
+      run: async (argv, input) => {
+        const r = inNs([whichForUser(argv[0]!) ?? argv[0]!, ...argv.slice(1)], input);
+        return { code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+      },
+    });
     const setup = [
       "set -e",
       "ip link set lo up",
@@ -114,52 +127,48 @@ describe.skipIf(reason !== null)("NetworkPolicy rules on a real bridge, in a use
     user.run("pkill", ["-KILL", "-u", user.name], {});
   });
 
-  it("no policy: both ports answer", () => {
-    apply([clientPod, webPod], []);
+  it("no policy: both ports answer", async () => {
+    await apply([clientPod, webPod], []);
     expect([connect(8080), connect(9090)]).toEqual(["ok", "ok"]);
   });
 
-  it("default-deny ingress: neither port answers", () => {
-    apply([clientPod, webPod], [denyIngress]);
+  it("default-deny ingress: neither port answers", async () => {
+    await apply([clientPod, webPod], [denyIngress]);
     expect([connect(8080), connect(9090)]).toEqual(["blocked", "blocked"]);
   });
 
-  it("allowed from app=client on TCP 8080: that port answers, the other does not", () => {
-    apply([clientPod, webPod], [denyIngress, allowClient]);
+  it("allowed from app=client on TCP 8080: that port answers, the other does not", async () => {
+    await apply([clientPod, webPod], [denyIngress, allowClient]);
     expect([connect(8080), connect(9090)]).toEqual(["ok", "blocked"]);
   });
 
-  it("a client whose labels do not match is not let in", () => {
-    apply([pod("client", "10.244.0.2", { app: "other" }), webPod], [denyIngress, allowClient]);
+  it("a client whose labels do not match is not let in", async () => {
+    await apply([pod("client", "10.244.0.2", { app: "other" }), webPod], [denyIngress, allowClient]);
     expect(connect(8080)).toBe("blocked");
   });
 
-  it("default-deny egress on the client stops it even where the web pod lets it in", () => {
+  it("default-deny egress on the client stops it even where the web pod lets it in", async () => {
     const denyEgress: NetworkPolicyObject = {
       metadata: { namespace: "shop", name: "client-out" },
       spec: { podSelector: { matchLabels: { app: "client" } }, policyTypes: ["Egress"] },
     };
-    apply([clientPod, webPod], [allowClient, denyEgress]);
+    await apply([clientPod, webPod], [allowClient, denyEgress]);
     expect(connect(8080)).toBe("blocked");
   });
 
-  it("every policy removed: both ports answer again, and no per-pod chain is left", () => {
-    apply([clientPod, webPod], []);
+  it("every policy removed: both ports answer again, and no per-pod chain is left", async () => {
+    await apply([clientPod, webPod], []);
     expect([connect(8080), connect(9090)]).toEqual(["ok", "ok"]);
-    const saved = inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout;
-    expect(parseSavedFilter(saved).chains).toEqual(["RK8S-NETPOL"]);
-    expect(saved).toContain("-A FORWARD -j RK8S-NETPOL");
+    expect(ours()).toEqual(backend === "iptables" ? ["RK8S-NETPOL"] : [`table ip ${NFT_TABLE}`]);
+    if (backend === "nftables") expect(inNs([whichForUser("nft")!, "list", "table", "ip", NFT_TABLE]).stdout).not.toMatch(/chain [ie]_/);
   });
 
-  it("turned off (removalText, what the enforcer runs when its config is gone): no hook and no chain of ours is left", () => {
-    apply([clientPod, webPod], [denyIngress]);
-    const r = inNs(
-      [whichForUser("iptables-restore")!, "--noflush"],
-      removalText(parseSavedFilter(inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout)),
-    );
-    expect(r.status, r.stderr).toBe(0);
-    const saved = inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout;
-    expect(saved).not.toContain("RK8S-");
+  it("turned off (what the enforcer does when its config is gone): nothing of ours is left, and traffic passes", async () => {
+    await apply([clientPod, webPod], [denyIngress]);
+    expect([connect(8080)]).toEqual(["blocked"]);
+    expect(await writer.remove()).toBeNull();
+    expect(ours()).toEqual([]);
+    if (backend === "iptables") expect(inNs([whichForUser("iptables-save")!, "-t", "filter"]).stdout).not.toContain("RK8S-");
     expect([connect(8080), connect(9090)]).toEqual(["ok", "ok"]);
   });
 });

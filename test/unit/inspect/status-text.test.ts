@@ -21,6 +21,7 @@ const base: NodeStatus = {
   ports: [],
   publishing: { publisher: null, published: [], unpublished: [], detail: null },
   overlay: null,
+  networkPolicy: { enforced: true, detail: "0 policies; 0 of this node's pods isolated for ingress, 0 for egress", problem: false },
   units: [],
   logs: { to: "journal", where: "journalctl --user" },
   supervisor: "systemd",
@@ -152,5 +153,16 @@ describe("status: what runs the node", () => {
       /rootless-k8s up: not running;/,
     );
     expect(row(base)).toBeUndefined();
+  });
+});
+
+describe("status: NetworkPolicy (#44)", () => {
+  const text = (st: NodeStatus) => renderStatus(st, "/home/u", makeStyle(false));
+  it("says enforced, with what", () => {
+    expect(text(base)).toContain("  network policy: enforced (0 policies; 0 of this node's pods isolated for ingress, 0 for egress)");
+  });
+  it("says not enforced, with the reason: never silent", () => {
+    const st = { ...base, networkPolicy: { enforced: false, detail: "turned off with --no-network-policy", problem: false } };
+    expect(text(st)).toContain("  network policy: not enforced (turned off with --no-network-policy)");
   });
 });

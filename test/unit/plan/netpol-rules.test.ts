@@ -5,13 +5,13 @@
 // https://kubernetes.io/docs/concepts/services-networking/network-policies/.
 import { describe, expect, it } from "vitest";
 import { subtractCidrs, parseCidr, formatCidr } from "../../../cli/plan/cidr";
+import { iptablesChains, parseSavedFilter, removalText, restoreText } from "../../../cli/plan/netpol-iptables";
+import { nftRemovalText, nftText } from "../../../cli/plan/netpol-nftables";
 import {
+  type CompiledRules,
   type NetworkPolicyObject,
   type PodObject,
   compileNetworkPolicies,
-  parseSavedFilter,
-  removalText,
-  restoreText,
   selects,
 } from "../../../cli/plan/netpol-rules";
 
@@ -48,6 +48,9 @@ const web = pod("shop", "web", "10.244.0.5", { app: "web" }, "n1", {
 });
 const client = pod("shop", "client", "10.244.0.6", { app: "client" });
 const remote = pod("other", "far", "10.244.1.7", { app: "client" }, "n2");
+/** The iptables back end's per-pod chains, and its entry chain's rules. */
+const pods = (c: CompiledRules) => new Map([...iptablesChains(c)].filter(([k]) => k !== "RK8S-NETPOL"));
+const entry = (c: CompiledRules) => iptablesChains(c).get("RK8S-NETPOL")!;
 const base = { nodeName: "n1", pods: [web, client, remote], namespaces: [ns("shop"), ns("other", { team: "a" })] };
 
 describe("label selectors", () => {
@@ -82,17 +85,17 @@ describe("an ipBlock's cidr less its except list", () => {
 describe("compiling policies for one node's pods", () => {
   it("isolates nothing without policies: only the conntrack rule", () => {
     const c = compileNetworkPolicies({ ...base, policies: [] });
-    expect(c.chains.size).toBe(0);
-    expect(c.entry).toEqual(["-A RK8S-NETPOL -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN"]);
+    expect(pods(c).size).toBe(0);
+    expect(entry(c)).toEqual(["-A RK8S-NETPOL -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN"]);
   });
 
   it("default-deny ingress: every local pod of the namespace gets a chain that drops, and egress stays open", () => {
     const c = compileNetworkPolicies({ ...base, policies: [policy("shop", "deny", { podSelector: {}, policyTypes: ["Ingress"] })] });
-    expect(c.isolated).toEqual({ ingress: 2, egress: 0 });
-    for (const body of c.chains.values()) expect(body).toEqual([expect.stringMatching(/-j DROP$/)]);
-    expect(c.entry.filter((l) => l.includes("-d 10.244.0.5/32"))).toHaveLength(1);
+    expect(c.counts).toEqual({ ingress: 2, egress: 0 });
+    for (const body of pods(c).values()) expect(body).toEqual([expect.stringMatching(/-j DROP$/)]);
+    expect(entry(c).filter((l) => l.includes("-d 10.244.0.5/32"))).toHaveLength(1);
     // The remote pod is another node's to enforce.
-    expect(c.entry.join("\n")).not.toContain("10.244.1.7");
+    expect(entry(c).join("\n")).not.toContain("10.244.1.7");
   });
 
   it("an allow rule by pod label and named port: the peer's address and the port the pod names", () => {
@@ -108,7 +111,7 @@ describe("compiling policies for one node's pods", () => {
         }),
       ],
     });
-    const [body] = [...c.chains.values()];
+    const [body] = [...pods(c).values()];
     expect(body).toEqual([
       expect.stringMatching(/ -s 10\.244\.0\.6\/32 -p tcp -m tcp --dport 8080 -j RETURN$/),
       expect.stringMatching(/ -s 10\.244\.0\.6\/32 -p udp -m udp --dport 53 -j RETURN$/),
@@ -124,10 +127,10 @@ describe("compiling policies for one node's pods", () => {
           policy("shop", "p", { podSelector: { matchLabels: { app: "web" } }, policyTypes: ["Ingress"], ingress: [{ from: [peer] }] }),
         ],
       });
-    const all = [...rule({ namespaceSelector: { matchLabels: { team: "a" } } }).chains.values()][0]!;
+    const all = [...pods(rule({ namespaceSelector: { matchLabels: { team: "a" } } })).values()][0]!;
     expect(all.some((l) => l.includes("-s 10.244.1.7/32"))).toBe(true);
     const none = [
-      ...rule({ namespaceSelector: { matchLabels: { team: "a" } }, podSelector: { matchLabels: { app: "web" } } }).chains.values(),
+      ...pods(rule({ namespaceSelector: { matchLabels: { team: "a" } }, podSelector: { matchLabels: { app: "web" } } })).values(),
     ][0]!;
     expect(none).toEqual([expect.stringMatching(/-j DROP$/)]);
   });
@@ -148,12 +151,12 @@ describe("compiling policies for one node's pods", () => {
         }),
       ],
     });
-    expect(c.isolated).toEqual({ ingress: 0, egress: 1 });
-    expect([...c.chains.values()][0]).toEqual([
+    expect(c.counts).toEqual({ ingress: 0, egress: 1 });
+    expect([...pods(c).values()][0]).toEqual([
       expect.stringMatching(/ -d 10\.0\.0\.128\/25 -p tcp -m tcp --dport 8000:8100 -j RETURN$/),
       expect.stringMatching(/-j DROP$/),
     ]);
-    expect(c.entry[1]).toMatch(/^-A RK8S-NETPOL -s 10\.244\.0\.6\/32 .* -j RK8S-NP-E-[0-9a-f]{12}$/);
+    expect(entry(c)[1]).toMatch(/^-A RK8S-NETPOL -s 10\.244\.0\.6\/32 .* -j RK8S-NP-E-[0-9a-f]{12}$/);
   });
 
   it("an empty rule allows everything; a rule whose named port no pod has allows nothing; SCTP and bad protocols", () => {
@@ -168,7 +171,7 @@ describe("compiling policies for one node's pods", () => {
         }),
       ],
     });
-    const bodies = [...c.chains.values()];
+    const bodies = [...pods(c).values()];
     expect(bodies).toContainEqual([expect.stringMatching(/^-A RK8S-NP-I-\w+ -j RETURN$/), expect.stringMatching(/-j DROP$/)]);
     expect(bodies).toContainEqual([expect.stringMatching(/-j DROP$/)]);
     expect(c.problems).toEqual([{ policy: "shop/odd", message: "protocol ICMP is not TCP, UDP or SCTP: the rule's port matches nothing" }]);
@@ -179,8 +182,8 @@ describe("compiling policies for one node's pods", () => {
       { ...base, policies: [policy("shop", "open", { podSelector: {}, policyTypes: ["Ingress", "Egress"], ingress: [{}], egress: [{}] })] },
       { denyOnly: true },
     );
-    expect(c.isolated).toEqual({ ingress: 2, egress: 2 });
-    for (const body of c.chains.values()) expect(body).toEqual([expect.stringMatching(/-j DROP$/)]);
+    expect(c.counts).toEqual({ ingress: 2, egress: 2 });
+    for (const body of pods(c).values()) expect(body).toEqual([expect.stringMatching(/-j DROP$/)]);
   });
 
   it("skips pods that ended, have no address yet, or use the host's network", () => {
@@ -192,7 +195,7 @@ describe("compiling policies for one node's pods", () => {
       pods: [ended, host, pending],
       policies: [policy("shop", "deny", { podSelector: {}, policyTypes: ["Ingress"] })],
     });
-    expect(c.isolated.ingress).toBe(0);
+    expect(c.counts.ingress).toBe(0);
   });
 });
 
@@ -227,5 +230,47 @@ describe("the restore transaction", () => {
     expect(text).toContain(":RK8S-NP-I-000000000000 - [0:0]\n");
     expect(text).toContain("-X RK8S-NP-I-000000000000\n");
     expect(removalText(parseSavedFilter(saved))).toContain("-D FORWARD -j RK8S-NETPOL\n");
+  });
+});
+
+describe("the nftables back end", () => {
+  const c = compileNetworkPolicies({
+    ...base,
+    policies: [
+      policy("shop", "web", {
+        podSelector: { matchLabels: { app: "web" } },
+        policyTypes: ["Ingress", "Egress"],
+        ingress: [
+          {
+            from: [{ podSelector: { matchLabels: { app: "client" } } }],
+            ports: [{ port: "http" }, { protocol: "UDP", port: 5000, endPort: 5010 }],
+          },
+        ],
+        egress: [{ ports: [{ protocol: "SCTP" }] }],
+      }),
+    ],
+  });
+  const text = nftText(c);
+
+  it("replaces one table of its own in one transaction, made first so that the delete never fails", () => {
+    expect(text.startsWith("add table ip rootless_k8s_netpol\ndelete table ip rootless_k8s_netpol\ntable ip rootless_k8s_netpol {\n")).toBe(
+      true,
+    );
+    expect(nftRemovalText()).toBe("add table ip rootless_k8s_netpol\ndelete table ip rootless_k8s_netpol\n");
+  });
+
+  it("writes the same allows as the iptables back end: peers, named ports, ranges, a protocol alone", () => {
+    expect(text).toContain("    ip saddr 10.244.0.6/32 tcp dport 8080 return\n");
+    expect(text).toContain("    ip saddr 10.244.0.6/32 udp dport 5000-5010 return\n");
+    expect(text).toContain("    meta l4proto sctp return\n");
+    expect(text).toMatch(/ip daddr 10\.244\.0\.5 jump i_[0-9a-f]{12} comment "shop\/web ingress"/);
+    expect(text).toMatch(/ip saddr 10\.244\.0\.5 jump e_[0-9a-f]{12} comment "shop\/web egress"/);
+  });
+
+  it("hooks forward and input, and output only for sources that are not the node's", () => {
+    expect(text).toContain("  chain forward {\n    type filter hook forward priority filter - 10; policy accept;\n    jump netpol\n  }");
+    expect(text).toContain(
+      "  chain output {\n    type filter hook output priority filter - 10; policy accept;\n    fib saddr type != local jump netpol\n  }",
+    );
   });
 });
