@@ -1,6 +1,7 @@
 // TEST FIXTURE, not the product: a loopback HTTPS server (mutual TLS, tls-fixture.ts) that speaks the
-// small part of the Kubernetes API the port publisher and the overlay agent use, with real-shaped JSON
-// (v1 ServiceList, PodList and NodeList with metadata.resourceVersion, watch streams of
+// small part of the Kubernetes API the port publisher, the overlay agent and the NetworkPolicy
+// enforcer use, with real-shaped JSON (v1 ServiceList, PodList, NodeList and NamespaceList, and
+// networking.k8s.io/v1 NetworkPolicyList, with metadata.resourceVersion, watch streams of
 // {"type","object"} lines, BOOKMARK and ERROR 410 Status events, created Events, merge patches of a
 // Service's status, of a Node and of a Node's status, with a resourceVersion precondition). Objects live in memory;
 // every change gets the next resourceVersion, as etcd's revision would. Tests drive it directly:
@@ -12,9 +13,16 @@ import { listenMutualTls, type TlsFixture } from "./tls-fixture";
 type Obj = {
   apiVersion?: string;
   kind?: string;
-  metadata: { namespace?: string; name: string; uid?: string; resourceVersion?: string; annotations?: Record<string, string> };
+  metadata: {
+    namespace?: string;
+    name: string;
+    uid?: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
 } & Record<string, any>;
-type Resource = "services" | "pods" | "nodes";
+type Resource = "services" | "pods" | "nodes" | "namespaces" | "networkpolicies";
 interface Change {
   rv: number;
   type: "ADDED" | "MODIFIED" | "DELETED";
@@ -45,14 +53,22 @@ let uid = 0;
 
 export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
   let rv = 100;
-  const store: Record<Resource, Map<string, Obj>> = { services: new Map(), pods: new Map(), nodes: new Map() };
+  const store: Record<Resource, Map<string, Obj>> = {
+    services: new Map(),
+    pods: new Map(),
+    nodes: new Map(),
+    namespaces: new Map(),
+    networkpolicies: new Map(),
+  };
   const changes: Change[] = [];
   const watches = new Set<{ resource: Resource; res: ServerResponse; filter: (o: Obj) => boolean }>();
   const requests: KubeApiFixture["requests"] = [];
   const events: Obj[] = [];
   let refusals = 0;
   const key = (ns: string, name: string) => `${ns}/${name}`;
-  const kindOf = (r: Resource) => ({ services: "Service", pods: "Pod", nodes: "Node" })[r];
+  const kindOf = (r: Resource) =>
+    ({ services: "Service", pods: "Pod", nodes: "Node", namespaces: "Namespace", networkpolicies: "NetworkPolicy" })[r];
+  const apiVersionOf = (r: Resource) => (r === "networkpolicies" ? "networking.k8s.io/v1" : "v1");
 
   const send = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -78,7 +94,7 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
     const k = key(ns, o.metadata.name);
     const old = store[resource].get(k);
     const obj: Obj = {
-      apiVersion: "v1",
+      apiVersion: apiVersionOf(resource),
       kind: kindOf(resource),
       ...structuredClone(o),
       metadata: { ...o.metadata, namespace: ns, uid: old?.metadata.uid ?? `uid-${++uid}`, resourceVersion: String(++rv) },
@@ -114,9 +130,9 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
       return send(res, 403, status(403, "Forbidden", `User "${cn}" cannot do this (fixture)`));
     }
     const u = new URL(req.url ?? "/", "https://fixture");
-    const list = /^\/api\/v1\/(services|pods|nodes)$/.exec(u.pathname);
+    const list = /^\/api\/v1\/(services|pods|nodes|namespaces)$|^\/apis\/networking\.k8s\.io\/v1\/(networkpolicies)$/.exec(u.pathname);
     if (list && req.method === "GET") {
-      const resource = list[1] as Resource;
+      const resource = (list[1] ?? list[2]) as Resource;
       const selector = u.searchParams.get("fieldSelector");
       const node = selector?.startsWith("spec.nodeName=") ? selector.slice("spec.nodeName=".length) : null;
       const filter = (o: Obj) => node === null || o.spec?.nodeName === node;
@@ -139,7 +155,12 @@ export async function kubeApiFixture(tls: TlsFixture): Promise<KubeApiFixture> {
         return;
       }
       const items = [...store[resource].values()].filter(filter);
-      return send(res, 200, { kind: `${kindOf(resource)}List`, apiVersion: "v1", metadata: { resourceVersion: String(rv) }, items });
+      return send(res, 200, {
+        kind: `${kindOf(resource)}List`,
+        apiVersion: apiVersionOf(resource),
+        metadata: { resourceVersion: String(rv) },
+        items,
+      });
     }
     const ev = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(u.pathname);
     if (ev && req.method === "POST") {
