@@ -22,8 +22,6 @@ import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import type { SystemdUser } from "../clients/systemd";
 import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
-import { waitForStateFile } from "../readiness/first-pass";
-import { layout } from "../render/layout";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
 import { waitForWorkerReady } from "./worker-ready";
@@ -277,7 +275,6 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
             }
             h.update("every unit active");
             await waitForUnitsActive(systemd, order, 60_000, signal);
-            if ((input.until ?? "ready") === "ready") await enforcerPassed(plan, signal, (x) => h.update(x));
             return r;
           })
         : await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
@@ -326,10 +323,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
             // node is installed only when every unit runs.
             h.update("every unit active");
             await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal);
-            if ((input.until ?? "ready") === "ready") {
-              await bootstrap.record();
-              await enforcerPassed(plan, signal, (x) => h.update(x));
-            }
+            if ((input.until ?? "ready") === "ready") await bootstrap.record();
             // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
             const changed = await reconcileNode(client, plan, r.node);
             if (changed) h.update(`node ${plan.node.name}: ${changed}`);
@@ -357,21 +351,6 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
     return fail(e);
   }
 }
-
-/**
- * A node that enforces NetworkPolicies is ready once the enforcer has made its first pass (its
- * state file, read by `status`): until then a policy would be accepted and not yet held.
- */
-async function enforcerPassed(plan: Plan, signal: AbortSignal, say: (line: string) => void): Promise<void> {
-  const unit = plan.units.networkPolicy;
-  if (!unit) return;
-  say(`${unit}: its first pass`);
-  if (await waitForStateFile(layout(plan).run.networkPolicyState, ENFORCER_FIRST_PASS_MS, signal)) return;
-  throw new UserError(`${unit} has not enforced NetworkPolicies within ${ENFORCER_FIRST_PASS_MS / 1000} s of the node being Ready`, {
-    fix: "see why in `rootless-k8s logs netpol`, then re-run the same command (or install with --no-network-policy)",
-  });
-}
-const ENFORCER_FIRST_PASS_MS = 60_000;
 
 /** The failing unit's last lines (journal or log file), and the step's name in the error. */
 async function showFailure(ctx: Context, systemd: SystemdUser, plan: Plan, e: unknown): Promise<void> {

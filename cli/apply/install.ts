@@ -20,6 +20,7 @@ import type { Receipt } from "./receipt";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { applyPlan, type ApplyResult } from "./apply-plan";
 import { addonsStep } from "./addons";
+import { networkPolicyStep } from "./network-policy";
 
 /** The real install's request: the front half's, and the answers the flags give in advance. */
 export interface InstallRequest extends PrepareRequest {
@@ -84,6 +85,7 @@ async function installClaimed(
     // The bundle's images first: an add-on's pod then starts from them instead of failing to pull.
     if (o.source.bundle) await loadFromBundle(ctx, plan, o.source.bundle, progress);
     await addonsStep(plan, progress, ctx.signal);
+    await networkPolicyStep(plan, progress, ctx.signal);
     printSummary(ctx, plan, facts, result);
     return ExitCode.Ok;
   } finally {

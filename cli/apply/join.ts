@@ -24,6 +24,7 @@ import { pkiPaths } from "../render/pki";
 import { createProgress } from "../ui/progress";
 import { createPrompter } from "../ui/prompt";
 import { applyPlan } from "./apply-plan";
+import { networkPolicyStep } from "./network-policy";
 import { ensureDir, exists, writeFileAtomic } from "./files";
 import { prepareNode, refuseOnBlocking, type PrepareRequest } from "./prepare";
 import { readReceipt, receiptLocation } from "./receipt";
@@ -143,6 +144,7 @@ export async function joinNode(ctx: Context, o: JoinRequest): Promise<number> {
       source: o.source,
     });
     await dropBootstrapKubeconfig(final);
+    await networkPolicyStep(final, progress, ctx.signal);
     const s = out.style;
     out.out(
       `${s.green("✔")} Node ${final.node.name} joined ${o.server} and is Ready (mode ${final.mode.name}, Kubernetes ${final.versions.components.kubernetes}, pods ${final.cidrs.node}).`,

@@ -18,6 +18,7 @@ import { createPrompter } from "../ui/prompt";
 import { loadComponents, type ComponentSource } from "./components";
 import { applyPlan } from "./apply-plan";
 import { addonsStep } from "./addons";
+import { networkPolicyStep } from "./network-policy";
 import { prepareNode, refuseOnBlocking } from "./prepare";
 import { restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
@@ -158,6 +159,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     }
     // The new version set may bring new add-on images: re-applied (no change when there is none).
     if (plan.role !== "worker") await addonsStep(plan, progress, ctx.signal);
+    await networkPolicyStep(plan, progress, ctx.signal);
     const done = await readReceipt(plan.paths.receipt);
     if (done) await pruneSets(done, plan);
     out.out(

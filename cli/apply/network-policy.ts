@@ -1,0 +1,22 @@
+// The install, join and upgrade step that waits for NetworkPolicy enforcement: a node that
+// enforces policies is ready once the enforcer has made its first pass (its state file, read by
+// `status`), after the add-ons step applied its RBAC; until then a policy would be accepted and not
+// yet held. Changes nothing itself.
+import type { Plan } from "../plan/plan";
+import { UserError } from "../errors";
+import { waitForStateFile } from "../readiness/first-pass";
+import { layout } from "../render/layout";
+import type { Progress } from "../ui/progress";
+
+export const ENFORCER_FIRST_PASS_MS = 60_000;
+
+export async function networkPolicyStep(plan: Plan, progress: Progress, signal: AbortSignal): Promise<void> {
+  const unit = plan.units.networkPolicy;
+  if (!unit) return;
+  await progress.step("netpol", `Waiting for ${unit} to enforce NetworkPolicies`, async (h) => {
+    if (await waitForStateFile(layout(plan).run.networkPolicyState, ENFORCER_FIRST_PASS_MS, signal)) return h.update("enforcing");
+    throw new UserError(`${unit} has not enforced NetworkPolicies within ${ENFORCER_FIRST_PASS_MS / 1000} s of the node being Ready`, {
+      fix: "see why in `rootless-k8s logs netpol`, then re-run the same command (or install with --no-network-policy)",
+    });
+  });
+}
