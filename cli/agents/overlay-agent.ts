@@ -17,6 +17,7 @@ import {
   RP_FILTER,
   deviceCommands,
   deviceNeedsReplacing,
+  keepSourcePlace,
   keepSourceRule,
   overlayChanges,
   peersOf,
@@ -151,12 +152,20 @@ export async function runOverlayAgent(
       device = { vtep };
     }
 
-    // Pod to pod across nodes keeps its source: ahead of the CNI bridge's masquerade.
-    if (!keepSource) {
-      const rule = keepSourceRule(config.device, config.pods);
-      const check = await rt.run(["iptables", "-w", "-t", "nat", "-C", ...rule]);
-      if (check.code === 0 || (await must(["iptables", "-w", "-t", "nat", "-I", ...rule.slice(0, 1), "1", ...rule.slice(1)])))
+    // Pod to pod across nodes keeps its source: the first rule of nat POSTROUTING, ahead of the CNI
+    // bridge's masquerade and of kube-proxy's (masqueradeAll marks every Service packet), which
+    // kube-proxy inserts at the top when it starts after this agent: checked on every pass. A
+    // masqueraded packet reaches the other node from this node's VTEP, and a NetworkPolicy there
+    // that lets in a pod would not know it (upstream's Netpol tests on two nodes: issue 44).
+    const rule = keepSourceRule(config.device, config.pods);
+    const listing = await rt.run(["iptables", "-w", "-t", "nat", "-S", "POSTROUTING"]);
+    const place = listing.code === 0 ? keepSourcePlace(listing.stdout) : "absent";
+    if (place !== "first") {
+      if (place === "behind") await must(["iptables", "-w", "-t", "nat", "-D", ...rule]);
+      if (await must(["iptables", "-w", "-t", "nat", "-I", ...rule.slice(0, 1), "1", ...rule.slice(1)])) {
+        if (keepSource || place === "behind") rt.log("pod to pod across nodes keeps its source: its nat rule is first again");
         keepSource = true;
+      }
     }
 
     // One route, neighbour and forwarding entry per other node.

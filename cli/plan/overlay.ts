@@ -199,22 +199,17 @@ export function deviceCommands(o: Pick<OverlayPlan, "vni" | "port" | "device" | 
  * across nodes must keep its source (Kubernetes' network model), so traffic that leaves by the
  * overlay device between pod addresses is accepted before that rule (nat POSTROUTING, first).
  */
+const KEEP_SOURCE_COMMENT = "rootless-k8s: pod to pod across nodes keeps its source";
+
 export function keepSourceRule(device: string, pods: string): string[] {
-  return [
-    "POSTROUTING",
-    "-o",
-    device,
-    "-s",
-    pods,
-    "-d",
-    pods,
-    "-m",
-    "comment",
-    "--comment",
-    "rootless-k8s: pod to pod across nodes keeps its source",
-    "-j",
-    "ACCEPT",
-  ];
+  return ["POSTROUTING", "-o", device, "-s", pods, "-d", pods, "-m", "comment", "--comment", KEEP_SOURCE_COMMENT, "-j", "ACCEPT"];
+}
+
+/** Where the keep-source rule stands in `iptables -t nat -S POSTROUTING`: the first rule, behind another, or absent. */
+export function keepSourcePlace(listing: string): "first" | "behind" | "absent" {
+  const rules = listing.split("\n").filter((l) => l.startsWith("-A POSTROUTING "));
+  const i = rules.findIndex((l) => l.includes(KEEP_SOURCE_COMMENT));
+  return i < 0 ? "absent" : i === 0 ? "first" : "behind";
 }
 
 /**

@@ -375,6 +375,29 @@ describe.skipIf(reason !== null)(
       expect(nat.stdout.split("\n")[1]).toMatch(/^-A POSTROUTING -s 10\.244\.0\.0\/16 -d 10\.244\.0\.0\/16 -o rk8s\.1 .*-j ACCEPT$/);
     });
 
+    it("... and stays first when kube-proxy puts its masquerade ahead of it (as when it starts after the agent)", async () => {
+      // kube-proxy's jump, inserted at the top as its ensureRule(Prepend) does.
+      const chain = await inside(["iptables", "-w", "-t", "nat", "-N", "KUBE-POSTROUTING"]);
+      expect(chain.stderr).toBe("");
+      const jump = ["POSTROUTING", "-m", "comment", "--comment", "kubernetes postrouting rules", "-j", "KUBE-POSTROUTING"];
+      expect((await inside(["iptables", "-w", "-t", "nat", "-I", jump[0]!, "1", ...jump.slice(1)])).code).toBe(0);
+      try {
+        await waitFor(
+          async () =>
+            /keeps its source/.test((await inside(["iptables", "-w", "-t", "nat", "-S", "POSTROUTING"])).stdout.split("\n")[1] ?? ""),
+          10_000,
+          () => `the rule first again (log: ${log.join(" | ")})`,
+        );
+        const rules = (await inside(["iptables", "-w", "-t", "nat", "-S", "POSTROUTING"])).stdout.split("\n");
+        expect(rules.filter((l) => l.includes("keeps its source"))).toHaveLength(1);
+        expect(rules[2]).toContain("KUBE-POSTROUTING");
+        expect(log).toContain("pod to pod across nodes keeps its source: its nat rule is first again");
+      } finally {
+        await inside(["iptables", "-w", "-t", "nat", "-D", ...jump]);
+        await inside(["iptables", "-w", "-t", "nat", "-X", "KUBE-POSTROUTING"]);
+      }
+    });
+
     it("the second Node gone: its entries removed and the UDP port unpublished", async () => {
       api.remove("nodes", "default", "node2");
       await waitFor(

@@ -10,6 +10,7 @@ import {
   decideOverlay,
   deviceCommands,
   deviceNeedsReplacing,
+  keepSourcePlace,
   keepSourceRule,
   overlayChanges,
   peersOf,
@@ -174,5 +175,16 @@ describe("deviceCommands and keepSourceRule", () => {
     expect(keepSourceRule("rk8s.1", "10.244.0.0/16").join(" ")).toMatch(
       /^POSTROUTING -o rk8s\.1 -s 10\.244\.0\.0\/16 -d 10\.244\.0\.0\/16 .* -j ACCEPT$/,
     );
+  });
+});
+
+describe("keepSourcePlace", () => {
+  const ours =
+    '-A POSTROUTING -s 10.244.0.0/16 -d 10.244.0.0/16 -o rk8s.1 -m comment --comment "rootless-k8s: pod to pod across nodes keeps its source" -j ACCEPT';
+  const kube = '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING';
+  it("is first, behind kube-proxy's jump, or absent, in iptables -S order", () => {
+    expect(keepSourcePlace(["-P POSTROUTING ACCEPT", ours, kube].join("\n"))).toBe("first");
+    expect(keepSourcePlace(["-P POSTROUTING ACCEPT", kube, ours].join("\n"))).toBe("behind");
+    expect(keepSourcePlace(["-P POSTROUTING ACCEPT", kube].join("\n"))).toBe("absent");
   });
 });
