@@ -259,14 +259,27 @@ export function compileNetworkPolicies(input: NetpolInput, opts: { denyOnly?: bo
           const anyPort = !rule.ports?.length;
           if (rule.ports?.length && !ports.length) continue;
           // The pod whose named ports a rule means: the receiving one (this pod for ingress, each peer for egress).
-          const targets: { net: string | null; server: PodObject | null }[] =
-            peers === null
-              ? [{ net: null, server: direction === "ingress" ? pod : null }]
-              : peers.map((p) => ({ net: p.net, server: direction === "ingress" ? pod : p.pod }));
+          const named = (p: PolicyPort) => typeof p.port === "string" && !/^\d+$/.test(p.port);
+          // The pod whose named ports a rule means: the receiving one (this pod for ingress, each
+          // peer for egress). Egress to every address on a named port means every pod that names
+          // that port, each on its own number (an address that is no pod has no named port).
+          const targets: { net: string | null; server: PodObject | null; ports: PolicyPort[] }[] =
+            peers !== null
+              ? peers.map((p) => ({ net: p.net, server: direction === "ingress" ? pod : p.pod, ports }))
+              : direction === "ingress"
+                ? [{ net: null, server: pod, ports }]
+                : [
+                    { net: null, server: null, ports: ports.filter((p) => !named(p)) },
+                    ...(ports.some(named)
+                      ? input.pods
+                          .filter(podInNetwork)
+                          .map((p) => ({ net: `${p.status!.podIP}/32`, server: p, ports: ports.filter(named) }))
+                      : []),
+                  ];
           for (const t of targets) {
             const portAllows = anyPort
               ? [{ proto: null, port: null }]
-              : ports.map((p) => portAllow(p, t.server)).filter((m): m is Pick<Allow, "proto" | "port"> => m !== null);
+              : t.ports.map((p) => portAllow(p, t.server)).filter((m): m is Pick<Allow, "proto" | "port"> => m !== null);
             for (const pa of portAllows) iso.allows.push({ net: t.net, ...pa });
           }
         }

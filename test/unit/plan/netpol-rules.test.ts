@@ -274,3 +274,28 @@ describe("the nftables back end", () => {
     );
   });
 });
+
+describe("egress on a named port to every address (upstream's 'should allow egress access on one named port')", () => {
+  it("lets the pod reach each pod that names the port, on that pod's number, and no address that is no pod", () => {
+    const other = pod("other", "dns", "10.244.1.9", { app: "dns" }, "n2", {
+      nodeName: "n2",
+      containers: [{ ports: [{ name: "http", containerPort: 9000 }] }],
+    });
+    const c = compileNetworkPolicies({
+      ...base,
+      pods: [...base.pods, other],
+      policies: [
+        policy("shop", "out", {
+          podSelector: { matchLabels: { app: "client" } },
+          policyTypes: ["Egress"],
+          egress: [{ ports: [{ port: "http" }] }],
+        }),
+      ],
+    });
+    expect([...pods(c).values()][0]).toEqual([
+      expect.stringMatching(/ -d 10\.244\.0\.5\/32 -p tcp -m tcp --dport 8080 -j RETURN$/),
+      expect.stringMatching(/ -d 10\.244\.1\.9\/32 -p tcp -m tcp --dport 9000 -j RETURN$/),
+      expect.stringMatching(/-j DROP$/),
+    ]);
+  });
+});
