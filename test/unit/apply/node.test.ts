@@ -9,7 +9,7 @@ const plan = buildPlan(baseFacts(), {}, upstreamVersions());
 const u = plan.units;
 
 describe("startOrder", () => {
-  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the port publisher, the overlay, the CSR approver", () => {
+  it("starts the namespace owner, then etcd, the control plane, the kubelet, kube-proxy, the NetworkPolicy enforcer, the port publisher, the overlay, the CSR approver", () => {
     expect(startOrder(plan)).toEqual([
       u.owner,
       u.etcd,
@@ -18,10 +18,12 @@ describe("startOrder", () => {
       u.scheduler,
       u.kubelet,
       u.kubeProxy,
+      u.networkPolicy,
       u.ports,
       u.overlay,
       u.csrApprover,
     ]);
+    expect(u.networkPolicy).toBe("rootless-k8s-netpol.service");
     expect(u.ports).toBe("rootless-k8s-ports.service");
     expect(u.overlay).toBe("rootless-k8s-overlay.service");
     expect(u.csrApprover).toBe("rootless-k8s-csr-approver.service");
