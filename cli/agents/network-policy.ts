@@ -303,6 +303,14 @@ export function namespaceRuntime(api: ApiClient, log: (line: string) => void): N
   };
 }
 
+/** `rootless-k8s netpol remove`: every rule of ours out of this namespace (null when done, or nothing was there). */
+export async function removeNetworkPolicyRules(backend: NetworkPolicyBackend, log: (line: string) => void): Promise<string | null> {
+  const rt = { run: (argv: string[], input?: string) => runWithInput(argv, input ?? "") };
+  const failed = await ruleWriter(backend, rt).remove();
+  if (!failed) log(`NetworkPolicy rules removed (${backend})`);
+  return failed;
+}
+
 /** `rootless-k8s netpol run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
 export async function networkPolicyRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readNetworkPolicyConfig(configFile);
@@ -315,5 +323,5 @@ export async function networkPolicyRun(configFile: string, log: (line: string) =
   if (!(await fsp.stat(configFile).catch(() => null))) {
     const failed = await ruleWriter(config.backend, rt).remove();
     log(failed ? `could not remove the rules: ${failed}` : "NetworkPolicy enforcement turned off: its rules are removed");
-  }
+  } else log("stopping: the rules stay in place until the next start");
 }

@@ -25,6 +25,7 @@ import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
 import { waitForWorkerReady } from "./worker-ready";
+import { removeNetworkPolicyRulesOf } from "./network-policy";
 import { firstNodeRange, withNodeRange } from "../plan/network";
 import { mergeAdminContext } from "./kubeconfig-merge";
 import { ensureRuntimeDir } from "./runtime-dir";
@@ -224,6 +225,11 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
         for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
         // A node whose plan ran the overlay and the approver always keeps running them (they are on demand now).
         const before = previous && previous.state !== "uninstalled" ? (previous.plan as Plan | undefined) : undefined;
+        // Enforcement turned off: its rules come out of the namespace with the unit.
+        if (before?.networkPolicy?.enforced && !plan.networkPolicy?.enforced) {
+          const failed = await removeNetworkPolicyRulesOf(plan, before.networkPolicy.backend ?? "iptables");
+          h.update(failed ? `the NetworkPolicy rules stay until the node restarts: ${failed}` : "NetworkPolicy rules removed");
+        }
         if (before && !before.onDemand && plan.onDemand?.units.some((u) => Object.values(before.units).includes(u))) await markAdmits(plan);
         await systemd.enable([plan.units.target]);
         const states = await unitStates(systemd, startOrder(plan));
