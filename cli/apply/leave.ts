@@ -39,7 +39,19 @@ async function podsOn(client: ApiClient, node: string): Promise<PodItem[]> {
   return (JSON.parse(r.body) as { items?: PodItem[] }).items ?? [];
 }
 
-export async function leaveCluster(plan: Plan, opts: { signal?: AbortSignal; drainTimeoutMs?: number } = {}): Promise<LeaveOutcome> {
+export async function leaveCluster(
+  plan: Plan,
+  opts: {
+    signal?: AbortSignal;
+    drainTimeoutMs?: number;
+    /**
+     * Run once drained, before the Node is deleted: the uninstall stops the kubelet there, which
+     * would otherwise register its Node anew between the delete and its stop (the e2e's netpol
+     * scenario left a NotReady Node so, and the next status on the control plane named it).
+     */
+    beforeDelete?: () => Promise<void>;
+  } = {},
+): Promise<LeaveOutcome> {
   const name = plan.node.name;
   const server = plan.join?.server ?? "the control plane";
   const byHand = `on the control plane: kubectl drain ${name} --ignore-daemonsets --delete-emptydir-data && kubectl delete node ${name}`;
@@ -76,6 +88,7 @@ export async function leaveCluster(plan: Plan, opts: { signal?: AbortSignal; dra
       await sleep(1000, opts.signal);
     }
     done.push(`node ${name} drained (${evict.length} pod${evict.length === 1 ? "" : "s"} evicted)`);
+    await opts.beforeDelete?.();
     const del = await client.delete(path);
     if (del.status !== 200 && del.status !== 202 && del.status !== 404)
       throw new Error(`deleting the Node: HTTP ${del.status}: ${apiMessage(del.body)}`);

@@ -162,12 +162,15 @@ export async function removeNode(
   };
 
   // 0. The add-ons' objects, through the API server while it runs: the data (etcd) may stay.
-  //    A worker leaves its cluster instead: drained, its Node deleted, while its kubelet still runs.
+  //    A worker leaves its cluster instead: drained while its kubelet runs, then its kubelet
+  //    stopped, then its Node deleted (a running kubelet would register it anew).
   const worker = plan?.role === "worker";
   const addonsGone = plan && !worker && !purge && receipt.state !== "uninstalled" ? await removeAddons(plan) : { removed: [], notes: [] };
   notes.push(...addonsGone.notes);
   const left =
-    plan && worker && receipt.state !== "uninstalled" ? await leaveCluster(plan, { signal: ctx.signal }) : { done: [], notes: [] };
+    plan && worker && receipt.state !== "uninstalled"
+      ? await leaveCluster(plan, { signal: ctx.signal, beforeDelete: () => systemd.stop([plan.units.kubelet]) })
+      : { done: [], notes: [] };
   notes.push(...left.notes);
 
   // 1. Stop and disable. The user's own docker.service (docker runtime) is never touched.
