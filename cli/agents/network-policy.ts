@@ -6,7 +6,6 @@
 // (an Event on each policy says so), and a stop leaves the last rules in place (the next start
 // replaces them); only a pass that could not read the cluster yet changes nothing.
 // What it enforces, or why not, goes to the state file `status` reads.
-import { spawn } from "node:child_process";
 import { promises as fsp } from "node:fs";
 import { ExitCode, UserError, messageOf } from "../errors";
 import {
@@ -25,7 +24,7 @@ import { warningEvent } from "../render/kube-objects";
 import { writeFileAtomic } from "../apply/files";
 import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "../clients/informer";
 import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
-import type { CommandResult } from "./overlay-agent";
+import { type CommandResult, runCommand } from "./command";
 
 export const COMPONENT = "rootless-k8s-netpol";
 /** The sysctl br_netfilter makes per network namespace: 1 sends bridged packets through iptables. */
@@ -267,35 +266,11 @@ export async function readNetworkPolicyConfig(file: string): Promise<NetworkPoli
   return c as NetworkPolicyConfig;
 }
 
-/** A command with `input` on its standard input; its exit code and output, never a throw. */
-function runWithInput(argv: string[], input: string, timeoutMs = 30_000): Promise<CommandResult> {
-  return new Promise((resolve) => {
-    {
-      const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      child.on("error", (e: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        resolve({ code: e.code === "ENOENT" ? 127 : 1, stdout, stderr: e.message });
-      });
-      child.on("close", (code) => {
-        clearTimeout(timer);
-        resolve({ code: code ?? 1, stdout, stderr });
-      });
-      child.stdin.on("error", () => {});
-      child.stdin.end(input);
-    }
-  });
-}
-
 /** The real runtime: the namespace's iptables or nft (the commands kube-proxy finds on PATH). */
 export function namespaceRuntime(api: ApiClient, log: (line: string) => void): NetworkPolicyRuntime {
   return {
     api,
-    run: (argv, input) => runWithInput(argv, input ?? ""),
+    run: (argv, input) => runCommand(argv, { timeoutMs: 30_000, input }),
     readText: (f) => fsp.readFile(f, "utf8").catch(() => null),
     writeText: (f, t) => fsp.writeFile(f, t),
     writeState: (f, t) => writeFileAtomic(f, t, { mode: 0o644 }),
@@ -305,7 +280,7 @@ export function namespaceRuntime(api: ApiClient, log: (line: string) => void): N
 
 /** `rootless-k8s netpol remove`: every rule of ours out of this namespace (null when done, or nothing was there). */
 export async function removeNetworkPolicyRules(backend: NetworkPolicyBackend, log: (line: string) => void): Promise<string | null> {
-  const rt = { run: (argv: string[], input?: string) => runWithInput(argv, input ?? "") };
+  const rt = { run: (argv: string[], input?: string) => runCommand(argv, { timeoutMs: 30_000, input }) };
   const failed = await ruleWriter(backend, rt).remove();
   if (!failed) log(`NetworkPolicy rules removed (${backend})`);
   return failed;

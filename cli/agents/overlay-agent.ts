@@ -6,10 +6,10 @@
 // them; `ip` and `bridge` make them). While another node exists, the VXLAN UDP port is published on
 // the host through RootlessKit's port API. Nothing it meets is fatal: the API server, RootlessKit or
 // a command failing leads to another pass (every few seconds, and on every change of a Node).
-import { execFile } from "node:child_process";
 import { promises as fsp } from "node:fs";
 import { connect } from "node:net";
 import { ExitCode, UserError, messageOf } from "../errors";
+import { type CommandResult, runCommand } from "./command";
 import { parseIpAddr, parseOverlayState } from "../host/parse/ip-json";
 import {
   type OverlayNode,
@@ -32,11 +32,7 @@ import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "../clients/
 import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
 import { RootlessKitError, type RootlessKitClient, describePortSpec, rootlessKitClient } from "../clients/rootlesskit";
 
-export interface CommandResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type { CommandResult } from "./command";
 
 /**
  * Whether a TCP connection to `host:port` opens within `timeoutMs` (inside the namespace: to a peer's
@@ -271,17 +267,6 @@ export async function readOverlayConfig(file: string): Promise<OverlayConfig> {
   if (bad.length)
     throw new UserError(`the overlay config ${file} lacks or has a bad ${bad.join(", ")}`, { exitCode: ExitCode.Refused, fix });
   return c as OverlayConfig;
-}
-
-/** A command with a timeout; its exit code and output, never a throw (a missing binary is exit 127). */
-export function runCommand(argv: string[], timeoutMs = 10_000): Promise<CommandResult> {
-  return new Promise((resolve) => {
-    execFile(argv[0]!, argv.slice(1), { timeout: timeoutMs, encoding: "utf8" }, (err, stdout, stderr) => {
-      const e = err as (NodeJS.ErrnoException & { code?: number | string }) | null;
-      const code = !e ? 0 : typeof e.code === "number" ? e.code : e.code === "ENOENT" ? 127 : 1;
-      resolve({ code, stdout, stderr: stderr || (e && typeof e.code !== "number" ? e.message : "") });
-    });
-  });
 }
 
 /** `rootless-k8s overlay run`: the loop with the real clients, until the signal (SIGTERM) stops it. */
