@@ -7,7 +7,7 @@
 // replaces them); only a pass that could not read the cluster yet changes nothing.
 // What it enforces, or why not, goes to the state file `status` reads.
 import { promises as fsp } from "node:fs";
-import { ExitCode, UserError, messageOf } from "../errors";
+import { messageOf } from "../errors";
 import {
   type CompiledRules,
   type NamespaceObject,
@@ -25,6 +25,7 @@ import { writeFileAtomic } from "../apply/files";
 import { DEFAULT_TIMING, Informer, type LoopTiming, passLoop } from "../clients/informer";
 import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
 import { type CommandResult, runCommand } from "./command";
+import { readConfigFile, refuseBadFields } from "./config-file";
 
 export const COMPONENT = "rootless-k8s-netpol";
 /** The sysctl br_netfilter makes per network namespace: 1 sends bridged packets through iptables. */
@@ -248,21 +249,16 @@ export async function runNetworkPolicyAgent(
 
 export async function readNetworkPolicyConfig(file: string): Promise<NetworkPolicyConfig> {
   const fix = "re-run `rootless-k8s install` (or `join`), which writes it";
-  const text = await fsp.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
-    throw new UserError(`cannot read the NetworkPolicy config ${file}: ${e.code ?? e.message}`, { exitCode: ExitCode.Refused, fix });
-  });
-  let c: Partial<NetworkPolicyConfig>;
-  try {
-    c = JSON.parse(text) as Partial<NetworkPolicyConfig>;
-  } catch {
-    throw new UserError(`the NetworkPolicy config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix });
-  }
-  const bad = [
-    ...(["kubeconfig", "nodeName", "stateFile"] as const).filter((k) => typeof c[k] !== "string" || !c[k]),
-    ...(c.backend === "iptables" || c.backend === "nftables" ? [] : ["backend"]),
-  ];
-  if (bad.length)
-    throw new UserError(`the NetworkPolicy config ${file} lacks or has a bad ${bad.join(", ")}`, { exitCode: ExitCode.Refused, fix });
+  const c = await readConfigFile<NetworkPolicyConfig>(file, "NetworkPolicy", fix);
+  refuseBadFields(
+    file,
+    "NetworkPolicy",
+    [
+      ...(["kubeconfig", "nodeName", "stateFile"] as const).filter((k) => typeof c[k] !== "string" || !c[k]),
+      ...(c.backend === "iptables" || c.backend === "nftables" ? [] : ["backend"]),
+    ],
+    fix,
+  );
   return c as NetworkPolicyConfig;
 }
 

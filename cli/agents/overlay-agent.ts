@@ -8,8 +8,9 @@
 // a command failing leads to another pass (every few seconds, and on every change of a Node).
 import { promises as fsp } from "node:fs";
 import { connect } from "node:net";
-import { ExitCode, UserError, messageOf } from "../errors";
+import { messageOf } from "../errors";
 import { type CommandResult, runCommand } from "./command";
+import { readConfigFile, refuseBadFields } from "./config-file";
 import { parseIpAddr, parseOverlayState } from "../host/parse/ip-json";
 import {
   type OverlayNode,
@@ -248,24 +249,19 @@ export async function runOverlayAgent(
 /** Reads and checks config/overlay.json (cli/render/overlay.ts writes it); a bad one is refused in one line. */
 export async function readOverlayConfig(file: string): Promise<OverlayConfig> {
   const fix = "re-run `rootless-k8s install` (or `join`), which writes it";
-  const text = await fsp.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
-    throw new UserError(`cannot read the overlay config ${file}: ${e.code ?? e.message}`, { exitCode: ExitCode.Refused, fix });
-  });
-  let c: Partial<OverlayConfig>;
-  try {
-    c = JSON.parse(text) as Partial<OverlayConfig>;
-  } catch {
-    throw new UserError(`the overlay config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix });
-  }
+  const c = await readConfigFile<OverlayConfig>(file, "overlay", fix);
   const strings = ["kubeconfig", "rootlesskitSocket", "nodeName", "device", "pods", "childIP", "stateFile"] as const;
   const numbers = ["vni", "port", "mtu", "probePort"] as const;
-  const bad = [
-    ...strings.filter((k) => typeof c[k] !== "string" || !c[k]),
-    ...numbers.filter((k) => !Number.isInteger(c[k])),
-    ...(c.publicIP === null || typeof c.publicIP === "string" ? [] : ["publicIP"]),
-  ];
-  if (bad.length)
-    throw new UserError(`the overlay config ${file} lacks or has a bad ${bad.join(", ")}`, { exitCode: ExitCode.Refused, fix });
+  refuseBadFields(
+    file,
+    "overlay",
+    [
+      ...strings.filter((k) => typeof c[k] !== "string" || !c[k]),
+      ...numbers.filter((k) => !Number.isInteger(c[k])),
+      ...(c.publicIP === null || typeof c.publicIP === "string" ? [] : ["publicIP"]),
+    ],
+    fix,
+  );
   return c as OverlayConfig;
 }
 

@@ -8,7 +8,7 @@
 // Changes are debounced (a deleted Service is unpublished well within 2 s) and everything is
 // resynced every few seconds (a host port freed since, a sysctl changed, a port removed by hand).
 import { promises as fsp } from "node:fs";
-import { ExitCode, UserError, messageOf } from "../errors";
+import { messageOf } from "../errors";
 import {
   type PodObject,
   type PortConflict,
@@ -24,6 +24,7 @@ import {
 import type { PortsConfig } from "../render/ports";
 import { warningEvent } from "../render/kube-objects";
 import { writeFileAtomic } from "../apply/files";
+import { readConfigFile, refuseBadFields } from "./config-file";
 export { DEFAULT_TIMING, type LoopTiming } from "../clients/informer";
 import { DEFAULT_TIMING, Informer, passLoop } from "../clients/informer";
 import { type ApiClient, apiMessage, followingApiClient } from "../clients/kubernetes";
@@ -284,30 +285,20 @@ export async function runPortsController(
 
 /** Reads and checks config/ports.json (cli/render/ports.ts writes it); a bad one is refused in one line. */
 export async function readPortsConfig(file: string): Promise<PortsConfig> {
-  const text = await fsp.readFile(file, "utf8").catch((e: NodeJS.ErrnoException) => {
-    throw new UserError(`cannot read the ports config ${file}: ${e.code ?? e.message}`, {
-      exitCode: ExitCode.Refused,
-      fix: "re-run `rootless-k8s install`, which writes it",
-    });
-  });
-  let c: Partial<PortsConfig>;
-  try {
-    c = JSON.parse(text) as Partial<PortsConfig>;
-  } catch {
-    throw new UserError(`the ports config ${file} is not JSON`, { exitCode: ExitCode.Refused, fix: "re-run `rootless-k8s install`" });
-  }
+  const fix = "re-run `rootless-k8s install`, which writes it";
+  const c = await readConfigFile<PortsConfig>(file, "ports", fix);
   const strings = ["kubeconfig", "rootlesskitSocket", "childIP", "stateFile", "nodeName"] as const;
-  const bad = [
-    ...strings.filter((k) => typeof c[k] !== "string" || !c[k]),
-    ...(c.bindAddress === "0.0.0.0" || c.bindAddress === "127.0.0.1" ? [] : ["bindAddress"]),
-    ...(Array.isArray(c.reserved) && c.reserved.every((p) => Number.isInteger(p)) ? [] : ["reserved"]),
-    ...(Array.isArray(c.ingressIPs) && c.ingressIPs.every((ip) => typeof ip === "string") ? [] : ["ingressIPs"]),
-  ];
-  if (bad.length)
-    throw new UserError(`the ports config ${file} lacks or has a bad ${bad.join(", ")}`, {
-      exitCode: ExitCode.Refused,
-      fix: "re-run `rootless-k8s install`, which writes it",
-    });
+  refuseBadFields(
+    file,
+    "ports",
+    [
+      ...strings.filter((k) => typeof c[k] !== "string" || !c[k]),
+      ...(c.bindAddress === "0.0.0.0" || c.bindAddress === "127.0.0.1" ? [] : ["bindAddress"]),
+      ...(Array.isArray(c.reserved) && c.reserved.every((p) => Number.isInteger(p)) ? [] : ["reserved"]),
+      ...(Array.isArray(c.ingressIPs) && c.ingressIPs.every((ip) => typeof ip === "string") ? [] : ["ingressIPs"]),
+    ],
+    fix,
+  );
   return c as PortsConfig;
 }
 
