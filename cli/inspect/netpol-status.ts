@@ -3,11 +3,11 @@
 // not running (its last rules stay, but pods that came since are not covered) and a pass that
 // could not put its rules in place are each a "not enforced" line. Read-only: the plan, the unit's
 // state and the enforcer's state file (only the enforcer saw what iptables accepted).
-import { promises as fsp } from "node:fs";
 import type { NetworkPolicyState } from "../agents/network-policy";
 import { networkPolicyOf } from "../plan/network-policy";
 import type { Plan } from "../plan/plan";
 import { layout } from "../render/layout";
+import { readStateFile } from "./state-file";
 import type { UnitState } from "../clients/systemd";
 
 export interface NetworkPolicyStatus {
@@ -41,11 +41,6 @@ export function networkPolicyView(
   return { enforced: true, detail: `${what}${partial}${state.why ? `; ${state.why}` : ""}`, problem: Boolean(state.why) };
 }
 
-export async function readNetworkPolicyState(plan: Plan): Promise<NetworkPolicyState | null> {
-  try {
-    const s = JSON.parse(await fsp.readFile(layout(plan).run.networkPolicyState, "utf8")) as NetworkPolicyState;
-    return s.schemaVersion === 1 ? s : null;
-  } catch {
-    return null;
-  }
+export function readNetworkPolicyState(plan: Plan): Promise<NetworkPolicyState | null> {
+  return readStateFile<NetworkPolicyState>(layout(plan).run.networkPolicyState);
 }

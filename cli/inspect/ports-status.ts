@@ -4,7 +4,6 @@
 // with the reason the publisher recorded (taken on the host, below ip_unprivileged_port_start,
 // another owner, SCTP). Read-only. The state file, not a recomputation from the API, because only
 // the publisher saw RootlessKit's refusals and the sysctl it judged by.
-import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import type { PortsState, UnpublishedPort } from "../agents/ports-controller";
 import { describePortSpec, rootlessKitClient, type RootlessKitClient } from "../clients/rootlesskit";
@@ -12,6 +11,7 @@ import { messageOf } from "../errors";
 import type { PortStatus } from "../plan/ports";
 import type { Plan } from "../plan/plan";
 import { layout } from "../render/layout";
+import { readStateFile } from "./state-file";
 
 export interface PublishedPortView {
   protocol: string;
@@ -55,22 +55,13 @@ export function publishedView(current: readonly PortStatus[], state: PortsState 
     });
 }
 
-async function readState(file: string): Promise<PortsState | null> {
-  try {
-    const s = JSON.parse(await fsp.readFile(file, "utf8")) as PortsState;
-    return s.schemaVersion === 1 ? s : null;
-  } catch {
-    return null;
-  }
-}
-
 export async function portsStatus(plan: Plan, client?: RootlessKitClient): Promise<PortsStatus> {
   const p = plan.publish;
   const publisher = p
     ? { enabled: p.enabled, unit: plan.units.ports ?? null, bindAddress: p.bindAddress, keepsSourceIP: p.keepsSourceIP }
     : null;
   if (!p?.enabled) return { publisher, published: null, unpublished: [], updated: null, detail: null };
-  const state = await readState(layout(plan).run.portsState);
+  const state = await readStateFile<PortsState>(layout(plan).run.portsState);
   const rk = client ?? rootlessKitClient(path.join(plan.paths.rootlesskitStateDir, "api.sock"), { timeoutMs: 3000 });
   const apiPorts = plan.network.published.map((x) => x.hostPort);
   let published: PublishedPortView[] | null = null;
