@@ -152,20 +152,21 @@ function podId(pod: PodObject): string {
     .slice(0, 12);
 }
 
+/** A port given by its name (a container port's), not its number. */
+const isNamedPort = (p: PolicyPort): p is PolicyPort & { port: string } => typeof p.port === "string" && !/^\d+$/.test(p.port);
+
 /** A port of a rule, resolved against the pod that serves it (named ports); null when the pod has no such port. */
 function portAllow(port: PolicyPort, server: PodObject | null): Pick<Allow, "proto" | "port"> | null {
   const proto = (port.protocol ?? "TCP").toUpperCase();
   const p = proto.toLowerCase() as Allow["proto"];
   if (port.port === undefined || port.port === null) return { proto: p, port: null };
-  let number: number;
-  if (typeof port.port === "number") number = port.port;
-  else if (/^\d+$/.test(port.port)) number = Number(port.port);
-  else {
+  if (isNamedPort(port)) {
     const named = (server?.spec?.containers ?? [])
       .flatMap((c) => c.ports ?? [])
       .find((cp) => cp.name === port.port && (cp.protocol ?? "TCP").toUpperCase() === proto);
     return named ? { proto: p, port: String(named.containerPort) } : null;
   }
+  const number = Number(port.port);
   return { proto: p, port: typeof port.endPort === "number" && port.endPort > number ? `${number}-${port.endPort}` : String(number) };
 }
 
@@ -258,8 +259,6 @@ export function compileNetworkPolicies(input: NetpolInput, opts: { denyOnly?: bo
           const ports = checkPorts(rule.ports, problem);
           const anyPort = !rule.ports?.length;
           if (rule.ports?.length && !ports.length) continue;
-          // The pod whose named ports a rule means: the receiving one (this pod for ingress, each peer for egress).
-          const named = (p: PolicyPort) => typeof p.port === "string" && !/^\d+$/.test(p.port);
           // The pod whose named ports a rule means: the receiving one (this pod for ingress, each
           // peer for egress). Egress to every address on a named port means every pod that names
           // that port, each on its own number (an address that is no pod has no named port).
@@ -269,11 +268,11 @@ export function compileNetworkPolicies(input: NetpolInput, opts: { denyOnly?: bo
               : direction === "ingress"
                 ? [{ net: null, server: pod, ports }]
                 : [
-                    { net: null, server: null, ports: ports.filter((p) => !named(p)) },
-                    ...(ports.some(named)
+                    { net: null, server: null, ports: ports.filter((p) => !isNamedPort(p)) },
+                    ...(ports.some(isNamedPort)
                       ? input.pods
                           .filter(podInNetwork)
-                          .map((p) => ({ net: `${p.status!.podIP}/32`, server: p, ports: ports.filter(named) }))
+                          .map((p) => ({ net: `${p.status!.podIP}/32`, server: p, ports: ports.filter(isNamedPort) }))
                       : []),
                   ];
           for (const t of targets) {
