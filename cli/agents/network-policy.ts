@@ -1,7 +1,7 @@
 // The NetworkPolicy enforcer's loop (`rootless-k8s netpol run`, rootless-k8s-netpol.service, inside
 // the node's namespaces): it watches the cluster's pods, Namespaces and NetworkPolicies with the
-// kubelet's credential and keeps the filter table's rules for this node's pods at exactly what
-// cli/plan/netpol-rules.ts compiles from them, one iptables-restore transaction per change.
+// kubelet's credential and keeps the rules for this node's pods at exactly what
+// cli/plan/netpol-rules.ts compiles from them, one transaction per change (iptables-restore, or nft).
 // Fail closed: rules that iptables refuses leave the selected pods isolated with nothing allowed
 // (an Event on each policy says so), and a stop leaves the last rules in place (the next start
 // replaces them); only a pass that could not read the cluster yet changes nothing.
@@ -170,8 +170,6 @@ export async function runNetworkPolicyAgent(
     reported = still;
   };
 
-  const apply = (compiled: CompiledRules) => writer.apply(compiled);
-
   const pass = async () => {
     if (!pods.synced || !namespaces.synced || !policies.synced) return;
     const bridge = await bridgeThroughIptables(rt);
@@ -182,12 +180,12 @@ export async function runNetworkPolicyAgent(
       policies: [...policies.items.values()],
     };
     let compiled = compileNetworkPolicies(input);
-    let refused = await apply(compiled);
+    const refused = await writer.apply(compiled);
     let why = bridge;
     if (refused) {
       // Fail closed: the selected pods keep their isolation, with nothing allowed.
       const closed = compileNetworkPolicies(input, { denyOnly: true });
-      const again = await apply(closed);
+      const again = await writer.apply(closed);
       if (again) {
         say(`${refused}; and without allow rules: ${again}`);
         await writeState({
@@ -211,7 +209,6 @@ export async function runNetworkPolicyAgent(
         ],
       };
       why = `${refused}: the pods that policies select allow nothing until that is fixed`;
-      refused = null;
     }
     if (why) say(why);
     else lastWhy = "";
@@ -286,13 +283,8 @@ export async function removeNetworkPolicyRules(backend: NetworkPolicyBackend, lo
 export async function networkPolicyRun(configFile: string, log: (line: string) => void, signal: AbortSignal): Promise<void> {
   const config = await readNetworkPolicyConfig(configFile);
   const api = await followingApiClient(config.kubeconfig, log, signal);
-  const rt = namespaceRuntime(api, log);
-  await runNetworkPolicyAgent(config, rt, signal);
-  // Stopped after its config was removed: the plan no longer enforces policies (install
-  // --no-network-policy removes the unit's files, then stops it), so its rules go too. Any other
-  // stop (the node's, a restart, an upgrade) leaves them in place until the next start.
-  if (!(await fsp.stat(configFile).catch(() => null))) {
-    const failed = await ruleWriter(config.backend, rt).remove();
-    log(failed ? `could not remove the rules: ${failed}` : "NetworkPolicy enforcement turned off: its rules are removed");
-  } else log("stopping: the rules stay in place until the next start");
+  await runNetworkPolicyAgent(config, namespaceRuntime(api, log), signal);
+  // A stop leaves the rules: the next start replaces them. A plan that turns enforcement off has
+  // install remove them (cli/apply/network-policy.ts, `netpol remove`).
+  log("stopping: the rules stay in place until the next start");
 }

@@ -27,8 +27,8 @@ export async function networkPolicyStep(plan: Plan, progress: Progress, signal: 
 /**
  * A plan that turns enforcement off (install --no-network-policy): the enforcer's rules come out
  * of the node's namespace, run there through the enter script as the units run (this binary's
- * `netpol remove`). The enforcer also removes them when it is stopped after its config is gone;
- * this does not depend on that. A namespace that is not running has no rules to remove.
+ * `netpol remove`), once its unit has stopped: a stopped enforcer leaves its rules. A namespace
+ * that is not running has no rules to remove.
  */
 export async function removeNetworkPolicyRulesOf(plan: Plan, backend: NetworkPolicyBackend): Promise<string | null> {
   const argv = [layout(plan).scripts.enter, ...selfCommand(), "netpol", "remove", "--backend", backend];

@@ -163,7 +163,7 @@ describe.each(["iptables", "nftables"] as const)("NetworkPolicy rules on a real 
     if (backend === "nftables") expect(inNs([whichForUser("nft")!, "list", "table", "ip", NFT_TABLE]).stdout).not.toMatch(/chain [ie]_/);
   });
 
-  it("turned off (what the enforcer does when its config is gone): nothing of ours is left, and traffic passes", async () => {
+  it("turned off (what `netpol remove` does when install turns enforcement off): nothing of ours is left, and traffic passes", async () => {
     await apply([clientPod, webPod], [denyIngress]);
     expect([connect(8080)]).toEqual(["blocked"]);
     expect(await writer.remove()).toBeNull();
