@@ -174,14 +174,23 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       const changes = await diffFiles(files, receipt);
       const linkChanged = (await fsp.readlink(plan.paths.currentLink).catch(() => null)) !== plan.versions.id;
       const unchanged = changes.write.length === 0 && changes.stale.length === 0 && !linkChanged && !set.changed;
+      // The restarts this change needs, with those an earlier run recorded and did not live to make
+      // (killed after writing, before restarting): recorded before anything is written, so a re-run,
+      // which finds the files and the link already new, still restarts what runs on the old ones.
+      const newBinaries =
+        linkChanged || set.changed
+          ? unitsWithNewBinaries(plan, previousSet?.binaries ?? null, set.set.binaries, set.set.binDir, previousSet?.binDir ?? null)
+          : new Set<string>();
+      const owed = inStartOrder(plan, [...(receipt.restartsOwed ?? []), ...restartsFor(plan, changes.write, newBinaries)]);
       if (unchanged) {
         h.update(`all ${files.length} files are up to date`);
-        return { changes, linkChanged, files, pki, unchanged };
+        return { changes, linkChanged, files, pki, unchanged, owed };
       }
-      // Record what is about to be written (old and new paths), then write.
+      // Record what is about to be written (old and new paths) and the restarts it owes, then write.
       await record({
         ...receipt,
         state: "installing",
+        restartsOwed: owed,
         plan,
         mode: plan.mode.name,
         runtime: plan.runtime.name,
@@ -207,7 +216,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       h.update(
         `${changes.write.length} written, ${changes.unchanged.length} unchanged${changes.stale.length > keptStale.length ? `, ${changes.stale.length - keptStale.length} removed` : ""}${keptStale.length ? `, kept ${keptStale.map((f) => f.path).join(", ")} (no longer rendered, but not as rootless-k8s wrote it: remove by hand if not needed)` : ""}`,
       );
-      return { changes, linkChanged, files, pki, unchanged };
+      return { changes, linkChanged, files, pki, unchanged, owed };
     });
 
     const mergedContext = input.merge && written.pki ? await mergeAdminContext(plan, written.pki, receipt, record) : null;
@@ -234,16 +243,13 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
         await systemd.enable([plan.units.target]);
         const states = await unitStates(systemd, startOrder(plan));
         const running = new Set(states.filter((s) => s.activeState === "active" || s.activeState === "activating").map((s) => s.unit));
-        const beforeSet = receipt.current ? previousSet : null;
-        const newBinaries =
-          written.linkChanged || set.changed
-            ? unitsWithNewBinaries(plan, beforeSet?.binaries ?? null, set.set.binaries, set.set.binDir, beforeSet?.binDir ?? null)
-            : new Set<string>();
-        const restart = restartsFor(plan, written.changes.write, newBinaries).filter((u) => running.has(u));
+        const restart = written.owed.filter((u) => running.has(u));
         // A kubelet that starts now posts a new Ready; until then the API holds the old kubelet's.
         if (restart.includes(plan.units.kubelet) || !running.has(plan.units.kubelet)) kubeletStartedAt = Date.now();
         await systemd.resetFailed(allUnits(plan));
         if (restart.length) await systemd.restart(restart);
+        // Asked of the manager, which carries them out even if this run dies now: no longer owed.
+        if (receipt.restartsOwed?.length) await record({ ...receipt, restartsOwed: undefined });
         await systemd.start([plan.units.target]);
         h.update(
           restart.length
@@ -377,4 +383,10 @@ async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pk
   const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
   const pki = await generatePki(plan, { existing });
   return { files: renderNode(plan, pki), pki };
+}
+
+/** Units in the order the node starts them, each once. */
+function inStartOrder(plan: Plan, units: readonly string[]): string[] {
+  const want = new Set(units);
+  return startOrder(plan).filter((u) => want.has(u));
 }

@@ -83,6 +83,11 @@ export interface Receipt {
   sets: Record<string, ReceiptSet>;
   current: string | null;
   previous: string | null;
+  /**
+   * Units a run wrote new files or binaries for and had not yet restarted: recorded before the
+   * write, cleared once the restarts are asked for, so a run killed in between leaves them to the next.
+   */
+  restartsOwed?: string[];
   /** versions/current */
   currentLink: string;
   roots: OwnedRoots;

@@ -403,6 +403,31 @@ describe("applyPlan", () => {
     expect(two.systemd.calls).toContain(`restart ${tainted.units.kubelet}`);
   });
 
+  it("a run that died after writing, before its restarts, leaves them owed in the receipt: the re-run makes them (#35)", async () => {
+    const { first, previous, plan } = await setUp();
+    const one = await apply(first, previous);
+    await one.run;
+    await one.systemd.close();
+    const tainted = plan({ taintNone: true });
+    // The kubelet's config is written, then the run dies before it asks for any restart.
+    const dying = new FakeManager(tainted);
+    dying.active = new Set(one.systemd.active);
+    dying.resetFailed = async () => {
+      throw new Error("killed");
+    };
+    await expect((await apply(tainted, await readReceipt(first.paths.receipt), { systemd: dying })).run).rejects.toThrow("killed");
+    expect(dying.calls.filter((c) => c.startsWith("restart"))).toEqual([]);
+    expect((await readReceipt(first.paths.receipt))!.restartsOwed).toEqual([tainted.units.kubelet]);
+    // The re-run finds every file already written; it still restarts the kubelet, then owes nothing.
+    const again = await apply(tainted, await readReceipt(first.paths.receipt));
+    again.systemd.active = new Set(one.systemd.active);
+    const r = await again.run;
+    expect(r.written).toBe(0);
+    expect(r.restarted).toEqual([tainted.units.kubelet]);
+    expect(again.systemd.calls).toContain(`restart ${tainted.units.kubelet}`);
+    expect((await readReceipt(first.paths.receipt))!.restartsOwed).toBeUndefined();
+  });
+
   it("a component that gave up before the API server answered is reset and started again, and the node still comes up", async () => {
     const { first, previous } = await setUp();
     const cm = first.units.controllerManager;
