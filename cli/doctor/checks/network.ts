@@ -57,14 +57,16 @@ export const networkChecks: Check[] = [
           },
         );
       }
+      const free = d.freeBytes === null ? null : `${(d.freeBytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
+      // Too little room fails on any file system, tmpfs too (install would stop half-way with ENOSPC).
+      if (d.freeBytes !== null && d.freeBytes < 2 * GiB)
+        return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
       if (d.fsType === "tmpfs") {
         return warn(`${d.dataDir} is on tmpfs: the node's data (etcd, images, volumes) lives in memory and is gone after a reboot`, {
           user: ["# choose a data folder on a disk; check it with: rootless-k8s doctor --data-dir DIR"],
         });
       }
-      if (d.freeBytes === null) return skip(`${d.dataDir}: free space unknown`);
-      const free = `${(d.freeBytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
-      if (d.freeBytes < 2 * GiB) return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
+      if (d.freeBytes === null || free === null) return skip(`${d.dataDir}: free space unknown`);
       if (d.freeBytes < 10 * GiB) return warn(`${free}: images fill this quickly; 10 GiB or more is comfortable`);
       return ok(free);
     },
