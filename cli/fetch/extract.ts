@@ -50,6 +50,9 @@ export async function installBinaries(
   } catch (e) {
     await fsp.rm(tmp, { recursive: true, force: true });
     if (opts.signal?.aborted) throw new InterruptedError("interrupted while installing binaries; nothing was changed");
+    // A write through a stream names no file (ENOSPC, EDQUOT): the folder it was filling, so the error says where.
+    const err = e as NodeJS.ErrnoException;
+    if (typeof err?.code === "string" && typeof err.syscall === "string" && err.path === undefined) err.path = destBinDir;
     throw e;
   }
 }
@@ -94,6 +97,9 @@ async function writeArtifact(f: FetchedArtifact, into: string, signal?: AbortSig
     );
   } catch (e) {
     if (signal?.aborted) throw e;
+    // The disk, not the archive: a failed write or read of a file (ENOSPC, EACCES, EIO) stays what it is.
+    const err = e as NodeJS.ErrnoException;
+    if (typeof err?.code === "string" && typeof err.syscall === "string") throw e;
     throw archiveError(f, e instanceof UnsafeArchiveError ? e.message : `is not a readable tar archive (${messageOf(e)})`);
   }
   const missing = [...wanted.keys()];

@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
+import { fileSystemError } from "../../../cli/errors";
 import { installBinaries } from "../../../cli/fetch/extract";
 import type { FetchedArtifact, ManifestArtifact } from "../../../cli/fetch/types";
 import { userErrorOf } from "../../helpers/errors";
@@ -55,6 +56,24 @@ describe("installBinaries", () => {
     ]);
     expect(execFileSync(join(dest, "etcd")).length).toBe(0); // ran and exited 0
     expect(readdirSync(join(work, "versions", "set1"))).toEqual(["bin"]); // no temporary folder left
+  });
+
+  it("on a full disk fails with ENOSPC naming the folder it was filling, and leaves nothing behind (#35)", async () => {
+    // A 64 KiB file system of its own (the tests run as root, as CI does): a 1 MiB binary cannot fit.
+    const small = join(work, "small");
+    mkdirSync(small);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small]);
+    try {
+      const big = randomBody(1024 * 1024);
+      const f = fetchedArchive([{ path: "etcd", content: big, mode: 0o755 }], [{ name: "etcd", path: "etcd" }]);
+      const dest = join(small, "versions", "set1", "bin");
+      const e = await installBinaries([f], dest).catch((x: NodeJS.ErrnoException) => x);
+      expect(e).toMatchObject({ code: "ENOSPC", path: dest });
+      expect(fileSystemError(e)?.message).toBe(`no space left on the device of ${dest} (disk full)`);
+      expect(readdirSync(join(small, "versions", "set1"))).toEqual([]); // the temporary folder went with it
+    } finally {
+      execFileSync("umount", [small]);
+    }
   });
 
   it("takes CNI plugins from ./-prefixed members into the cni/ sub-folder, and raw binaries as they are", async () => {
