@@ -78,7 +78,11 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const from = receipt.plan;
   const components = await loadComponents(o.source, from.arch, ctx.env, ctx.signal);
   const to = components.versions;
-  const fromK8s = from.versions.components.kubernetes ?? "?";
+  // An upgrade to this set that did not finish (killed, or a failed start): it is resumed, and said
+  // to be from the set it left.
+  const resumed =
+    receipt.state !== "installed" && to.id === receipt.current && receipt.previous ? receipt.sets[receipt.previous] : undefined;
+  const fromK8s = resumed?.versions.kubernetes ?? from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";
   const origin = o.source.manifestFile
     ? `the manifest ${o.source.manifestFile}`
@@ -134,8 +138,10 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     components,
   );
   const plan = prepared.plan;
-  out.err(`${out.errStyle.bold("upgrade")} Kubernetes ${fromK8s} → ${toK8s} (version set ${receipt.current} → ${to.id})`);
-  for (const line of await describeChanges(from, plan)) out.err(`  ${line}`);
+  out.err(
+    `${out.errStyle.bold("upgrade")} Kubernetes ${fromK8s} → ${toK8s} (version set ${resumed?.id ?? receipt.current} → ${to.id}${resumed ? "; resuming an upgrade that did not finish" : ""})`,
+  );
+  for (const line of await describeChanges(from, plan, receipt.restartsOwed ?? [])) out.err(`  ${line}`);
   if (o.dryRun) {
     out.out(`Dry run: nothing was changed. Run without --dry-run to upgrade.`);
     return ExitCode.Ok;
@@ -155,6 +161,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     } catch (e) {
       if (e instanceof InterruptedError || ctx.signal.aborted) throw e;
       if (e instanceof UserError && e.exitCode !== ExitCode.Failure) throw e; // refused, verification, network: nothing was switched
+      if ((await readReceipt(plan.paths.receipt))?.failedStep === "fetch") return stoppedBeforeSwitch(receipt, plan, e);
       return rollBack(ctx, from, plan, e, timeoutMs);
     }
     // The new version set may bring new add-on images: re-applied (no change when there is none).
@@ -163,12 +170,28 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     const done = await readReceipt(plan.paths.receipt);
     if (done) await pruneSets(done, plan);
     out.out(
-      `✔ Node ${plan.node.name} is Ready on Kubernetes ${toK8s} (version set ${to.id}; previous ${receipt.current} kept for a rollback).`,
+      `✔ Node ${plan.node.name} is Ready on Kubernetes ${toK8s} (version set ${to.id}; previous ${done?.previous ?? receipt.current} kept for a rollback).`,
     );
     return ExitCode.Ok;
   } finally {
     await lock.release();
   }
+}
+
+/**
+ * The new set failed in its fetch step (a full disk, say): nothing was written, linked or restarted,
+ * so there is nothing to roll back. The receipt says installed again, and the error keeps its own fix.
+ */
+async function stoppedBeforeSwitch(receipt: Receipt, failed: Plan, cause: unknown): Promise<never> {
+  await writeReceipt(failed.paths.receipt, receipt).catch(() => undefined);
+  const from = receipt.plan as Plan;
+  throw new UserError(
+    `upgrade to Kubernetes ${failed.versions.components.kubernetes} stopped before anything was switched (${messageOf(cause)}); the node runs Kubernetes ${from.versions.components.kubernetes} as before`,
+    {
+      fix: cause instanceof UserError && cause.fix ? cause.fix : "see the lines above, then run the same upgrade again",
+      cause,
+    },
+  );
 }
 
 /** The new set failed: bring the old one back the same way (link, files, restarts, readiness). */
@@ -198,7 +221,7 @@ async function rollBack(ctx: Context, from: Plan, failed: Plan, cause: unknown, 
 }
 
 /** What an upgrade changes: component versions, and the units that restart (in order). */
-async function describeChanges(from: Plan, to: Plan): Promise<string[]> {
+async function describeChanges(from: Plan, to: Plan, owed: readonly string[]): Promise<string[]> {
   const a = from.versions.components;
   const b = to.versions.components;
   const lines: string[] = [];
@@ -208,7 +231,7 @@ async function describeChanges(from: Plan, to: Plan): Promise<string[]> {
   const pki = await generatePki(to, { existing: await readPki(to, (f) => fsp.readFile(f, "utf8").catch(() => null)) });
   const changes = await diffFiles(renderNode(to, pki), null);
   lines.push(`files to rewrite: ${changes.write.length ? changes.write.map((f) => f.path.split("/").pop()).join(", ") : "none"}`);
-  const restarts = restartsFor(to, changes.write, unitsWithNewVersions(to, a, b));
+  const restarts = [...new Set([...restartsFor(to, changes.write, unitsWithNewVersions(to, a, b)), ...owed])];
   lines.push(`restarts, in order: ${restarts.length ? restarts.join(" → ") : "none"}`);
   return lines;
 }
