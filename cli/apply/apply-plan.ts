@@ -173,7 +173,9 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       const { files, pki } = await renderFiles(plan);
       const changes = await diffFiles(files, receipt);
       const linkChanged = (await fsp.readlink(plan.paths.currentLink).catch(() => null)) !== plan.versions.id;
-      const unchanged = changes.write.length === 0 && changes.stale.length === 0 && !linkChanged && !set.changed;
+      // (A receipt that names another set current, from a run killed after it switched the link, is a change: it is recorded.)
+      const unchanged =
+        changes.write.length === 0 && changes.stale.length === 0 && !linkChanged && !set.changed && receipt.current === plan.versions.id;
       // The restarts this change needs, with those an earlier run recorded and did not live to make
       // (killed after writing, before restarting): recorded before anything is written, so a re-run,
       // which finds the files and the link already new, still restarts what runs on the old ones.
@@ -208,7 +210,9 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
         ...receipt,
         files: files.map(toReceiptFile).sort((a, b) => a.path.localeCompare(b.path)),
         current: plan.versions.id,
-        previous: linkChanged && receipt.current && receipt.current !== plan.versions.id ? receipt.current : receipt.previous,
+        // The set the receipt last named current, when this run moves off it: also when a run killed
+        // after switching the link left the receipt naming the old one (the link is new already).
+        previous: receipt.current && receipt.current !== plan.versions.id ? receipt.current : receipt.previous,
         createdDirs: [
           ...new Set([...receipt.createdDirs, ...created.filter((d) => sharedParents(plan).some((s) => d === s || s.startsWith(d + "/")))]),
         ],

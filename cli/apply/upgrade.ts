@@ -78,10 +78,11 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const from = receipt.plan;
   const components = await loadComponents(o.source, from.arch, ctx.env, ctx.signal);
   const to = components.versions;
-  // An upgrade to this set that did not finish (killed, or a failed start): it is resumed, and said
-  // to be from the set it left.
-  const resumed =
-    receipt.state !== "installed" && to.id === receipt.current && receipt.previous ? receipt.sets[receipt.previous] : undefined;
+  // An upgrade to this set that did not finish (killed, or a failed start; its plan is recorded before
+  // it writes): it is resumed, and said to be from the set it left.
+  const unfinished = receipt.state !== "installed" && from.versions.id === to.id;
+  const leftId = unfinished ? (receipt.current !== to.id ? receipt.current : receipt.previous) : null;
+  const resumed = leftId ? receipt.sets[leftId] : undefined;
   const fromK8s = resumed?.versions.kubernetes ?? from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";
   const origin = o.source.manifestFile
@@ -238,7 +239,9 @@ async function describeChanges(from: Plan, to: Plan, owed: readonly string[]): P
 
 /** Keeps the current set and the previous one; older sets' folders go (they are listed in the receipt). */
 async function pruneSets(receipt: Receipt, plan: Plan): Promise<void> {
-  const keep = new Set([receipt.current, receipt.previous].filter((x): x is string => !!x));
+  // Never the set the `current` link names, whatever the receipt says.
+  const linked = await fsp.readlink(plan.paths.currentLink).catch(() => null);
+  const keep = new Set([receipt.current, receipt.previous, linked].filter((x): x is string => !!x));
   const drop = Object.keys(receipt.sets).filter((id) => !keep.has(id));
   if (!drop.length) return;
   for (const id of drop) await fsp.rm(path.join(plan.paths.versionsDir, id), { recursive: true, force: true });

@@ -428,6 +428,27 @@ describe("applyPlan", () => {
     expect((await readReceipt(first.paths.receipt))!.restartsOwed).toBeUndefined();
   });
 
+  it("a run killed after it switched the link, before the receipt named the new set current: the re-run records it, the old one previous (#35)", async () => {
+    const { first, previous } = await setUp();
+    const one = await apply(first, previous);
+    await one.run;
+    await one.systemd.close();
+    const installed = (await readReceipt(first.paths.receipt))!;
+    const older = { ...installed.sets[first.versions.id]!, id: "1.35.9-older" };
+    // What the killed run left: the link already on the new set, the receipt still on the old one.
+    const killed: Receipt = {
+      ...installed,
+      state: "installing",
+      current: older.id,
+      previous: null,
+      sets: { ...installed.sets, [older.id]: older },
+    };
+    const again = await apply(first, killed);
+    again.systemd.active = new Set(one.systemd.active);
+    await again.run;
+    expect(await readReceipt(first.paths.receipt)).toMatchObject({ state: "installed", current: first.versions.id, previous: older.id });
+  });
+
   it("a component that gave up before the API server answered is reset and started again, and the node still comes up", async () => {
     const { first, previous } = await setUp();
     const cm = first.units.controllerManager;
