@@ -62,7 +62,17 @@ for (const spec of values.route ?? []) {
         })
     : [];
   for (const l of lines.filter((x) => x.cell)) matrix.push({ route: name, mode: l.mode, ...l.cell, result: l.result, reason: l.reason });
-  const scenarios = lines.filter((l) => l.scenario).map(({ scenario, result, failed, seconds }) => ({ scenario, result, failed, seconds }));
+  // Each scenario with every check it made: what was asserted, and its result (scenarios.sh's PASS and FAIL lines).
+  const checks = lines.filter((l) => l.check).map((l) => l.check);
+  const scenarios = lines
+    .filter((l) => l.scenario)
+    .map(({ scenario, result, failed, seconds }) => ({
+      scenario,
+      result,
+      failed,
+      seconds,
+      checks: checks.filter((c) => c.scenario === scenario).map(({ result, text }) => ({ result, text })),
+    }));
   const node = lines.find((l) => l.nodeInfo);
   const mode = lines.find((l) => l.mode)?.mode ?? null;
   routes[name] = {

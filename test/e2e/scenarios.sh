@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh footprint workloads services publish dns storage metrics join worker netpol limits scale restart faults reinstall changed-plan interrupt-start upgrade rollback skew eviction logs uninstall purge matrix crio port-taken shared-host up offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh footprint workloads services publish dns storage metrics join worker netpol limits scale restart faults user-manager reinstall changed-plan interrupt-start upgrade rollback skew eviction logs uninstall purge matrix crio port-taken shared-host upgrade-killed disk-full up offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"
@@ -43,7 +43,9 @@ info scenarios "route $ROUTE, expected mode $MODE, user $E2E_USER ($U), binary $
 for s in $SCENARIOS; do
   t0=$(ts)
   f0=$E2E_FAILS
+  E2E_SCENARIO=$s # each PASS and FAIL line goes into the report under it (common.sh: check_line)
   "scenario_${s//-/_}"
+  E2E_SCENARIO=""
   secs=$(elapsed "$t0")
   info "$s" "took ${secs}s"
   report "{\"route\":\"$ROUTE\",\"mode\":\"$MODE\",\"scenario\":\"$s\",\"result\":\"$([ "$E2E_FAILS" = "$f0" ] && echo pass || echo fail)\",\"failed\":$((E2E_FAILS - f0)),\"seconds\":$secs}"

@@ -17,8 +17,16 @@ E2E_FAILS=${E2E_FAILS:-0}
 ts() { date +%s.%N; }
 elapsed() { awk "BEGIN{printf \"%.1f\", $(ts) - $1}"; }
 log() { echo "[$(date +%T)] $*" >&2; }
-pass() { echo "PASS ($1) $2"; }
-fail() { echo "FAIL ($1) $2"; E2E_FAILS=$((E2E_FAILS + 1)); }
+pass() { echo "PASS ($1) $2"; check_line pass "$2"; }
+fail() { echo "FAIL ($1) $2"; E2E_FAILS=$((E2E_FAILS + 1)); check_line fail "$2"; }
+# check_line RESULT TEXT: inside a scenario (E2E_SCENARIO, and REPORT, set by scenarios.sh), one
+# line of report.json's list of checks under that scenario: what was asserted and its result.
+check_line() {
+  [ -n "${E2E_SCENARIO:-}" ] && [ -n "${REPORT:-}" ] || return 0
+  local t=$2
+  t=${t//\\/\\\\}; t=${t//\"/\\\"}; t=${t//$'\t'/ }; t=${t//$'\n'/ }; t=${t//[[:cntrl:]]/}
+  printf '{"check":{"scenario":"%s","result":"%s","text":"%s"}}\n' "$E2E_SCENARIO" "$1" "$t" >>"$REPORT"
+}
 info() { echo "INFO ($1) $2"; }
 
 wait_for() { # wait_for SECONDS CMD...: true once CMD succeeds
