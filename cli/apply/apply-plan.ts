@@ -194,6 +194,8 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
         state: "installing",
         restartsOwed: owed,
         plan,
+        // The plan of the set this run moves off: what a rollback needs once this plan is recorded.
+        previousPlan: (receipt.plan as Plan | undefined)?.versions?.id === plan.versions.id ? receipt.previousPlan : receipt.plan,
         mode: plan.mode.name,
         runtime: plan.runtime.name,
         files: mergeFiles(receipt.files, files.map(toReceiptFile)),

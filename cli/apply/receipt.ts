@@ -96,6 +96,11 @@ export interface Receipt {
   kubeconfigMerge: KubeconfigMerge | null;
   /** The plan the files were rendered from (opaque here; cli/plan owns its type). */
   plan: unknown;
+  /**
+   * The plan of the set a run last moved off (opaque, as `plan`): an upgrade that resumes a run
+   * that did not finish rolls back to it, since `plan` is already the new one's.
+   */
+  previousPlan?: unknown;
   updatedAt: string;
 }
 

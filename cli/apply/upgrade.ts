@@ -83,6 +83,8 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const unfinished = receipt.state !== "installed" && from.versions.id === to.id;
   const leftId = unfinished ? (receipt.current !== to.id ? receipt.current : receipt.previous) : null;
   const resumed = leftId ? receipt.sets[leftId] : undefined;
+  // What a failure rolls back to: the plan the node ran before, the recorded one unless this resumes.
+  const rollbackTo = resumed && receipt.previousPlan ? (receipt.previousPlan as Plan) : from;
   const fromK8s = resumed?.versions.kubernetes ?? from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";
   const origin = o.source.manifestFile
@@ -162,8 +164,8 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     } catch (e) {
       if (e instanceof InterruptedError || ctx.signal.aborted) throw e;
       if (e instanceof UserError && e.exitCode !== ExitCode.Failure) throw e; // refused, verification, network: nothing was switched
-      if ((await readReceipt(plan.paths.receipt))?.failedStep === "fetch") return stoppedBeforeSwitch(receipt, plan, e);
-      return rollBack(ctx, from, plan, e, timeoutMs);
+      if (!resumed && (await readReceipt(plan.paths.receipt))?.failedStep === "fetch") return stoppedBeforeSwitch(receipt, plan, e);
+      return rollBack(ctx, rollbackTo, plan, e, timeoutMs);
     }
     // The new version set may bring new add-on images: re-applied (no change when there is none).
     if (plan.role !== "worker") await addonsStep(plan, progress, ctx.signal);

@@ -449,6 +449,22 @@ describe("applyPlan", () => {
     expect(await readReceipt(first.paths.receipt)).toMatchObject({ state: "installed", current: first.versions.id, previous: older.id });
   });
 
+  it("a run that moves to another set keeps the plan it moves off, for a rollback a resumed upgrade may need (#35)", async () => {
+    const { first, previous } = await setUp();
+    const one = await apply(first, previous);
+    await one.run;
+    await one.systemd.close();
+    const installed = (await readReceipt(first.paths.receipt))!;
+    const older = { ...installed.sets[first.versions.id]!, id: "1.35.9-older" };
+    const olderPlan = { ...first, versions: { ...first.versions, id: older.id } };
+    const again = await apply(first, { ...installed, plan: olderPlan, current: older.id, sets: { ...installed.sets, [older.id]: older } });
+    again.systemd.active = new Set(one.systemd.active);
+    await again.run;
+    const after = (await readReceipt(first.paths.receipt))!;
+    expect((after.previousPlan as Plan).versions.id).toBe("1.35.9-older");
+    expect((after.plan as Plan).versions.id).toBe(first.versions.id);
+  });
+
   it("a component that gave up before the API server answered is reset and started again, and the node still comes up", async () => {
     const { first, previous } = await setUp();
     const cm = first.units.controllerManager;
