@@ -2,7 +2,8 @@
 // credential, as `kubectl drain` and `kubectl delete node` would: cordon the Node, evict its pods
 // (not mirror pods, not DaemonSet pods: those belong to the node), wait for them to go, delete the
 // Node. The control plane allows nodes to delete Nodes (cli/render/join.ts), and its NodeRestriction
-// admission keeps each to its own. Never stops an uninstall: what could not be done is returned as notes.
+// admission keeps each to its own. Never stops an uninstall: what could not be done is returned as
+// notes; a drain that cannot finish (a refused eviction, pods slow to go) still ends with the Node deleted.
 import { messageOf } from "../errors";
 import { apiMessage } from "../host/parse/api-status";
 import type { Plan } from "../plan/plan";
@@ -62,12 +63,23 @@ export async function leaveCluster(
       notes: [`node ${name} never got its certificate from ${server}: nothing to remove there (if it is listed: ${byHand})`],
     };
   const done: string[] = [];
+  const notes: string[] = [];
   const path = `/api/v1/nodes/${encodeURIComponent(name)}`;
+  const drainMs = opts.drainTimeoutMs ?? 90_000;
   try {
     const cordon = await client.mergePatch(path, { spec: { unschedulable: true } }, 10_000);
     if (cordon.status === 404) return { done, notes: [] };
     if (cordon.status !== 200) throw new Error(`cordoning: HTTP ${cordon.status}: ${apiMessage(cordon.body)}`);
+  } catch (e) {
+    return { done, notes: [`could not leave ${server} cleanly (${messageOf(e)}): ${byHand}`] };
+  }
+  // The drain does what it can: the uninstall stops this node's runtime next whatever it leaves, so
+  // a pod that would not go (a disruption budget, a slow finalizer) goes with the Node, and its
+  // controller makes it anew elsewhere. A Node kept for it would only stay NotReady for good.
+  let evicted = 0;
+  try {
     const evict = podsToEvict(await podsOn(client, name));
+    const refused: string[] = [];
     for (const p of evict) {
       const { namespace, name: pod } = p.metadata;
       const r = await client.post(`/api/v1/namespaces/${namespace}/pods/${pod}/eviction`, {
@@ -75,26 +87,32 @@ export async function leaveCluster(
         kind: "Eviction",
         metadata: { name: pod, namespace },
       });
-      if (r.status !== 201 && r.status !== 200 && r.status !== 404)
-        throw new Error(`evicting ${namespace}/${pod}: HTTP ${r.status}: ${apiMessage(r.body)}`);
+      if (r.status === 201 || r.status === 200 || r.status === 404) evicted++;
+      else refused.push(`${namespace}/${pod}: HTTP ${r.status}: ${apiMessage(r.body)}`);
     }
-    const deadline = Date.now() + (opts.drainTimeoutMs ?? 90_000);
-    let left = evict.length;
-    while (left > 0) {
-      left = podsToEvict(await podsOn(client, name)).length;
-      if (left === 0) break;
-      if (Date.now() >= deadline)
-        throw new Error(`${left} pod(s) still on the node after ${Math.round((opts.drainTimeoutMs ?? 90_000) / 1000)} s`);
+    const deadline = Date.now() + drainMs;
+    let left = podsToEvict(await podsOn(client, name)).length;
+    while (left > refused.length && Date.now() < deadline) {
       await sleep(1000, opts.signal);
+      left = podsToEvict(await podsOn(client, name)).length;
     }
-    done.push(`node ${name} drained (${evict.length} pod${evict.length === 1 ? "" : "s"} evicted)`);
+    if (refused.length) throw new Error(`evicting ${refused.join("; ")}`);
+    if (left > 0) throw new Error(`${left} pod(s) still on the node after ${Math.round(drainMs / 1000)} s`);
+    done.push(`node ${name} drained (${evicted} pod${evicted === 1 ? "" : "s"} evicted)`);
+  } catch (e) {
+    if (opts.signal?.aborted) throw e;
+    notes.push(
+      `the drain of node ${name} did not finish (${messageOf(e)}): what is left on it goes with the Node, and the pods' controllers make them anew elsewhere`,
+    );
+  }
+  try {
     await opts.beforeDelete?.();
     const del = await client.delete(path);
     if (del.status !== 200 && del.status !== 202 && del.status !== 404)
       throw new Error(`deleting the Node: HTTP ${del.status}: ${apiMessage(del.body)}`);
     done.push(`Node ${name} deleted from ${server}`);
-    return { done, notes: [] };
   } catch (e) {
-    return { done, notes: [`could not leave ${server} cleanly (${messageOf(e)}): ${byHand}`] };
+    notes.push(`could not leave ${server} cleanly (${messageOf(e)}): ${byHand}`);
   }
+  return { done, notes };
 }

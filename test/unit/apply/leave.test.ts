@@ -42,8 +42,11 @@ function handle(req: IncomingMessage, res: ServerResponse) {
     if (req.method === "PATCH" && req.url === "/api/v1/nodes/w1") return send(200, { kind: "Node" });
     if (req.method === "GET" && req.url?.startsWith("/api/v1/pods?fieldSelector=spec.nodeName%3Dw1")) return send(200, { items: pods });
     const evict = /^\/api\/v1\/namespaces\/e2e\/pods\/([a-z]+)\/eviction$/.exec(req.url ?? "");
+    if (req.method === "POST" && evict?.[1] === "guarded")
+      return send(429, { kind: "Status", message: "Cannot evict pod as it would violate the pod's disruption budget." });
     if (req.method === "POST" && evict) {
-      pods = pods.filter((p) => p.metadata.name !== evict[1]);
+      // "slow" is accepted and never goes (a finalizer that does not finish)
+      if (evict[1] !== "slow") pods = pods.filter((p) => p.metadata.name !== evict[1]);
       return send(201, { kind: "Status", status: "Success" });
     }
     if (req.method === "DELETE" && req.url === "/api/v1/nodes/w1")
@@ -104,6 +107,24 @@ describe("leaveCluster", () => {
       "POST /api/v1/namespaces/e2e/pods/db/eviction",
     ]);
     expect(seen.at(-1)).toBe("DELETE /api/v1/nodes/w1");
+  });
+
+  it("a drain that cannot finish (a disruption budget, a pod slow to go) is a note, and the Node is still deleted (#44)", async () => {
+    pods = [WEB, pod("guarded"), pod("slow")];
+    seen.length = 0;
+    let stopped = false;
+    const out = await leaveCluster(joined(), { drainTimeoutMs: 1500, beforeDelete: async () => void (stopped = true) });
+    expect(out.done).toEqual([`Node w1 deleted from ${api.url}`]);
+    expect(out.notes).toEqual([
+      "the drain of node w1 did not finish (evicting e2e/guarded: HTTP 429: Cannot evict pod as it would violate the pod's disruption budget.): what is left on it goes with the Node, and the pods' controllers make them anew elsewhere",
+    ]);
+    expect(stopped).toBe(true);
+    expect(seen.at(-1)).toBe("DELETE /api/v1/nodes/w1");
+    // Without the refusal, the pod that does not go is named by count after the drain's time.
+    pods = [pod("slow")];
+    const slow = await leaveCluster(joined(), { drainTimeoutMs: 1500 });
+    expect(slow.notes[0]).toMatch(/^the drain of node w1 did not finish \(1 pod\(s\) still on the node after 2 s\)/);
+    expect(slow.done).toEqual([`Node w1 deleted from ${api.url}`]);
   });
 
   it("a refused delete is a note with the commands to run on the control plane, never an error", async () => {
