@@ -328,16 +328,10 @@ describe("https", () => {
 });
 
 describe("a full disk", () => {
-  it("removes the partial download and says how much room is needed (exit 1)", async (ctx) => {
+  it("removes the partial download and says how much room is needed (exit 1)", async () => {
     const mnt = tempDir("rk8s-tmpfs-");
-    try {
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt], { stdio: "pipe" });
-    } catch (e) {
-      console.log(`skipped: cannot mount a 1 MiB tmpfs at ${mnt} (${String(e).split("\n")[0]})`);
-      rmSync(mnt, { recursive: true, force: true });
-      ctx.skip();
-      return;
-    }
+    // A 1 MiB file system of its own (the tests run as root, as CI does: a mount that fails fails the test).
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt], { stdio: "pipe" });
     const server = await startServer();
     try {
       const body = randomBody(3_000_000, 11);
