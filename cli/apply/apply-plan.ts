@@ -55,6 +55,8 @@ export interface ApplyInput {
   needsRange?: boolean;
   /** The id of a version set this run has just installed or checked intact (the second pass): not hashed again. */
   verified?: string;
+  /** An upgrade's: the set it starts from, recorded until the node is installed (a re-run resumes from it). */
+  upgradeFrom?: string;
 }
 
 export interface ApplyResult {
@@ -180,7 +182,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       // (killed after writing, before restarting): recorded before anything is written, so a re-run,
       // which finds the files and the link already new, still restarts what runs on the old ones.
       const newBinaries =
-        linkChanged || set.changed
+        linkChanged || set.changed || (receipt.current !== null && receipt.current !== plan.versions.id)
           ? unitsWithNewBinaries(plan, previousSet?.binaries ?? null, set.set.binaries, set.set.binDir, previousSet?.binDir ?? null)
           : new Set<string>();
       const owed = inStartOrder(plan, [...(receipt.restartsOwed ?? []), ...restartsFor(plan, changes.write, newBinaries)]);
@@ -192,7 +194,9 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       await record({
         ...receipt,
         state: "installing",
-        restartsOwed: owed,
+        failedStep: undefined,
+        restartsOwed: owed.length ? owed : undefined,
+        upgradingFrom: input.upgradeFrom,
         plan,
         // The plan of the set this run moves off: what a rollback needs once this plan is recorded.
         previousPlan: (receipt.plan as Plan | undefined)?.versions?.id === plan.versions.id ? receipt.previousPlan : receipt.plan,
@@ -255,7 +259,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
         await systemd.resetFailed(allUnits(plan));
         if (restart.length) await systemd.restart(restart);
         // Asked of the manager, which carries them out even if this run dies now: no longer owed.
-        if (receipt.restartsOwed?.length) await record({ ...receipt, restartsOwed: undefined });
+        if (receipt.restartsOwed) await record({ ...receipt, restartsOwed: undefined });
         await systemd.start([plan.units.target]);
         h.update(
           restart.length
@@ -349,7 +353,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
           });
 
     if (receipt.state !== "installed" || receipt.tool !== VERSION)
-      await record({ ...receipt, state: "installed", failedStep: undefined, tool: VERSION });
+      await record({ ...receipt, state: "installed", failedStep: undefined, upgradingFrom: undefined, tool: VERSION });
     return {
       plan,
       ready,

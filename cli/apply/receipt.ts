@@ -101,6 +101,8 @@ export interface Receipt {
    * that did not finish rolls back to it, since `plan` is already the new one's.
    */
   previousPlan?: unknown;
+  /** The set an upgrade started from, while it has not finished (cleared once the node is installed). */
+  upgradingFrom?: string;
   updatedAt: string;
 }
 
@@ -185,4 +187,26 @@ export async function requireReceipt(env: NodeJS.ProcessEnv, prefix?: string): P
     );
   }
   return r as Receipt & { plan: Plan };
+}
+
+/** What an upgrade to a set resumes: the one an upgrade to it that did not finish started from. */
+export interface UnfinishedUpgrade {
+  /** The set the node ran before that upgrade. */
+  left: ReceiptSet;
+  /** Its plan, when the receipt still holds it (opaque here): what a failure rolls back to. */
+  leftPlan: unknown;
+}
+
+/**
+ * The upgrade to `toId` that a receipt shows unfinished (killed, or failed after it switched), or
+ * null: only an upgrade marks it (`upgradingFrom`), so a failed install or join on the same set is
+ * never taken for one, and a rollback plan counts only when it is that set's and the set is still there.
+ */
+export function unfinishedUpgrade(receipt: Receipt, toId: string): UnfinishedUpgrade | null {
+  const plan = receipt.plan as { versions?: { id?: string } } | undefined;
+  if (receipt.state === "installed" || !receipt.upgradingFrom || plan?.versions?.id !== toId) return null;
+  const left = receipt.sets[receipt.upgradingFrom];
+  if (!left || left.id === toId) return null;
+  const prev = receipt.previousPlan as { versions?: { id?: string } } | undefined;
+  return { left, leftPlan: prev?.versions?.id === left.id ? receipt.previousPlan : null };
 }

@@ -20,8 +20,8 @@ import { applyPlan } from "./apply-plan";
 import { addonsStep } from "./addons";
 import { networkPolicyStep } from "./network-policy";
 import { prepareNode, refuseOnBlocking } from "./prepare";
-import { restartsFor, unitsWithNewVersions } from "./node";
-import { readReceipt, requireReceipt, writeReceipt, type Receipt } from "./receipt";
+import { restartsFor, startOrder, unitsWithNewVersions } from "./node";
+import { readReceipt, requireReceipt, unfinishedUpgrade, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "../plan/skew";
 import { clusterParameters } from "../render/join";
 import { workerClient } from "./worker-ready";
@@ -78,13 +78,11 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   const from = receipt.plan;
   const components = await loadComponents(o.source, from.arch, ctx.env, ctx.signal);
   const to = components.versions;
-  // An upgrade to this set that did not finish (killed, or a failed start; its plan is recorded before
-  // it writes): it is resumed, and said to be from the set it left.
-  const unfinished = receipt.state !== "installed" && from.versions.id === to.id;
-  const leftId = unfinished ? (receipt.current !== to.id ? receipt.current : receipt.previous) : null;
-  const resumed = leftId ? receipt.sets[leftId] : undefined;
-  // What a failure rolls back to: the plan the node ran before, the recorded one unless this resumes.
-  const rollbackTo = resumed && receipt.previousPlan ? (receipt.previousPlan as Plan) : from;
+  // An upgrade to this set that did not finish (killed, or failed after it switched): it is resumed,
+  // and said to be from the set it left; a failure rolls back to that set's plan when the receipt has it.
+  const unfinished = unfinishedUpgrade(receipt, to.id);
+  const resumed = unfinished?.left;
+  const rollbackTo = (unfinished?.leftPlan as Plan | null | undefined) ?? from;
   const fromK8s = resumed?.versions.kubernetes ?? from.versions.components.kubernetes ?? "?";
   const toK8s = to.components.kubernetes ?? "?";
   const origin = o.source.manifestFile
@@ -144,7 +142,7 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
   out.err(
     `${out.errStyle.bold("upgrade")} Kubernetes ${fromK8s} → ${toK8s} (version set ${resumed?.id ?? receipt.current} → ${to.id}${resumed ? "; resuming an upgrade that did not finish" : ""})`,
   );
-  for (const line of await describeChanges(from, plan, receipt.restartsOwed ?? [])) out.err(`  ${line}`);
+  for (const line of await describeChanges(rollbackTo, plan, receipt.restartsOwed ?? [])) out.err(`  ${line}`);
   if (o.dryRun) {
     out.out(`Dry run: nothing was changed. Run without --dry-run to upgrade.`);
     return ExitCode.Ok;
@@ -160,11 +158,13 @@ export async function upgradeNode(ctx: Context, o: UpgradeOptions): Promise<numb
     const progress = await createProgress(out);
     const timeoutMs = o.timeoutSeconds * 1000;
     try {
-      await applyPlan(ctx, { plan, previous: receipt, components, progress, merge: false, timeoutMs, source: o.source });
+      const upgradeFrom = resumed?.id ?? receipt.current ?? undefined;
+      await applyPlan(ctx, { plan, previous: receipt, components, progress, merge: false, timeoutMs, source: o.source, upgradeFrom });
     } catch (e) {
       if (e instanceof InterruptedError || ctx.signal.aborted) throw e;
       if (e instanceof UserError && e.exitCode !== ExitCode.Failure) throw e; // refused, verification, network: nothing was switched
-      if (!resumed && (await readReceipt(plan.paths.receipt))?.failedStep === "fetch") return stoppedBeforeSwitch(receipt, plan, e);
+      // The step that failed, as this run saw it (the receipt's word may not have reached a full disk).
+      if (!resumed && progress.current === "fetch") return stoppedBeforeSwitch(receipt, plan, e);
       return rollBack(ctx, rollbackTo, plan, e, timeoutMs);
     }
     // The new version set may bring new add-on images: re-applied (no change when there is none).
@@ -234,7 +234,8 @@ async function describeChanges(from: Plan, to: Plan, owed: readonly string[]): P
   const pki = await generatePki(to, { existing: await readPki(to, (f) => fsp.readFile(f, "utf8").catch(() => null)) });
   const changes = await diffFiles(renderNode(to, pki), null);
   lines.push(`files to rewrite: ${changes.write.length ? changes.write.map((f) => f.path.split("/").pop()).join(", ") : "none"}`);
-  const restarts = [...new Set([...restartsFor(to, changes.write, unitsWithNewVersions(to, a, b)), ...owed])];
+  const hit = new Set([...restartsFor(to, changes.write, unitsWithNewVersions(to, a, b)), ...owed]);
+  const restarts = startOrder(to).filter((u) => hit.has(u));
   lines.push(`restarts, in order: ${restarts.length ? restarts.join(" → ") : "none"}`);
   return lines;
 }
