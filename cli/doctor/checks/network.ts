@@ -47,6 +47,10 @@ export const networkChecks: Check[] = [
           },
         );
       }
+      const free = d.freeBytes === null ? null : `${(d.freeBytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
+      // Too little room fails on any file system, fuse and tmpfs too (install would stop half-way with ENOSPC).
+      if (d.freeBytes !== null && d.freeBytes < 2 * GiB)
+        return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
       // cAdvisor keeps statistics only for ext*, xfs, btrfs, zfs, overlay, tmpfs and nfs (fs/fs.go processMounts): elsewhere the
       // kubelet's /stats/summary fails ("failed to get rootFs stats"), and with it evictions and `kubectl top` (docs/upstream-notes.md, item 7).
       if (d.fsType === "fuse") {
@@ -57,10 +61,6 @@ export const networkChecks: Check[] = [
           },
         );
       }
-      const free = d.freeBytes === null ? null : `${(d.freeBytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
-      // Too little room fails on any file system, tmpfs too (install would stop half-way with ENOSPC).
-      if (d.freeBytes !== null && d.freeBytes < 2 * GiB)
-        return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
       if (d.fsType === "tmpfs") {
         return warn(`${d.dataDir} is on tmpfs: the node's data (etcd, images, volumes) lives in memory and is gone after a reboot`, {
           user: ["# choose a data folder on a disk; check it with: rootless-k8s doctor --data-dir DIR"],

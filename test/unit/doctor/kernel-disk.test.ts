@@ -58,12 +58,14 @@ describe("data folder file system", () => {
   it("warns on tmpfs: the node's data is gone after a reboot", () => {
     expect(on("tmpfs")).toMatchObject({ status: "warn", summary: expect.stringMatching(/is on tmpfs: .*gone after a reboot/) });
   });
-  it("fails with too little room on any file system, tmpfs too: install would stop half-way (#35)", () => {
-    const small = withFacts(baseFacts(), (f) => (f.disk = { ...f.disk, fsType: "tmpfs", freeBytes: 512 * 1024 ** 2 }));
-    expect(check("disk", small)).toMatchObject({
-      status: "fail",
-      summary: "only 0.5 GiB free in /home/alice/.local/share (tmpfs): the node needs at least 2 GiB (binaries, images, etcd)",
-    });
+  it("fails with too little room on any file system, fuse and tmpfs too: install would stop half-way (#35)", () => {
+    for (const fsType of ["tmpfs", "fuse", "ext4"]) {
+      const small = withFacts(baseFacts(), (f) => (f.disk = { ...f.disk, fsType, freeBytes: 512 * 1024 ** 2 }));
+      expect(check("disk", small)).toMatchObject({
+        status: "fail",
+        summary: `only 0.5 GiB free in /home/alice/.local/share (${fsType}): the node needs at least 2 GiB (binaries, images, etcd)`,
+      });
+    }
   });
   it("is fine on zfs and ext4 with room", () => {
     expect(on("zfs")).toMatchObject({ status: "ok", summary: "46.6 GiB free in /home/alice/.local/share (zfs)" });
