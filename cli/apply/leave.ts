@@ -76,33 +76,41 @@ export async function leaveCluster(
   // The drain does what it can: the uninstall stops this node's runtime next whatever it leaves, so
   // a pod that would not go (a disruption budget, a slow finalizer) goes with the Node, and its
   // controller makes it anew elsewhere. A Node kept for it would only stay NotReady for good.
-  let evicted = 0;
   try {
-    const evict = podsToEvict(await podsOn(client, name));
-    const refused: string[] = [];
-    for (const p of evict) {
-      const { namespace, name: pod } = p.metadata;
-      const r = await client.post(`/api/v1/namespaces/${namespace}/pods/${pod}/eviction`, {
-        apiVersion: "policy/v1",
-        kind: "Eviction",
-        metadata: { name: pod, namespace },
-      });
-      if (r.status === 201 || r.status === 200 || r.status === 404) evicted++;
-      else refused.push(`${namespace}/${pod}: HTTP ${r.status}: ${apiMessage(r.body)}`);
-    }
+    // Evict each pod, and again each second the ones a disruption budget refused (429), as `kubectl
+    // drain` does, until none is left or the time is up.
+    const first = podsToEvict(await podsOn(client, name));
+    let pending = first;
+    const refused = new Map<string, string>();
     const deadline = Date.now() + drainMs;
-    let left = podsToEvict(await podsOn(client, name)).length;
-    while (left > refused.length && Date.now() < deadline) {
+    for (;;) {
+      for (const p of pending) {
+        const { namespace, name: pod } = p.metadata;
+        const key = `${namespace}/${pod}`;
+        if (refused.has(key) || pending === first) {
+          const r = await client.post(`/api/v1/namespaces/${namespace}/pods/${pod}/eviction`, {
+            apiVersion: "policy/v1",
+            kind: "Eviction",
+            metadata: { name: pod, namespace },
+          });
+          if (r.status === 201 || r.status === 200 || r.status === 404) refused.delete(key);
+          else refused.set(key, `HTTP ${r.status}: ${apiMessage(r.body)}`);
+        }
+      }
+      pending = podsToEvict(await podsOn(client, name));
+      if (pending.length === 0 || Date.now() >= deadline) break;
       await sleep(1000, opts.signal);
-      left = podsToEvict(await podsOn(client, name)).length;
     }
-    if (refused.length) throw new Error(`evicting ${refused.join("; ")}`);
-    if (left > 0) throw new Error(`${left} pod(s) still on the node after ${Math.round(drainMs / 1000)} s`);
-    done.push(`node ${name} drained (${evicted} pod${evicted === 1 ? "" : "s"} evicted)`);
+    if (pending.length) {
+      const names = pending.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
+      const why = names.map((n) => (refused.has(n) ? `${n} (eviction refused: ${refused.get(n)})` : n)).join(", ");
+      throw new Error(`${pending.length} pod(s) still on the node after ${Math.round(drainMs / 1000)} s: ${why}`);
+    }
+    done.push(`node ${name} drained (${first.length} pod${first.length === 1 ? "" : "s"} evicted)`);
   } catch (e) {
     if (opts.signal?.aborted) throw e;
     notes.push(
-      `the drain of node ${name} did not finish (${messageOf(e)}): what is left on it goes with the Node, and the pods' controllers make them anew elsewhere`,
+      `the drain of node ${name} did not finish (${messageOf(e)}): what is left on it goes with the Node; pods a controller owns are made anew elsewhere`,
     );
   }
   try {
