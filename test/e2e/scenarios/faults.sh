@@ -158,17 +158,17 @@ spec:
     command: ["sh", "-c", "[ -f /d/marker ] || echo '$mark' > /d/marker; exec sleep 86400"]
     volumeMounts: [{name: d, mountPath: /d}]
 YAML
-  check user-manager "the marker is written and the workloads have settled" wait_for "$TIMEOUT" eval "[ \"\$(um_marker)\" = '$mark' ] && pods_settled" || return
+  check user-manager "the marker is written and the workloads have settled" wait_for "$TIMEOUT" eval "[ \"\$(um_marker)\" = '$mark' ] && pods_settled" || { um_cleanup; return; }
   uids=$(um_uids)
   t0=$(ts)
   if um_stop >"$STATE/user-manager-stop.log" 2>&1; then pass user-manager "the user manager stopped with SIGTERM (as at logout, or a reboot) in $(elapsed "$t0") s"
-  else fail user-manager "$(cat "$STATE/user-manager-stop.log")"; return; fi
+  else fail user-manager "$(cat "$STATE/user-manager-stop.log")"; um_recover; return; fi
   left=$(pgrep -u "$E2E_USER" -l | tr '\n' ' ')
   check user-manager "it stopped the node: no process of $E2E_USER is left (${left:-none})" test -z "$left"
   t0=$(ts)
   # (not through check, whose subshell would lose the new manager's pid)
   if um_start >"$STATE/user-manager-up.log" 2>&1; then pass user-manager "the runtime folder emptied and the user manager started again (as at login, or boot with linger)"
-  else fail user-manager "the user manager did not start again"; sed 's/^/    | /' "$STATE/user-manager-up.log"; return; fi
+  else fail user-manager "the user manager did not start again"; sed 's/^/    | /' "$STATE/user-manager-up.log"; um_recover; return; fi
   if wait_for "$TIMEOUT" um_back "$mark"; then
     s=$(elapsed "$t0")
     pass user-manager "the node came back by itself in $s s, no rootless-k8s command run: every unit active, status healthy, the pods running"
@@ -181,8 +181,18 @@ YAML
   fi
   check user-manager "the same pods (by uid) run again" test "$(um_uids)" = "$uids"
   check user-manager "the volume's data is still there: $(um_marker)" test "$(um_marker)" = "$mark"
+  um_cleanup
+}
+um_cleanup() {
   kc -n e2e delete pod um-vol --wait=true >/dev/null 2>&1
   kc -n e2e delete pvc um-data --wait=false >/dev/null 2>&1
+}
+# um_recover: after a failed stop or start, the manager and the node back as the next scenarios need them
+um_recover() {
+  um_start >>"$STATE/user-manager-up.log" 2>&1 || { sleep 5; um_start >>"$STATE/user-manager-up.log" 2>&1; }
+  [ "$ROUTE" = host ] && { E2E_NS_PID=$(bash "$HERE/host-env.sh" pid) && export E2E_NS_PID; }
+  rk8s start --timeout "$TIMEOUT" >"$STATE/user-manager-start.log" 2>&1 || tail -20 "$STATE/user-manager-start.log" | sed 's/^/    | start: /'
+  um_cleanup
 }
 
 # The second user's node for the two scenarios below (shared-host.sh: shared_b_up, on_b, b_kc, b_share).
@@ -217,30 +227,46 @@ b_node_down() {
 # upgrade killed with SIGKILL in the middle (issue 35): right after it switched the `current` link,
 # before the restarts that switch owes. A re-run of the same command completes, and the node then
 # runs one version set: no process of the user runs a binary of the old one.
-scenario_upgrade_killed() {
-  local log=$STATE/upgrade-killed.log old pid at_kill rc sets job
-  check upgrade-killed "a second user ($B_USER) with a user manager of its own" shared_b_up || return
-  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
-  b_state_clean
-  check upgrade-killed "$B_USER's node installed on $V_INSTALL" \
-    eval "b_rk8s install --yes --kubernetes-version '${V_INSTALL%.*}' --timeout '$TIMEOUT' ${SOURCE[*]} >'$STATE/upgrade-killed-install.log' 2>&1" ||
-    { tail -20 "$STATE/upgrade-killed-install.log" | sed 's/^/    | /'; b_node_down; return; }
-  old=$(b_current)
+# uk_kill LOG: starts the upgrade and kills it with SIGKILL the moment the `current` link moves (read
+# by root straight from the file system in a tight loop, as the restarts follow the switch within a
+# few hundred milliseconds); prints where it landed: "window" (the receipt still names the old set,
+# or owes restarts: what the re-run must make up for) or "late" (the restarts were already asked for)
+uk_kill() {
+  local old=$1 log=$2 job pid link deadline
   b_rk8s upgrade --yes --to "${V_UPGRADE%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1 &
   job=$!
-  # The upgrade's own process (on_b execs down to it), killed the moment the link moves: read by
-  # root straight from the file system in a tight loop, as the restarts follow the switch within a
-  # few hundred milliseconds.
   wait_for 30 pgrep -u "$B_USER" -f 'rootless-k8s upgrade --yes'
   pid=$(pgrep -u "$B_USER" -f 'rootless-k8s upgrade --yes' | head -1)
-  local link=$B_HOME/.local/share/rootless-k8s/versions/current deadline=$((SECONDS + 120))
+  link=$B_HOME/.local/share/rootless-k8s/versions/current deadline=$((SECONDS + 120))
   while [ "$(readlink "$link")" = "$old" ] && [ "$SECONDS" -lt "$deadline" ] && kill -0 "$pid" 2>/dev/null; do :; done
   [ -n "$pid" ] && kill -KILL "$pid"
-  at_kill=$(b_stale_binaries | xargs)
   wait "$job" 2>/dev/null
-  check upgrade-killed "upgrade to $V_UPGRADE killed with SIGKILL (pid ${pid:-none}) once the link had moved to $(b_current); binaries of the old set still ran: ${at_kill:-none}" \
-    test -n "$pid" -a "$(b_current)" != "$old"
-  info upgrade-killed "after the kill: the receipt's state $(b_receipt .state), restarts owed: $(b_receipt .restartsOwed | tr -d '\n '); units: $(b_unit_states)"
+  if [ -z "$pid" ] || [ "$(b_current)" = "$old" ]; then echo none; return; fi
+  if [ "$(b_receipt .current)" = "$old" ] || case "$(b_receipt .restartsOwed)" in '' | undefined) false ;; *) true ;; esac; then echo window; else echo late; fi
+}
+
+# upgrade killed with SIGKILL in the middle (issue 35): right after it switched the `current` link,
+# before the restarts that switch owes. A re-run of the same command completes, and the node then
+# runs one version set: no process of the user runs a binary of the old one. A kill that lands after
+# the restarts were asked for proves nothing: the node is installed anew and the kill tried once more.
+scenario_upgrade_killed() {
+  local log=$STATE/upgrade-killed.log old at_kill rc sets landed try
+  check upgrade-killed "a second user ($B_USER) with a user manager of its own" shared_b_up || return
+  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
+  for try in 1 2; do
+    b_state_clean
+    check upgrade-killed "$B_USER's node installed on $V_INSTALL" \
+      eval "b_rk8s install --yes --kubernetes-version '${V_INSTALL%.*}' --timeout '$TIMEOUT' ${SOURCE[*]} >'$STATE/upgrade-killed-install.log' 2>&1" ||
+      { tail -20 "$STATE/upgrade-killed-install.log" | sed 's/^/    | /'; b_node_down; return; }
+    old=$(b_current)
+    landed=$(uk_kill "$old" "$log")
+    at_kill=$(b_stale_binaries | xargs)
+    info upgrade-killed "attempt $try: the kill landed: $landed; the receipt's state $(b_receipt .state), current $(b_receipt .current), restarts owed: $(b_receipt .restartsOwed | tr -d '\n '); old binaries running: ${at_kill:-none}"
+    [ "$landed" = late ] || break
+    b_rk8s uninstall --yes >/dev/null 2>&1
+  done
+  check upgrade-killed "upgrade to $V_UPGRADE killed with SIGKILL once the link had moved to $(b_current), before its restarts (landed: $landed; binaries of the old set still ran: ${at_kill:-none})" \
+    test "$landed" = window || { b_node_down; return; }
   b_rk8s upgrade --yes --to "${V_UPGRADE%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log.rerun" 2>&1
   rc=$?
   check upgrade-killed "the same upgrade run again completes (exit $rc)" test "$rc" = 0 || tail -20 "$log.rerun" | sed 's/^/    | /'
@@ -250,10 +276,10 @@ scenario_upgrade_killed() {
     eval "grep -q 'previous $old kept' '$log.rerun' && [ \"\$(b_receipt .previous)\" = '$old' ] && [ -d '$B_HOME/.local/share/rootless-k8s/versions/$old/bin' ]"
   sets=$(b_stale_binaries | xargs)
   check upgrade-killed "one version set runs: no process of $B_USER runs an old set's binary that differs from $(b_current)'s (${sets:-none})" test -z "$sets" ||
-    { for p in $(pgrep -u "$B_USER"); do echo "    | $p $(ps -o lstart= -p "$p") $(readlink "/proc/$p/exe")"; done | grep versions; info upgrade-killed "units: $(b_unit_states)"; }
+    { local p; for p in $(pgrep -u "$B_USER"); do echo "    | $p $(ps -o lstart= -p "$p") $(readlink "/proc/$p/exe")"; done | grep versions; info upgrade-killed "units: $(b_unit_states)"; }
   check upgrade-killed "the Node's kubelet is v$V_UPGRADE ($(b_kubelet_version))" test "$(b_kubelet_version)" = "v$V_UPGRADE" || b_kc get nodes -o wide 2>&1 | sed 's/^/    | /'
-  check upgrade-killed "the receipt says installed, no restart owed ($(b_receipt .state), $(b_receipt .restartsOwed))" \
-    eval "[ \"\$(b_receipt .state)\" = installed ] && case \"\$(b_receipt .restartsOwed)\" in '' | undefined) true ;; *) false ;; esac"
+  check upgrade-killed "the receipt says installed, no restart owed, no upgrade under way ($(b_receipt .state), $(b_receipt .restartsOwed), $(b_receipt .upgradingFrom))" \
+    test "$(b_receipt .state) $(b_receipt .restartsOwed) $(b_receipt .upgradingFrom)" = "installed undefined undefined"
   check upgrade-killed "status is healthy" wait_for 60 b_healthy
   b_node_down
 }
@@ -268,11 +294,15 @@ df_free_mib() { df -BM --output=avail "$(df_mnt)" | tail -1 | tr -dc 0-9; }
 # df_leave MIB: the ballast grown so that about MIB MiB are left
 df_leave() {
   rm -f "$(df_mnt)/ballast"
-  fallocate -l "$(($(df_free_mib) - $1))M" "$(df_mnt)/ballast"
+  local fill=$(($(df_free_mib) - $1))
+  [ "$fill" -le 0 ] || fallocate -l "${fill}M" "$(df_mnt)/ballast"
 }
 df_down() {
   b_node_down
-  mountpoint -q "$(df_mnt)" 2>/dev/null && umount "$(df_mnt)"
+  mountpoint -q "$(df_mnt)" 2>/dev/null && { umount "$(df_mnt)" || umount -l "$(df_mnt)"; }
+  # (a lazy unmount may leave the image attached to its loop device a moment: detached by name)
+  local dev
+  for dev in $(losetup -j "$DF_IMG" -O NAME -n 2>/dev/null); do losetup -d "$dev" 2>/dev/null; done
   rm -f "$DF_IMG"
 }
 # df_failed LOG: exit 1, the first line names the full device and the fix re-runs the same command
@@ -280,12 +310,12 @@ df_failed() { grep -q "^error: .*step \"fetch\" failed: no space left on the dev
 
 scenario_disk_full() {
   local log=$STATE/disk-full.log rc old
-  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
   second_host_down
   E2E_USER=$B_USER ensure_test_user || { fail disk-full "no user $B_USER"; return; }
+  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
+  if [ -z "$B_HOME" ] || [ "$B_HOME" = / ]; then fail disk-full "no home folder for $B_USER"; return; fi
   b_state_clean
-  mountpoint -q "$(df_mnt)" 2>/dev/null && umount -l "$(df_mnt)" # a run cut short left it
-  rm -f "$DF_IMG"
+  df_down # what a run cut short left: the mount, its loop device, the image
   # Mounted before B's manager starts: on the host route the manager has a mount namespace of its own.
   check disk-full "a 4 GiB ext4 file system over $B_USER's data folder $(df_mnt)" eval "
     truncate -s 4G '$DF_IMG' && mkfs.ext4 -q -m 0 '$DF_IMG' &&
