@@ -235,9 +235,9 @@ uk_kill() {
   local old=$1 log=$2 job pid link deadline
   b_rk8s upgrade --yes --to "${V_UPGRADE%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1 &
   job=$!
-  wait_for 30 pgrep -u "$B_USER" -f 'rootless-k8s upgrade --yes'
+  wait_for 120 pgrep -u "$B_USER" -f 'rootless-k8s upgrade --yes'
   pid=$(pgrep -u "$B_USER" -f 'rootless-k8s upgrade --yes' | head -1)
-  link=$B_HOME/.local/share/rootless-k8s/versions/current deadline=$((SECONDS + 120))
+  link=$B_HOME/.local/share/rootless-k8s/versions/current deadline=$((SECONDS + TIMEOUT)) # the fetch first: minutes under emulation
   while [ "$(readlink "$link")" = "$old" ] && [ "$SECONDS" -lt "$deadline" ] && kill -0 "$pid" 2>/dev/null; do :; done
   [ -n "$pid" ] && kill -KILL "$pid"
   wait "$job" 2>/dev/null
