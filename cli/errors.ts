@@ -58,13 +58,19 @@ export class InterruptedError extends UserError {
   }
 }
 
+/** An error a system call returned (ENOSPC, EACCES, ...: it names its code and syscall), not a bug or a parse error. */
+export function isSystemError(e: unknown): e is NodeJS.ErrnoException {
+  const err = e as Partial<NodeJS.ErrnoException> | null;
+  return !!err && typeof err.code === "string" && typeof err.syscall === "string";
+}
+
 /**
  * A file-system failure the user can act on (a full disk, a folder they may not write) as one line
  * naming the path, with the fix; null for anything else, which stays a bug report.
  */
 export function fileSystemError(e: unknown): UserError | null {
-  const err = e as Partial<NodeJS.ErrnoException> | null;
-  if (!err || typeof err.code !== "string" || typeof err.syscall !== "string") return null;
+  if (!isSystemError(e)) return null;
+  const err = e;
   const where = typeof err.path === "string" ? err.path : null;
   switch (err.code) {
     case "ENOSPC":

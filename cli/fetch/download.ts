@@ -8,7 +8,7 @@ import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
 import { PassThrough, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { ExitCode, InterruptedError, UserError } from "../errors";
+import { ExitCode, InterruptedError, UserError, isSystemError } from "../errors";
 import { hashInto } from "./digest";
 import { BodyTooLongError, HashingFileSink } from "./sink";
 import { formatBytes } from "./format";
@@ -287,8 +287,7 @@ const FILE_SYSTEM_CODES = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM
 
 /** An error of the cache's file system (not of the network): retrying the download cannot help. */
 function isFileSystemError(e: unknown): e is NodeJS.ErrnoException {
-  const err = e as NodeJS.ErrnoException;
-  return typeof err?.syscall === "string" && typeof err.code === "string" && FILE_SYSTEM_CODES.has(err.code);
+  return isSystemError(e) && FILE_SYSTEM_CODES.has(e.code as string);
 }
 
 export class ChecksumMismatch extends Error {

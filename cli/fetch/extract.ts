@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
+import { ExitCode, InterruptedError, UserError, isSystemError, messageOf } from "../errors";
 import { HashingFileSink } from "./sink";
 import { UnsafeArchiveError, isRegularFile, normalizeMemberPath, walkTar } from "./tar";
 import type { FetchedArtifact, ResolvedArtifact } from "./types";
@@ -51,8 +51,7 @@ export async function installBinaries(
     await fsp.rm(tmp, { recursive: true, force: true });
     if (opts.signal?.aborted) throw new InterruptedError("interrupted while installing binaries; nothing was changed");
     // A write through a stream names no file (ENOSPC, EDQUOT): the folder it was filling, so the error says where.
-    const err = e as NodeJS.ErrnoException;
-    if (typeof err?.code === "string" && typeof err.syscall === "string" && err.path === undefined) err.path = destBinDir;
+    if (isSystemError(e) && e.path === undefined) e.path = destBinDir;
     throw e;
   }
 }
@@ -98,8 +97,7 @@ async function writeArtifact(f: FetchedArtifact, into: string, signal?: AbortSig
   } catch (e) {
     if (signal?.aborted) throw e;
     // The disk, not the archive: a failed write or read of a file (ENOSPC, EACCES, EIO) stays what it is.
-    const err = e as NodeJS.ErrnoException;
-    if (typeof err?.code === "string" && typeof err.syscall === "string") throw e;
+    if (isSystemError(e)) throw e;
     throw archiveError(f, e instanceof UnsafeArchiveError ? e.message : `is not a readable tar archive (${messageOf(e)})`);
   }
   const missing = [...wanted.keys()];
