@@ -47,10 +47,10 @@ export const networkChecks: Check[] = [
           },
         );
       }
-      const free = d.freeBytes === null ? null : `${(d.freeBytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
+      const free = (bytes: number) => `${(bytes / GiB).toFixed(1)} GiB free in ${d.dataDir}${fs}`;
       // Too little room fails on any file system, fuse and tmpfs too (install would stop half-way with ENOSPC).
       if (d.freeBytes !== null && d.freeBytes < 2 * GiB)
-        return fail(`only ${free}: the node needs at least 2 GiB (binaries, images, etcd)`);
+        return fail(`only ${free(d.freeBytes)}: the node needs at least 2 GiB (binaries, images, etcd)`);
       // cAdvisor keeps statistics only for ext*, xfs, btrfs, zfs, overlay, tmpfs and nfs (fs/fs.go processMounts): elsewhere the
       // kubelet's /stats/summary fails ("failed to get rootFs stats"), and with it evictions and `kubectl top` (docs/upstream-notes.md, item 7).
       if (d.fsType === "fuse") {
@@ -66,9 +66,9 @@ export const networkChecks: Check[] = [
           user: ["# choose a data folder on a disk; check it with: rootless-k8s doctor --data-dir DIR"],
         });
       }
-      if (d.freeBytes === null || free === null) return skip(`${d.dataDir}: free space unknown`);
-      if (d.freeBytes < 10 * GiB) return warn(`${free}: images fill this quickly; 10 GiB or more is comfortable`);
-      return ok(free);
+      if (d.freeBytes === null) return skip(`${d.dataDir}: free space unknown`);
+      if (d.freeBytes < 10 * GiB) return warn(`${free(d.freeBytes)}: images fill this quickly; 10 GiB or more is comfortable`);
+      return ok(free(d.freeBytes));
     },
   },
   {
