@@ -13,7 +13,7 @@ import { folders, generatePki, readPki, renderNode, type Pki, type RenderedFile 
 import type { Context } from "../context";
 import type { Progress } from "../ui/progress";
 import { ensureDir, hasRecordedContent, switchSymlink } from "./files";
-import { allUnits, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
+import { allUnits, inStartOrder, restartsFor, rootsOf, sharedParents, startOrder, unitsWithNewBinaries } from "./node";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import { phaseWords, waitForReady, type ReadyResult } from "../readiness/readiness";
 import { mergeFiles, readReceipt, writeReceipt, type Receipt, type ReceiptSet } from "./receipt";
@@ -393,10 +393,4 @@ async function renderFiles(plan: Plan): Promise<{ files: RenderedFile[]; pki: Pk
   const existing = await readPki(plan, (f) => fsp.readFile(f, "utf8").catch(() => null));
   const pki = await generatePki(plan, { existing });
   return { files: renderNode(plan, pki), pki };
-}
-
-/** Units in the order the node starts them, each once. */
-function inStartOrder(plan: Plan, units: readonly string[]): string[] {
-  const want = new Set(units);
-  return startOrder(plan).filter((u) => want.has(u));
 }

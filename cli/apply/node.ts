@@ -24,6 +24,12 @@ export function startOrder(plan: Plan): string[] {
   ];
 }
 
+/** Units in the order the node starts them, each once (names not of this plan dropped). */
+export function inStartOrder(plan: Plan, units: Iterable<string>): string[] {
+  const want = new Set(units);
+  return startOrder(plan).filter((u) => want.has(u));
+}
+
 /** etcd and the control plane, in start order: none on a worker. */
 export function controlPlaneUnits(plan: Plan): string[] {
   const u = plan.units;
@@ -113,7 +119,7 @@ export function restartsFor(
     hit.add(f.unit);
   }
   if (hit.has(plan.units.owner) && plan.runtime.name !== "docker") return order;
-  return order.filter((u) => hit.has(u));
+  return inStartOrder(plan, hit);
 }
 
 /** The folders that are the tool's own (uninstall may remove below them). */

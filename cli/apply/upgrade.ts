@@ -20,7 +20,7 @@ import { applyPlan } from "./apply-plan";
 import { addonsStep } from "./addons";
 import { networkPolicyStep } from "./network-policy";
 import { prepareNode, refuseOnBlocking } from "./prepare";
-import { restartsFor, startOrder, unitsWithNewVersions } from "./node";
+import { inStartOrder, restartsFor, unitsWithNewVersions } from "./node";
 import { readReceipt, requireReceipt, unfinishedUpgrade, writeReceipt, type Receipt } from "./receipt";
 import { skewProblem } from "../plan/skew";
 import { clusterParameters } from "../render/join";
@@ -234,8 +234,7 @@ async function describeChanges(from: Plan, to: Plan, owed: readonly string[]): P
   const pki = await generatePki(to, { existing: await readPki(to, (f) => fsp.readFile(f, "utf8").catch(() => null)) });
   const changes = await diffFiles(renderNode(to, pki), null);
   lines.push(`files to rewrite: ${changes.write.length ? changes.write.map((f) => f.path.split("/").pop()).join(", ") : "none"}`);
-  const hit = new Set([...restartsFor(to, changes.write, unitsWithNewVersions(to, a, b)), ...owed]);
-  const restarts = startOrder(to).filter((u) => hit.has(u));
+  const restarts = inStartOrder(to, [...restartsFor(to, changes.write, unitsWithNewVersions(to, a, b)), ...owed]);
   lines.push(`restarts, in order: ${restarts.length ? restarts.join(" → ") : "none"}`);
   return lines;
 }
