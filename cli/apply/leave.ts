@@ -79,31 +79,32 @@ export async function leaveCluster(
   try {
     // Evict each pod, and again each second the ones a disruption budget refused (429), as `kubectl
     // drain` does, until none is left or the time is up.
-    const first = podsToEvict(await podsOn(client, name));
-    let pending = first;
+    const keyOf = (p: PodItem) => `${p.metadata.namespace}/${p.metadata.name}`;
     const refused = new Map<string, string>();
+    const evict = async (p: PodItem) => {
+      const { namespace, name: pod } = p.metadata;
+      const r = await client.post(`/api/v1/namespaces/${namespace}/pods/${pod}/eviction`, {
+        apiVersion: "policy/v1",
+        kind: "Eviction",
+        metadata: { name: pod, namespace },
+      });
+      if (r.status === 201 || r.status === 200 || r.status === 404) refused.delete(keyOf(p));
+      else refused.set(keyOf(p), `HTTP ${r.status}: ${apiMessage(r.body)}`);
+    };
+    const first = podsToEvict(await podsOn(client, name));
+    for (const p of first) await evict(p);
+    let pending = podsToEvict(await podsOn(client, name));
     const deadline = Date.now() + drainMs;
-    for (;;) {
-      for (const p of pending) {
-        const { namespace, name: pod } = p.metadata;
-        const key = `${namespace}/${pod}`;
-        if (refused.has(key) || pending === first) {
-          const r = await client.post(`/api/v1/namespaces/${namespace}/pods/${pod}/eviction`, {
-            apiVersion: "policy/v1",
-            kind: "Eviction",
-            metadata: { name: pod, namespace },
-          });
-          if (r.status === 201 || r.status === 200 || r.status === 404) refused.delete(key);
-          else refused.set(key, `HTTP ${r.status}: ${apiMessage(r.body)}`);
-        }
-      }
-      pending = podsToEvict(await podsOn(client, name));
-      if (pending.length === 0 || Date.now() >= deadline) break;
+    while (pending.length && Date.now() < deadline) {
       await sleep(1000, opts.signal);
+      for (const p of pending) if (refused.has(keyOf(p))) await evict(p);
+      pending = podsToEvict(await podsOn(client, name));
     }
     if (pending.length) {
-      const names = pending.map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
-      const why = names.map((n) => (refused.has(n) ? `${n} (eviction refused: ${refused.get(n)})` : n)).join(", ");
+      const why = pending
+        .map(keyOf)
+        .map((n) => (refused.has(n) ? `${n} (eviction refused: ${refused.get(n)})` : n))
+        .join(", ");
       throw new Error(`${pending.length} pod(s) still on the node after ${Math.round(drainMs / 1000)} s: ${why}`);
     }
     done.push(`node ${name} drained (${first.length} pod${first.length === 1 ? "" : "s"} evicted)`);
