@@ -276,6 +276,24 @@ async function apply(
   return { run, systemd, out };
 }
 
+/**
+ * A node installed once: its receipt, the units its run left active, and its manager closed (the next
+ * run's manager serves the port).
+ */
+async function installedOnce() {
+  const s = await setUp();
+  const one = await apply(s.first, s.previous);
+  await one.run;
+  await one.systemd.close();
+  return { ...s, active: one.systemd.active, installed: (await readReceipt(s.first.paths.receipt))! };
+}
+
+/** The installed receipt as a run killed on its way from an older set left it: that set current and listed. */
+function namingOlderSet(installed: Receipt, id: string, over: Partial<Receipt> = {}): Receipt {
+  const older = { ...installed.sets[installed.current!]!, id };
+  return { ...installed, current: id, sets: { ...installed.sets, [id]: older }, ...over };
+}
+
 describe("applyPlan", () => {
   it("writes the node, records it in the receipt, starts it and waits for Ready through the rendered kubeconfig", async () => {
     const { first, previous, home } = await setUp();
@@ -379,24 +397,18 @@ describe("applyPlan", () => {
   });
 
   it("a second run of the same plan writes nothing, reloads nothing and restarts nothing", async () => {
-    const { first, previous } = await setUp();
-    const one = await apply(first, previous);
-    await one.run;
-    await one.systemd.close(); // the next run's manager serves the port
-    const again = await apply(first, await readReceipt(first.paths.receipt));
+    const { first, installed } = await installedOnce();
+    const again = await apply(first, installed);
     const r = await again.run;
     expect(r).toMatchObject({ written: 0, restarted: [], unchanged: true });
     expect(again.systemd.calls).toEqual(["ensure-reachable", `enable ${first.units.target}`, `start ${first.units.target}`]);
   });
 
   it("a changed plan rewrites what differs and restarts only the running units it touches", async () => {
-    const { first, previous, plan } = await setUp();
-    const one = await apply(first, previous);
-    await one.run;
-    await one.systemd.close();
+    const { plan, active, installed } = await installedOnce();
     const tainted = plan({ taintNone: true });
-    const two = await apply(tainted, await readReceipt(first.paths.receipt));
-    two.systemd.active = new Set(one.systemd.active); // the node runs
+    const two = await apply(tainted, installed);
+    two.systemd.active = new Set(active); // the node runs
     const r = await two.run;
     expect(r.written).toBeGreaterThan(0);
     expect(r.restarted).toEqual([tainted.units.kubelet]);
@@ -404,23 +416,20 @@ describe("applyPlan", () => {
   });
 
   it("a run that died after writing, before its restarts, leaves them owed in the receipt: the re-run makes them (#35)", async () => {
-    const { first, previous, plan } = await setUp();
-    const one = await apply(first, previous);
-    await one.run;
-    await one.systemd.close();
+    const { first, plan, active, installed } = await installedOnce();
     const tainted = plan({ taintNone: true });
     // The kubelet's config is written, then the run dies before it asks for any restart.
     const dying = new FakeManager(tainted);
-    dying.active = new Set(one.systemd.active);
+    dying.active = new Set(active);
     dying.resetFailed = async () => {
       throw new Error("killed");
     };
-    await expect((await apply(tainted, await readReceipt(first.paths.receipt), { systemd: dying })).run).rejects.toThrow("killed");
+    await expect((await apply(tainted, installed, { systemd: dying })).run).rejects.toThrow("killed");
     expect(dying.calls.filter((c) => c.startsWith("restart"))).toEqual([]);
     expect((await readReceipt(first.paths.receipt))!.restartsOwed).toEqual([tainted.units.kubelet]);
     // The re-run finds every file already written; it still restarts the kubelet, then owes nothing.
     const again = await apply(tainted, await readReceipt(first.paths.receipt));
-    again.systemd.active = new Set(one.systemd.active);
+    again.systemd.active = new Set(active);
     const r = await again.run;
     expect(r.written).toBe(0);
     expect(r.restarted).toEqual([tainted.units.kubelet]);
@@ -429,36 +438,24 @@ describe("applyPlan", () => {
   });
 
   it("a run killed after it switched the link, before the receipt named the new set current: the re-run records it, the old one previous (#35)", async () => {
-    const { first, previous } = await setUp();
-    const one = await apply(first, previous);
-    await one.run;
-    await one.systemd.close();
-    const installed = (await readReceipt(first.paths.receipt))!;
-    const older = { ...installed.sets[first.versions.id]!, id: "1.35.9-older" };
+    const { first, active, installed } = await installedOnce();
     // What the killed run left: the link already on the new set, the receipt still on the old one.
-    const killed: Receipt = {
-      ...installed,
-      state: "installing",
-      current: older.id,
-      previous: null,
-      sets: { ...installed.sets, [older.id]: older },
-    };
+    const killed = namingOlderSet(installed, "1.35.9-older", { state: "installing", previous: null });
     const again = await apply(first, killed);
-    again.systemd.active = new Set(one.systemd.active);
+    again.systemd.active = new Set(active);
     await again.run;
-    expect(await readReceipt(first.paths.receipt)).toMatchObject({ state: "installed", current: first.versions.id, previous: older.id });
+    expect(await readReceipt(first.paths.receipt)).toMatchObject({
+      state: "installed",
+      current: first.versions.id,
+      previous: "1.35.9-older",
+    });
   });
 
   it("a run that moves to another set keeps the plan it moves off, for a rollback a resumed upgrade may need (#35)", async () => {
-    const { first, previous } = await setUp();
-    const one = await apply(first, previous);
-    await one.run;
-    await one.systemd.close();
-    const installed = (await readReceipt(first.paths.receipt))!;
-    const older = { ...installed.sets[first.versions.id]!, id: "1.35.9-older" };
-    const olderPlan = { ...first, versions: { ...first.versions, id: older.id } };
-    const again = await apply(first, { ...installed, plan: olderPlan, current: older.id, sets: { ...installed.sets, [older.id]: older } });
-    again.systemd.active = new Set(one.systemd.active);
+    const { first, active, installed } = await installedOnce();
+    const olderPlan = { ...first, versions: { ...first.versions, id: "1.35.9-older" } };
+    const again = await apply(first, namingOlderSet(installed, "1.35.9-older", { plan: olderPlan }));
+    again.systemd.active = new Set(active);
     await again.run;
     const after = (await readReceipt(first.paths.receipt))!;
     expect((after.previousPlan as Plan).versions.id).toBe("1.35.9-older");
