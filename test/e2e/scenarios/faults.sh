@@ -195,8 +195,7 @@ um_recover() {
   um_cleanup
 }
 
-# The second user's node for the two scenarios below (shared-host.sh: shared_b_up, on_b, b_kc, b_share).
-b_rk8s() { on_b "$E2E_OPT/bin/rootless-k8s" "$@"; }
+# The second user's node for the two scenarios below (shared-host.sh: shared_b_up, b_kc, b_share; multinode.sh: on_b, b_rk8s).
 b_current() { on_b readlink "$(b_share)/versions/current" 2>/dev/null; }
 b_receipt() { on_b "$E2E_OPT/node" "$E2E_OPT/lib/e2e-tool.mjs" json "$(b_share)/receipt.json" "$1" 2>/dev/null; }
 b_kubelet_version() { b_kc get nodes -o 'jsonpath={.items[0].status.nodeInfo.kubeletVersion}' 2>/dev/null; }

@@ -93,6 +93,7 @@ on_b() { # on_b CMD...: CMD as the second host's user, through its manager's mou
   pid=$(b_pid) || { echo "the second host is not up (no user manager of $B_USER)" >&2; return 1; }
   E2E_USER=$B_USER E2E_NS_PID=$pid as_user "$@"
 }
+b_rk8s() { on_b "$E2E_OPT/bin/rootless-k8s" "$@"; } # b_rk8s ARGS...: the tool under test, as the second host's user
 csr_issued() { [ -n "$(kc get csr "$1" -o 'jsonpath={.status.certificate}' 2>/dev/null)" ]; }
 # The control plane advertises its host's first address (install --node-ip), as token create asks
 # for: pods on other hosts reach the `kubernetes` Service and the node there. unadvertise: back to
@@ -400,7 +401,7 @@ scenario_worker() {
   t0=$(ts)
   b_join "$token" "$url" "$hash" "$log"
   rc=$?
-  check worker "the join line on the second host: exit $rc, $(grep -m1 'joined' "$log" | sed 's/^[^A-Za-z]*//') ($(elapsed "$t0") s)" test "$rc" = 0 || { tail -40 "$log" | sed 's/^/    | /'; on_b "$E2E_OPT/bin/rootless-k8s" logs kubelet -n 30 2>&1 | sed 's/^/    | /'; second_host_down; return; }
+  check worker "the join line on the second host: exit $rc, $(grep -m1 'joined' "$log" | sed 's/^[^A-Za-z]*//') ($(elapsed "$t0") s)" test "$rc" = 0 || { tail -40 "$log" | sed 's/^/    | /'; b_rk8s logs kubelet -n 30 2>&1 | sed 's/^/    | /'; second_host_down; return; }
   check worker "join waited for the first node to answer through the overlay: $(grep -m1 'reach the other nodes' "$log" | sed 's/^[^A-Za-z]*//')" \
     grep -q "reach the other nodes' through the overlay (UDP 8472): $first " "$log"
   check worker "both Nodes are Ready with the real kubelet ($(kc get nodes -o 'jsonpath={range .items[*]}{.metadata.name}={.status.nodeInfo.kubeletVersion} {end}'))" \
@@ -416,10 +417,10 @@ scenario_worker() {
   check worker "the join token's kubeconfig is gone from the worker once Ready" test ! -e "$B_HOME/.config/rootless-k8s/kubelet-bootstrap.kubeconfig"
   check worker "no key of the cluster on the worker: only the CA's certificate and the kubelet's own pair" \
     test -z "$(find "$B_HOME/.config/rootless-k8s/pki" -name '*.key' 2>/dev/null)"
-  check worker "rootless-k8s status on the worker: exit 0" on_b "$E2E_OPT/bin/rootless-k8s" status
+  check worker "rootless-k8s status on the worker: exit 0" b_rk8s status
   check worker "the worker's own credential may delete no other Node (NodeRestriction): $(b_node_kubectl delete node "$first" --dry-run=server | tail -1 | cut -c1-140)" \
     has "not allowed to modify node \"$first\"" b_node_kubectl delete node "$first" --dry-run=server
-  check worker "rootless-k8s image load on the worker (pause, agnhost, coredns)" on_b "$E2E_OPT/bin/rootless-k8s" image load "$IMAGES/pause.tar" "$IMAGES/agnhost.tar" "$IMAGES/coredns.tar"
+  check worker "rootless-k8s image load on the worker (pause, agnhost, coredns)" b_rk8s image load "$IMAGES/pause.tar" "$IMAGES/agnhost.tar" "$IMAGES/coredns.tar"
   kc create namespace e2e >/dev/null 2>&1
   check worker "a pod scheduled on the worker (nodeSelector kubernetes.io/hostname: e2e-worker)" apply <<YAML || return
 apiVersion: v1
@@ -493,7 +494,7 @@ YAML
     wait_for 30 answers "http://198.51.100.2:$np/hostname" on-worker
   cross_node_services "$a_ip" "$first"
   overlay_throughput "$first"
-  out=$(on_b "$E2E_OPT/bin/rootless-k8s" upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" 2>&1)
+  out=$(b_rk8s upgrade --yes --manifest "$MANIFESTS/k8s-$V_UPGRADE.json" --mirror "http://198.51.100.1:$(cat "$STATE/b-mirror.port")" 2>&1)
   rc=$?
   check worker "the worker's upgrade to $V_UPGRADE refuses to pass the control plane's $V_INSTALL: exit $rc, $(grep -m1 refusing <<<"$out")" \
     test "$rc" = 3 -a -n "$(grep 'newer than its control plane' <<<"$out")"
@@ -509,7 +510,7 @@ YAML
   check worker "the link back: Ready again" wait_for 120 node_ready_is e2e-worker True
   info worker "Ready $(elapsed "$t0") s after the link came back"
   check worker "the first node stayed Ready meanwhile" node_ready_is "$first" True
-  out=$(on_b "$E2E_OPT/bin/rootless-k8s" uninstall --yes 2>&1)
+  out=$(b_rk8s uninstall --yes 2>&1)
   rc=$?
   check worker "uninstall on the worker: exit $rc, drained and its Node deleted ($(grep -m1 'deleted from' <<<"$out" | sed 's/^ *//'))" \
     test "$rc" = 0 -a -n "$(grep 'Node e2e-worker deleted' <<<"$out")"
@@ -543,12 +544,12 @@ worker_up() {
   check "$scope" "the second host joins as worker e2e-worker: exit $rc ($log)" test "$rc" = 0 || { tail -30 "$log" | sed 's/^/    | /'; return 1; }
   check "$scope" "both Nodes are Ready" wait_for 60 node_ready_is e2e-worker True || return 1
   for f in "$IMAGES"/*.tar "$CONF"/images/*.tar; do [ -e "$f" ] && imgs+=("$f"); done
-  check "$scope" "rootless-k8s image load on the worker (${#imgs[@]} archives)" on_b "$E2E_OPT/bin/rootless-k8s" image load "${imgs[@]}"
+  check "$scope" "rootless-k8s image load on the worker (${#imgs[@]} archives)" b_rk8s image load "${imgs[@]}"
 }
 worker_down() {
   local scope=$1
   if [ -n "$B_HOME" ] && [ -e "$B_HOME/.local/share/rootless-k8s/receipt.json" ]; then
-    check "$scope" "uninstall on the worker: drained and its Node deleted" on_b "$E2E_OPT/bin/rootless-k8s" uninstall --yes
+    check "$scope" "uninstall on the worker: drained and its Node deleted" b_rk8s uninstall --yes
     # Its kubelet stops before the Node is deleted: a running one registered it anew (issue 44's run).
     check "$scope" "the cluster has no Node e2e-worker after the worker's uninstall" lacks e2e-worker kc get nodes -o name
   fi

@@ -35,7 +35,7 @@ scenario_netpol() {
   check netpol "status: network policy: enforced" wait_for 30 has "network policy: enforced" rk8s status
   worker_up netpol || { worker_down netpol; return; }
   check netpol "status on the worker: network policy: enforced (its own enforcer, the kubelet's credential)" \
-    wait_for 60 has "network policy: enforced" on_b "$E2E_OPT/bin/rootless-k8s" status
+    wait_for 60 has "network policy: enforced" b_rk8s status
   kc create namespace np-a >/dev/null 2>&1
   kc create namespace np-b >/dev/null 2>&1
   kc label namespace np-a team=a --overwrite >/dev/null

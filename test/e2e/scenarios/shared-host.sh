@@ -74,7 +74,7 @@ scenario_shared_host() {
   # Both at the same moment, with the defaults: each reads 6443 free, one claims it first.
   rk8s install "${FLAGS[@]}" >"$la" 2>&1 &
   pa=$!
-  on_b "$E2E_OPT/bin/rootless-k8s" install "${FLAGS[@]}" >"$lb" 2>&1 &
+  b_rk8s install "${FLAGS[@]}" >"$lb" 2>&1 &
   pb=$!
   wait "$pa"
   ra=$?
@@ -103,13 +103,13 @@ scenario_shared_host() {
   local imgs=()
   for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
   check shared-host "image load on $E2E_USER's node" rk8s image load "${imgs[@]}"
-  check shared-host "image load on $B_USER's node" on_b "$E2E_OPT/bin/rootless-k8s" image load "${imgs[@]}"
+  check shared-host "image load on $B_USER's node" b_rk8s image load "${imgs[@]}"
   np_pod web-a | kc apply -f - >/dev/null
   check shared-host "$E2E_USER's NodePort $SH_NP answers on the host" wait_for 90 answers_as web-a
   np_pod web-b | b_kc apply -f - >/dev/null
   check shared-host "$B_USER's pod is Running" wait_for 90 has Running b_kc get pod web-b
   check shared-host "$B_USER's Service gets the Event PortPublishFailed ($(failed_event b_kc | head -1))" wait_for 30 failed_event b_kc
-  check shared-host "$B_USER's status names the port it could not publish" has "not published: tcp/$SH_NP for Service default/shared" on_b "$E2E_OPT/bin/rootless-k8s" status
+  check shared-host "$B_USER's status names the port it could not publish" has "not published: tcp/$SH_NP for Service default/shared" b_rk8s status
   check shared-host "the port still answers for $E2E_USER" answers_as web-a
   # Running is not Ready: the Service has its endpoint once the pod's readiness probe (every 2 s) passed.
   check shared-host "$B_USER's Service works inside its cluster" wait_for 30 has web-b b_kc get --raw /api/v1/namespaces/default/services/shared:80/proxy/hostname
@@ -122,7 +122,7 @@ scenario_shared_host() {
   # One purge leaves the other's node, files and published ports as they were.
   receipt_files_stamp >"$STATE/shared-a.files"
   rkctl list-ports | awk 'NR > 1' | sort >"$STATE/shared-a.ports"
-  check shared-host "$B_USER's uninstall --purge" on_b "$E2E_OPT/bin/rootless-k8s" uninstall --purge --yes
+  check shared-host "$B_USER's uninstall --purge" b_rk8s uninstall --purge --yes
   check shared-host "$E2E_USER's node is still Ready" has ' Ready ' kc get nodes
   check shared-host "$E2E_USER's files are as they were (inode and mtime of every receipt file)" diff <(receipt_files_stamp) "$STATE/shared-a.files"
   check shared-host "$E2E_USER's published ports are as they were" diff <(rkctl list-ports | awk 'NR > 1' | sort) "$STATE/shared-a.ports"
