@@ -111,7 +111,7 @@ export async function fetchSet(ctx: Context, plan: Plan, c: Components, source: 
     trustBundle: source.trustBundle,
     env: ctx.env,
   });
-  const installed = await fetch.installBinaries(fetched, plan.paths.versionBinDir, { signal: ctx.signal });
+  const installed = await fetch.installBinaries(fetched, plan.paths.versionBinDir, { signal: ctx.signal, cacheDir: plan.paths.cacheDir });
   return {
     id: plan.versions.id,
     binDir: plan.paths.versionBinDir,

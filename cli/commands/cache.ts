@@ -95,7 +95,7 @@ async function list(ctx: Context, args: Parsed, dir: string): Promise<number> {
   for (const e of entries) {
     const what = names.get(e.value) ?? "not in this manifest";
     ctx.out.out(
-      `${e.algorithm}:${e.value.slice(0, 12)}  ${fetch.formatBytes(e.size).padStart(9)}  ${e.partial ? "partial download" : what}`,
+      `${e.algorithm}:${e.value.slice(0, 12)}  ${fetch.formatBytes(e.size).padStart(9)}  ${e.partial ? "partial download" : e.unpacked ? `unpacked: ${what}` : what}`,
     );
   }
   ctx.out.out(`total ${fetch.formatBytes(entries.reduce((n, e) => n + e.size, 0))} in ${dir}`);

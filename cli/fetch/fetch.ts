@@ -6,7 +6,7 @@
 import { promises as fsp } from "node:fs";
 import { ExitCode, InterruptedError, UserError } from "../errors";
 import { importFromBundle } from "./bundle";
-import { cacheLayout, defaultCacheDir, fromCache, pinText, type CacheLayout } from "./cache";
+import { cacheLayout, defaultCacheDir, fromCache, pinText, sealBlob, type CacheLayout } from "./cache";
 import { digestFromSideFile } from "./digest";
 import { download } from "./download";
 import { createHttpClient, describeNetworkError, type HttpClient, type HttpOptions } from "./http";
@@ -123,6 +123,7 @@ async function fromNetwork(
     },
     signal,
   );
+  await sealBlob(a, layout, "verified");
   const resumed = r.resumedFrom > 0 ? `, resumed at byte ${r.resumedFrom}` : "";
   return { artifact: a, file: dest, size: r.size, source: "network", verification: `${pinText(a)}${sideNote}${resumed}` };
 }
