@@ -26,7 +26,7 @@ KCFG=$H/.config/rootless-k8s/admin.kubeconfig
 # (RK8S_PATH: folders put before the PATH rootless-k8s sees, e.g. the e2e's pasta)
 rk8s() { as_user ${RK8S_PATH:+env PATH="$RK8S_PATH:$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"} "$E2E_OPT/bin/rootless-k8s" "$@"; }
 kc() { as_user "$BIN/kubectl" --kubeconfig "$KCFG" "$@"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; } # ratio A B: A/B, as the tables print it
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "-"; else if (a / b < 0.1) printf "%.3fx", a / b; else printf "%.2fx", a / b }'; } # ratio A B: A/B, as the tables print it
 
 rm -f "$OUT/port"
 setsid "$E2E_OPT/node" "$E2E_OPT/lib/serve-mirror.mjs" --dir "$E2E_OPT/mirror" --port-file "$OUT/port" >/dev/null 2>&1 </dev/null &
