@@ -37,7 +37,8 @@ export async function installBinaries(
   opts: { signal?: AbortSignal; cacheDir?: string } = {},
 ): Promise<InstalledBinary[]> {
   const parent = dirname(destBinDir);
-  await fsp.mkdir(parent, { recursive: true, mode: 0o755 });
+  // (Made here: removed again if this fails and leaves it empty, so a failed fetch leaves no empty versions/<set>.)
+  const made = await fsp.mkdir(parent, { recursive: true, mode: 0o755 });
   const tmp = await fsp.mkdtemp(join(parent, `.${basename(destBinDir)}.new-`));
   try {
     const installed: UnpackedFile[] = [];
@@ -56,6 +57,7 @@ export async function installBinaries(
     return installed.map((b) => ({ ...b, path: join(destBinDir, relativePath(b)) }));
   } catch (e) {
     await fsp.rm(tmp, { recursive: true, force: true });
+    if (made) await fsp.rmdir(parent).catch(() => undefined);
     if (opts.signal?.aborted) throw new InterruptedError("interrupted while installing binaries; nothing was changed");
     // A write through a stream names no file (ENOSPC, EDQUOT): the folder it was filling, so the error says where.
     if (isSystemError(e) && e.path === undefined) e.path = destBinDir;
