@@ -3,7 +3,8 @@
 // units, starts the target and waits for Ready as install does; stop stops every unit in one
 // transaction (systemd orders it in reverse of the start order) and returns once none is left
 // running; restart is stop, then start. Each runs under the install lock, so it never races an
-// install, upgrade or uninstall of the same user.
+// install, upgrade or uninstall of the same user. The restarts an install or upgrade owed when it
+// was cut short (the receipt's restartsOwed) are made by the next start, even of a running node.
 import { unitsToRun } from "./admits-nodes";
 import { supervisorOf } from "../plan/supervisor";
 import { serviceManager } from "../clients/supervisor";
@@ -16,7 +17,7 @@ import { createProgress, type Progress } from "../ui/progress";
 import { allUnits } from "./node";
 import { apiClient, readKubeconfig } from "../clients/kubernetes";
 import { phaseWords, waitForReady } from "../readiness/readiness";
-import { requireReceipt } from "./receipt";
+import { readReceipt, receiptLocation, requireReceipt, writeReceipt } from "./receipt";
 import type { SystemdUser } from "../clients/systemd";
 import { lostPortError, portsHeldByOthers } from "./port-claim";
 import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
@@ -32,6 +33,9 @@ export interface LifecycleOptions {
 interface Node {
   plan: Plan;
   systemd: SystemdUser;
+  /** The receipt's file, and the restarts it owes (units that still run on files an earlier run replaced). */
+  receiptFile: string;
+  owed: string[];
 }
 
 async function openNode(ctx: Context, command: string, prefix?: string): Promise<Node> {
@@ -43,7 +47,7 @@ async function openNode(ctx: Context, command: string, prefix?: string): Promise
   const plan = receipt.plan;
   const systemd = serviceManager(plan, { env: ctx.env, self: selfCommand() });
   await systemd.ensureReachable();
-  return { plan, systemd };
+  return { plan, systemd, receiptFile: receiptLocation(ctx.env, prefix), owed: receipt.restartsOwed ?? [] };
 }
 
 async function underLock<T>(ctx: Context, command: string, fn: () => Promise<T>): Promise<T> {
@@ -58,7 +62,7 @@ async function underLock<T>(ctx: Context, command: string, fn: () => Promise<T>)
 export async function startNode(ctx: Context, o: LifecycleOptions): Promise<number> {
   const node = await openNode(ctx, "start", o.prefix);
   const states = await unitStates(node.systemd, await unitsToRun(node.plan));
-  if (states.every((s) => s.activeState === "active")) {
+  if (states.every((s) => s.activeState === "active") && node.owed.length === 0) {
     ctx.out.out(`The node ${node.plan.node.name} is already running (every unit active); \`rootless-k8s status\` shows its health.`);
     return ExitCode.Ok;
   }
@@ -134,20 +138,31 @@ async function stop({ plan, systemd }: Node, progress: Progress): Promise<number
 }
 
 /** reset-failed, start the target, wait for Ready and every unit active. Returns the milliseconds to Ready. */
-async function start(ctx: Context, { plan, systemd }: Node, progress: Progress, timeoutMs: number): Promise<number> {
+async function start(ctx: Context, node: Node, progress: Progress, timeoutMs: number): Promise<number> {
+  const { plan, systemd } = node;
   const t0 = Date.now();
   const order = await unitsToRun(plan);
+  // Owed restarts: of the units that run, those still on files an earlier run replaced.
+  const live = (s: { activeState: string }) => s.activeState === "active" || s.activeState === "activating";
+  const restart = (await unitStates(systemd, node.owed)).filter(live).map((s) => s.unit);
   // A kubelet started now posts a new Ready; the one in the API may be from before the stop.
   const kubeletRunning = (await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active";
-  const freshSince = kubeletRunning ? undefined : t0;
+  const freshSince = kubeletRunning && !restart.includes(plan.units.kubelet) ? undefined : t0;
   try {
     await progress.step(
       "start",
       `Starting the node (${supervisorOf(plan) === "up" ? "rootless-k8s up --detach" : "systemctl --user start"})`,
-      async () => {
+      async (h) => {
         // Clears a unit's failed state and its start count, so an old failure never stops this start.
         await systemd.resetFailed(allUnits(plan));
+        if (restart.length) await systemd.restart(restart);
         await systemd.start([plan.units.target]);
+        // Asked of the manager (what did not run starts now on the new files): no longer owed.
+        if (node.owed.length) {
+          const r = await readReceipt(node.receiptFile);
+          if (r) await writeReceipt(node.receiptFile, { ...r, restartsOwed: undefined });
+          h.update(restart.length ? `restarted ${restart.join(", ")}, which an unfinished run owed` : "started");
+        }
       },
     );
     await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(timeoutMs / 1000)} s)`, async (h) => {
