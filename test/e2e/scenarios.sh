@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib/common.sh"
 ROUTE=${1:?route: host or vm}
 MODE=${2:?expected mode: none or delegated}
-SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh footprint workloads services publish dns storage metrics join worker netpol limits scale restart faults user-manager reinstall changed-plan interrupt-start upgrade rollback skew eviction logs uninstall purge matrix crio port-taken shared-host upgrade-killed disk-full up offline-bundle}
+SCENARIOS=${E2E_SCENARIOS:-docker interrupt-fetch fresh footprint workloads services publish dns storage metrics join worker netpol netpol-nft limits scale restart faults user-manager reinstall changed-plan interrupt-start upgrade rollback skew eviction logs uninstall purge matrix crio port-taken shared-host upgrade-killed disk-full up offline-bundle}
 TIMEOUT=${E2E_READY_TIMEOUT:-300}
 STATE=$E2E_CACHE/scenarios-$ROUTE
 mkdir -p "$STATE"

@@ -168,3 +168,107 @@ YAML
   check netpol "... np-c/other is stopped again" wait_for 30 np_is np-c other 8080 tcp blocked
   kc delete namespace np-c --wait=false >/dev/null 2>&1
 }
+
+# The nftables path on a real node (issue 44): where the host has no iptables (Fedora, Arch, RHEL 9
+# without the iptables package), kube-proxy runs in nftables mode and the enforcer writes its rules
+# as an nftables table of its own (ip rootless_k8s_netpol). Here a second user's manager gets a mount
+# namespace without iptables: /dev/null bound over the xtables binaries that every iptables command
+# is a link to (host route: inside the manager's own mount namespace; VM route: BindReadOnlyPaths= in
+# a drop-in of user@UID.service). One node, its pods on its bridge.
+NFT_XTABLES=(/usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi)
+nft_b_up() {
+  local b pid
+  if [ "$ROUTE" = host ]; then
+    shared_b_up || return
+    pid=$(b_pid) || return
+    for b in "${NFT_XTABLES[@]}"; do [ ! -e "$b" ] || nsenter -t "$pid" -m mount --bind /dev/null "$b" || return; done
+    return
+  fi
+  second_host_down
+  E2E_USER=$B_USER ensure_test_user || return
+  mkdir -p "$(b_dropin)" && {
+    echo '[Service]'
+    for b in "${NFT_XTABLES[@]}"; do [ ! -e "$b" ] || echo "BindReadOnlyPaths=/dev/null:$b"; done
+  } >"$(b_dropin)/50-rk8s-e2e-no-iptables.conf" && systemctl daemon-reload || return
+  systemctl start "user@$(id -u "$B_USER").service" || return
+  wait_for 60 b_running || { echo "the user manager of $B_USER is not running" >&2; return 1; }
+}
+# nft_is POD HOST:PORT PROTO WANT: POD (in namespace nft) reaches HOST:PORT ("ok") or not ("blocked")
+nft_is() {
+  local got=blocked
+  b_kc -n nft exec "$1" -- /agnhost connect "$2" --protocol="$3" --timeout=2s >/dev/null 2>&1 && got=ok
+  [ "$got" = "$4" ]
+}
+nft_phase() { [ "$(b_kc -n nft get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null)" = Running ]; }
+nft_in_node() { on_b "$(b_share)/libexec/rootless-k8s-enter" "$@"; } # a command inside B's node namespaces
+
+scenario_netpol_nft() {
+  local log=$STATE/netpol-nft.log agn web svc rc
+  agn=$(image_name agnhost) || { fail netpol-nft "no agnhost image in $IMAGES/images.json"; return; }
+  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
+  check netpol-nft "$B_USER's user manager, in a mount namespace where iptables is not installed (xtables bound to /dev/null)" nft_b_up ||
+    { b_node_down; return; }
+  B_HOME=$(getent passwd "$B_USER" | cut -d: -f6)
+  b_state_clean
+  check netpol-nft "there, iptables does not run and nft does ($(on_b nft --version 2>&1))" eval "! on_b iptables -V >/dev/null 2>&1 && on_b nft --version >/dev/null"
+  b_rk8s install --yes --kubernetes-version "${V_INSTALL%.*}" --timeout "$TIMEOUT" "${SOURCE[@]}" >"$log" 2>&1
+  rc=$?
+  check netpol-nft "install exits 0 and the node is Ready (exit $rc)" eval "[ $rc = 0 ] && has ' Ready ' b_kc get nodes" ||
+    { tail -20 "$log" | sed 's/^/    | /'; b_node_down; return; }
+  check netpol-nft "the plan: kube-proxy in nftables mode ($(b_receipt .plan.proxy.mode)), the enforcer's rules in nftables ($(b_receipt .plan.networkPolicy.backend))" \
+    test "$(b_receipt .plan.proxy.mode) $(b_receipt .plan.networkPolicy.backend) $(b_receipt .plan.networkPolicy.enforced)" = "nftables nftables true"
+  check netpol-nft "status: network policy: enforced" wait_for 60 has "network policy: enforced" b_rk8s status
+  check netpol-nft "image load (pause, agnhost)" b_rk8s image load "$IMAGES/pause.tar" "$IMAGES/agnhost.tar"
+  b_kc create namespace nft >/dev/null 2>&1
+  check netpol-nft "kubectl apply: web (TCP 8080, UDP 8081) with a ClusterIP Service, client and other beside it" eval "b_kc apply -f - >/dev/null" <<YAML || { b_node_down; return; }
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: nft, labels: {app: web}}
+spec:
+  containers: [{name: a, image: $agn, imagePullPolicy: Never, args: ["netexec", "--http-port=8080", "--udp-port=8081"]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: nft}
+spec:
+  selector: {app: web}
+  ports: [{name: tcp, protocol: TCP, port: 80, targetPort: 8080}, {name: udp, protocol: UDP, port: 81, targetPort: 8081}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: nft, labels: {app: client}}
+spec:
+  containers: [{name: c, image: $agn, imagePullPolicy: Never, args: ["pause"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, namespace: nft, labels: {app: other}}
+spec:
+  containers: [{name: c, image: $agn, imagePullPolicy: Never, args: ["pause"]}]
+YAML
+  check netpol-nft "the three pods run" wait_for "$TIMEOUT" eval "nft_phase web && nft_phase client && nft_phase other" || { b_node_down; return; }
+  web=$(b_kc -n nft get pod web -o 'jsonpath={.status.podIP}')
+  svc=$(b_kc -n nft get service web -o 'jsonpath={.spec.clusterIP}')
+  check netpol-nft "no policy: client reaches web $web TCP 8080 and UDP 8081" wait_for 30 eval "nft_is client $web:8080 tcp ok && nft_is client $web:8081 udp ok"
+  check netpol-nft "kube-proxy's nftables rules: client reaches the Service $svc on TCP 80 and UDP 81" wait_for 30 eval "nft_is client $svc:80 tcp ok && nft_is client $svc:81 udp ok"
+  check netpol-nft "kube-proxy's table is in the node's namespace (nft list table ip kube-proxy)" nft_in_node nft list table ip kube-proxy
+  check netpol-nft "kubectl apply: web lets in app=client on TCP 8080 only" eval "b_kc apply -f - >/dev/null" <<YAML
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web-in, namespace: nft}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  policyTypes: [Ingress]
+  ingress:
+  - from: [{podSelector: {matchLabels: {app: client}}}]
+    ports: [{protocol: TCP, port: 8080}]
+YAML
+  check netpol-nft "the enforcer's table is there: nft list table ip rootless_k8s_netpol" wait_for 20 nft_in_node nft list table ip rootless_k8s_netpol
+  check netpol-nft "enforced: other no longer reaches web TCP 8080 (over the bridge)" wait_for 20 nft_is other "$web:8080" tcp blocked
+  check netpol-nft "enforced: client still reaches web TCP 8080, and through the Service" wait_for 20 eval "nft_is client $web:8080 tcp ok && nft_is client $svc:80 tcp ok"
+  check netpol-nft "enforced: client does not reach UDP 8081 (not in the policy's ports)" wait_for 20 nft_is client "$web:8081" udp blocked
+  check netpol-nft "kubectl delete networkpolicy web-in" eval "b_kc -n nft delete networkpolicy web-in >/dev/null"
+  check netpol-nft "removed: other reaches web TCP 8080 again, client UDP 8081 again" wait_for 20 eval "nft_is other $web:8080 tcp ok && nft_is client $web:8081 udp ok"
+  check netpol-nft "uninstall --purge" b_rk8s uninstall --purge --yes
+  b_node_down
+}
