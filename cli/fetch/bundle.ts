@@ -14,7 +14,7 @@ import { pipeline } from "node:stream/promises";
 import { ExitCode, InterruptedError, UserError, messageOf } from "../errors";
 import { printable } from "../text";
 import { VERSION } from "../version";
-import { fromCache, pinText, type CacheLayout } from "./cache";
+import { fromCache, pinText, sealBlob, type CacheLayout } from "./cache";
 import { parseManifest } from "./manifest";
 import { BodyTooLongError, HashingFileSink } from "./sink";
 import type { FetchProgress } from "./progress";
@@ -213,7 +213,7 @@ export async function extractBundleImages(file: string, destDir: string, signal?
 
 /**
  * Copies the wanted artifacts from the bundle into the cache, verifying each while it streams.
- * Artifacts already in the cache are re-hashed instead. No network access.
+ * Artifacts already in the cache are taken from it (fromCache: re-hashed unless sealed). No network access.
  */
 export async function importFromBundle(
   artifacts: ResolvedArtifact[],
@@ -340,6 +340,8 @@ async function copyVerified(
     );
   }
   await fsp.rename(part, dest);
+  // Sealed as a download is (a raw binary made 0755, to be linked where it runs): hashed as it was copied.
+  await sealBlob(a, layout, "verified");
   return { artifact: a, file: dest, size, source: "bundle", verification: `${pinText(a)}, re-checked from the bundle` };
 }
 

@@ -57,8 +57,10 @@ export async function unpackArtifact(
     const b = a.binaries[0];
     if (!b) return [];
     const target = await targetOf(b);
+    // (Only a blob that cache.ts made 0755 is linked: a link shares the blob's mode.)
     if (
       o.link &&
+      ((await fsp.stat(f.file)).mode & 0o7777) === BINARY_MODE &&
       (await fsp.link(f.file, target).then(
         () => true,
         () => false,

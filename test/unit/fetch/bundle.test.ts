@@ -1,6 +1,7 @@
 // Offline bundles: written from verified downloads, then used with no server at all; every file
 // is verified again, and a bundle that disagrees with the pins (or was altered) is refused.
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -94,9 +95,13 @@ describe("offline bundles", () => {
     expect(fetched[1]?.verification).toContain("sha512 matches the pin from test fixture, re-checked from the bundle");
     expect(readFileSync(fetched[1]!.file).equals(runc)).toBe(true);
     expect(server.requests.length).toBe(requests);
-    const bins = await installBinaries(fetched, join(work, "bin"));
+    // Installed as install does, through the cache's unpacked folders: the raw binary, a link to its
+    // blob, is 0755 (a blob copied from a bundle into an empty cache was once linked as it was, 0644).
+    const bins = await installBinaries(fetched, join(work, "bin"), { cacheDir });
     expect(bins.map((b) => b.name)).toEqual(["etcd", "runc"]);
     expect(execFileSync(join(work, "bin", "etcd")).length).toBe(0);
+    expect(statSync(join(work, "bin", "runc")).mode & 0o777).toBe(0o755);
+    expect(bins[1]?.sha256).toBe(createHash("sha256").update(runc).digest("hex"));
   });
 
   it("gives the bundle's own manifest, with sizes, naming the same version set for its arch", async () => {
