@@ -239,7 +239,8 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
       async (h) => {
         const unitFilesChanged =
           written.changes.write.some((f) => f.kind === "unit") || written.changes.stale.some((f) => f.kind === "unit");
-        if (unitFilesChanged) await systemd.daemonReload();
+        // (Also when restarts are owed: the run that owes them may have written unit files and died before its reload.)
+        if (unitFilesChanged || receipt.restartsOwed?.length) await systemd.daemonReload();
         for (const c of input.claims ?? []) await c.release();
         for (const f of written.changes.stale.filter((x) => x.kind === "unit" && x.unit)) await systemd.stop([f.unit as string]);
         // A node whose plan ran the overlay and the approver always keeps running them (they are on demand now).

@@ -142,9 +142,10 @@ async function start(ctx: Context, node: Node, progress: Progress, timeoutMs: nu
   const { plan, systemd } = node;
   const t0 = Date.now();
   const order = await unitsToRun(plan);
-  // Owed restarts: of the units that run, those still on files an earlier run replaced.
+  // Owed restarts (read again under the lock): of the units that run, those still on files an earlier run replaced.
+  const owed = (await readReceipt(node.receiptFile))?.restartsOwed ?? [];
   const live = (s: { activeState: string }) => s.activeState === "active" || s.activeState === "activating";
-  const restart = (await unitStates(systemd, node.owed)).filter(live).map((s) => s.unit);
+  const restart = (await unitStates(systemd, owed)).filter(live).map((s) => s.unit);
   // A kubelet started now posts a new Ready; the one in the API may be from before the stop.
   const kubeletRunning = (await unitStates(systemd, [plan.units.kubelet]))[0]?.activeState === "active";
   const freshSince = kubeletRunning && !restart.includes(plan.units.kubelet) ? undefined : t0;
@@ -155,12 +156,15 @@ async function start(ctx: Context, node: Node, progress: Progress, timeoutMs: nu
       async (h) => {
         // Clears a unit's failed state and its start count, so an old failure never stops this start.
         await systemd.resetFailed(allUnits(plan));
+        // The run that owes them may have written unit files too: the manager reads them first.
+        if (owed.length) await systemd.daemonReload();
         if (restart.length) await systemd.restart(restart);
         await systemd.start([plan.units.target]);
         // Asked of the manager (what did not run starts now on the new files): no longer owed.
-        if (node.owed.length) {
+        if (owed.length) {
           const r = await readReceipt(node.receiptFile);
-          if (r) await writeReceipt(node.receiptFile, { ...r, restartsOwed: undefined });
+          const left = (r?.restartsOwed ?? []).filter((u) => !owed.includes(u));
+          if (r) await writeReceipt(node.receiptFile, { ...r, restartsOwed: left.length ? left : undefined });
           h.update(restart.length ? `restarted ${restart.join(", ")}, which an unfinished run owed` : "started");
         }
       },
