@@ -8,6 +8,7 @@ import { constants, promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { InterruptedError, isSystemError } from "../errors";
 import { cacheLayout } from "./cache";
+import { acquireLock } from "./lock";
 import type { FetchedArtifact } from "./types";
 import { BINARY_MODE, relativePath, type UnpackedFile, unpackArtifact } from "./unpack";
 import { unpackedInCache } from "./unpacked";
@@ -42,16 +43,24 @@ export async function installBinaries(
   const tmp = await fsp.mkdtemp(join(parent, `.${basename(destBinDir)}.new-`));
   try {
     const installed: UnpackedFile[] = [];
-    for (const f of fetched) {
-      opts.signal?.throwIfAborted();
-      if (!opts.cacheDir) {
-        installed.push(...(await unpackArtifact(f, tmp, { signal: opts.signal })));
-        continue;
+    // The cache's unpacked folders are written under its lock, as its blobs are (not beside a `cache clean`).
+    const lock = opts.cacheDir
+      ? await acquireLock(cacheLayout(opts.cacheDir).lockDir, { purpose: "a rootless-k8s install from this cache" })
+      : null;
+    try {
+      for (const f of fetched) {
+        opts.signal?.throwIfAborted();
+        if (!opts.cacheDir) {
+          installed.push(...(await unpackArtifact(f, tmp, { signal: opts.signal })));
+          continue;
+        }
+        for (const c of await unpackedInCache(f, cacheLayout(opts.cacheDir), opts.signal)) {
+          await placeFile(c.file, join(tmp, relativePath(c.binary)));
+          installed.push(c.binary);
+        }
       }
-      for (const c of await unpackedInCache(f, cacheLayout(opts.cacheDir), opts.signal)) {
-        await placeFile(c.file, join(tmp, relativePath(c.binary)));
-        installed.push(c.binary);
-      }
+    } finally {
+      await lock?.release();
     }
     await replaceDir(tmp, destBinDir);
     return installed.map((b) => ({ ...b, path: join(destBinDir, relativePath(b)) }));

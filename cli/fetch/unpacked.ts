@@ -27,7 +27,7 @@ export interface CachedBinary {
   binary: UnpackedFile;
 }
 
-/** The folder of `f`'s binaries in the cache, unpacked now unless a sealed one is still intact. */
+/** The folder of `f`'s binaries in the cache, unpacked now unless a sealed one is still intact. The caller holds the cache lock. */
 export async function unpackedInCache(f: FetchedArtifact, layout: CacheLayout, signal?: AbortSignal): Promise<CachedBinary[]> {
   const a = f.artifact;
   const key = createHash("sha256")
@@ -45,12 +45,16 @@ export async function unpackedInCache(f: FetchedArtifact, layout: CacheLayout, s
     return sealed.files.map((e) => own(e.binary));
 
   await fsp.mkdir(dirname(dir), { recursive: true, mode: 0o700 });
+  // What a run killed while unpacking left (the caller holds the cache lock: no other run is unpacking).
+  for (const n of await fsp.readdir(dirname(dir)))
+    if (n.startsWith(".") && n.includes(".new-")) await fsp.rm(join(dirname(dir), n), { recursive: true, force: true });
   const tmp = await fsp.mkdtemp(join(dirname(dir), `.${basename(dir)}.new-`));
   try {
     const files: UnpackedSeal["files"] = [];
     for (const b of await unpackArtifact(f, tmp, { signal, link: true })) {
       const seal = await sealOf(join(tmp, relativePath(b)));
-      if (seal) files.push({ binary: b, seal });
+      if (!seal) throw new Error(`${join(tmp, relativePath(b))} is gone right after it was unpacked`);
+      files.push({ binary: b, seal });
     }
     await writeSealFile(join(tmp, SEAL_FILE), { schema: 1, files } satisfies UnpackedSeal);
     await fsp.rm(dir, { recursive: true, force: true });

@@ -137,6 +137,10 @@ describe("installBinaries through the cache's unpacked folders", () => {
 
   it("unpacks anew when a file in the unpacked folder was changed, and installs the archive's own bytes", async () => {
     const f = await fetched();
+    // What a run killed while unpacking leaves: swept by the next one, which holds the cache lock.
+    const killed = join(cacheLayout(cacheDir).unpacked(tarArt.checksum), ".0123456789abcdef.new-Xy12Ab");
+    execFileSync("mkdir", ["-p", killed]);
+    writeFileSync(join(killed, "etcd"), "half");
     const bin = join(cacheDir, "data", "versions", "s1", "bin");
     await installBinaries(f, bin, { cacheDir });
     // Written through the link the node runs: the cache's copy is the same file, and its seal no longer matches.
@@ -146,6 +150,8 @@ describe("installBinaries through the cache's unpacked folders", () => {
     expect(readFileSync(join(bin2, "etcd")).equals(etcd)).toBe(true);
     expect(again.find((b) => b.name === "etcd")?.sha256).toBe(sha256(etcd));
     expect(inode(join(bin2, "etcd"))).not.toBe(inode(join(bin, "etcd")));
+    expect(existsSync(killed)).toBe(false);
+    expect(existsSync(join(cacheDir, "lock"))).toBe(false); // released
   });
 
   it("copies where the bin folder is on another file system, and a full one names the bin folder, not the cache", async () => {
