@@ -193,11 +193,14 @@ nft_b_up() {
   systemctl start "user@$(id -u "$B_USER").service" || return
   wait_for 60 b_running || { echo "the user manager of $B_USER is not running" >&2; return 1; }
 }
-# nft_is POD HOST:PORT PROTO WANT: POD (in namespace nft) reaches HOST:PORT ("ok") or not ("blocked")
+# nft_is POD HOST:PORT PROTO WANT: POD (in namespace nft) reaches HOST:PORT ("ok") or not ("blocked":
+# agnhost says TIMEOUT or REFUSED, as upstream's Netpol tests read it; a failed exec is neither)
 nft_is() {
-  local got=blocked
-  b_kc -n nft exec "$1" -- /agnhost connect "$2" --protocol="$3" --timeout=2s >/dev/null 2>&1 && got=ok
-  [ "$got" = "$4" ]
+  local out got=ok
+  if ! out=$(b_kc -n nft exec "$1" -- /agnhost connect "$2" --protocol="$3" --timeout=2s 2>&1); then
+    if grep -qE 'TIMEOUT|REFUSED' <<<"$out"; then got=blocked; else got="error: $out"; fi
+  fi
+  [ "$got" = "$4" ] || { echo "$got" >&2; return 1; }
 }
 nft_phase() { [ "$(b_kc -n nft get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null)" = Running ]; }
 nft_in_node() { on_b "$(b_share)/libexec/rootless-k8s-enter" "$@"; } # a command inside B's node namespaces
