@@ -112,6 +112,7 @@ marker_says() {
   [ "$v" = "$1" ] && [ "$p" = "$SHARE/data/etcd/member" ] && [ "$(stat -c %i "$p")" = "$ino" ]
 }
 
+start_told() { rk8s start 2>&1; } # what start says, its steps' lines (stderr) with the rest
 scenario_restart() {
   local i n rc log=$STATE/restart.log starts=() stops=() failed0 restarts=0 bad=0 st phases=()
   failed0=$(command_failed_lines)
@@ -182,7 +183,7 @@ scenario_restart() {
   local sched0 sched1
   sched0=$(as_user systemctl --user show -p MainPID --value rootless-k8s-kube-scheduler.service)
   as_user python3 -c 'import json, sys; f = sys.argv[1]; r = json.load(open(f)); r["restartsOwed"] = ["rootless-k8s-kube-scheduler.service"]; open(f, "w").write(json.dumps(r, indent=2) + "\n")' "$RECEIPT"
-  check restart "a start with a restart owed (the scheduler's) makes it though every unit is active" has 'which an unfinished run owed' rk8s start
+  check restart "a start with a restart owed (the scheduler's) makes it though every unit is active" has 'which an unfinished run owed' start_told
   sched1=$(as_user systemctl --user show -p MainPID --value rootless-k8s-kube-scheduler.service)
   check restart "the scheduler runs anew (main pid $sched0 → $sched1), and the receipt owes nothing ($(receipt_value .restartsOwed))" \
     test "$sched0" != "$sched1" -a "$(receipt_value .restartsOwed)" = undefined
