@@ -136,8 +136,11 @@ export async function sealBlob(
   signal?: AbortSignal,
 ): Promise<boolean> {
   const file = layout.blob(a.checksum);
-  if (a.format === "binary" && ((await sealOf(file))?.mode ?? 0o755) !== 0o755) await fsp.chmod(file, 0o755);
-  const before = await sealOf(file);
+  let before = await sealOf(file);
+  if (a.format === "binary" && before && before.mode !== 0o755) {
+    await fsp.chmod(file, 0o755);
+    before = await sealOf(file);
+  }
   if (check === "hash" && (await hashFile(file, a.checksum.algorithm, signal)) !== a.checksum.value) return false;
   if (sameSeal(before, await sealOf(file))) await writeSealFile(layout.seal(a.checksum), before);
   return true;

@@ -44,17 +44,16 @@ export async function installBinaries(
   try {
     const installed: UnpackedFile[] = [];
     // The cache's unpacked folders are written under its lock, as its blobs are (not beside a `cache clean`).
-    const lock = opts.cacheDir
-      ? await acquireLock(cacheLayout(opts.cacheDir).lockDir, { purpose: "a rootless-k8s install from this cache" })
-      : null;
+    const cache = opts.cacheDir ? cacheLayout(opts.cacheDir) : null;
+    const lock = cache ? await acquireLock(cache.lockDir, { purpose: "a rootless-k8s install from this cache" }) : null;
     try {
       for (const f of fetched) {
         opts.signal?.throwIfAborted();
-        if (!opts.cacheDir) {
+        if (!cache) {
           installed.push(...(await unpackArtifact(f, tmp, { signal: opts.signal })));
           continue;
         }
-        for (const c of await unpackedInCache(f, cacheLayout(opts.cacheDir), opts.signal)) {
+        for (const c of await unpackedInCache(f, cache, opts.signal)) {
           await placeFile(c.file, join(tmp, relativePath(c.binary)));
           installed.push(c.binary);
         }

@@ -51,7 +51,7 @@ export async function unpackArtifact(
   });
   const targetOf = async (b: ResolvedArtifact["binaries"][number]) => {
     if (b.dir) await fsp.mkdir(join(into, b.dir), { recursive: true, mode: 0o755 });
-    return join(into, b.dir ?? "", b.name);
+    return join(into, relativePath({ name: b.name, dir: b.dir ?? null }));
   };
   if (a.format === "binary") {
     const b = a.binaries[0];
