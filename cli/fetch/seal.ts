@@ -11,6 +11,8 @@ import { promises as fsp } from "node:fs";
 import { dirname } from "node:path";
 
 export interface Seal {
+  /** The owner: a seal is trusted only for a file of the user running this (another user could write theirs). */
+  uid: number;
   dev: string;
   ino: string;
   size: string;
@@ -18,15 +20,32 @@ export interface Seal {
   mtimeNs: string;
 }
 
-/** The seal of `file` as it is now; null when it is missing or not a regular file. */
+/** The seal of `file` as it is now; null when it is missing or not a regular file (a symbolic link is not one). */
 export async function sealOf(file: string): Promise<Seal | null> {
-  const st = await fsp.stat(file, { bigint: true }).catch(() => null);
+  const st = await fsp.lstat(file, { bigint: true }).catch(() => null);
   if (!st?.isFile()) return null;
-  return { dev: String(st.dev), ino: String(st.ino), size: String(st.size), mode: Number(st.mode & 0o7777n), mtimeNs: String(st.mtimeNs) };
+  return {
+    uid: Number(st.uid),
+    dev: String(st.dev),
+    ino: String(st.ino),
+    size: String(st.size),
+    mode: Number(st.mode & 0o7777n),
+    mtimeNs: String(st.mtimeNs),
+  };
 }
 
 export function sameSeal(a: Seal | null, b: Seal | null): boolean {
-  return !!a && !!b && a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mode === b.mode && a.mtimeNs === b.mtimeNs;
+  return (
+    !!a &&
+    !!b &&
+    a.uid === process.getuid?.() &&
+    a.uid === b.uid &&
+    a.dev === b.dev &&
+    a.ino === b.ino &&
+    a.size === b.size &&
+    a.mode === b.mode &&
+    a.mtimeNs === b.mtimeNs
+  );
 }
 
 /** Reads a JSON seal file; null when it is missing or not one (then the file is hashed again). */

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { cacheLayout, cleanCache, fromCache, listCache, sealBlob } from "../../../cli/fetch/cache";
 import { installBinaries } from "../../../cli/fetch/extract";
+import { sealOf, writeSealFile } from "../../../cli/fetch/seal";
 import type { FetchedArtifact, ResolvedArtifact } from "../../../cli/fetch/types";
 import { sha256 } from "../../helpers/hash";
 import { tarGz } from "../../helpers/tar.mjs";
@@ -60,6 +61,19 @@ describe("fromCache with seals", () => {
     execFileSync("chmod", ["0700", file]);
     expect((await fromCache(a, cacheLayout(cacheDir)))?.verification).toContain("re-checked in the cache");
     expect(statSync(file).mode & 0o777).toBe(0o755);
+  });
+
+  it("never trusts a seal for a file another user owns, or for a symbolic link: it is hashed again, or taken as absent", async () => {
+    const file = await cached(a, body);
+    // Another user's file with a seal that matches its stat, as one could write into a cache folder others may write to.
+    execFileSync("chown", ["65534", file]);
+    await writeSealFile(cacheLayout(cacheDir).seal(a.checksum), await sealOf(file));
+    expect((await fromCache(a, cacheLayout(cacheDir)))?.verification).toContain("re-checked in the cache");
+    execFileSync("chown", ["0", file]);
+    // A link where the blob should be: not a cached file at all.
+    execFileSync("mv", [file, `${file}.real`]);
+    execFileSync("ln", ["-s", `${file}.real`, file]);
+    expect(await fromCache(a, cacheLayout(cacheDir))).toBeNull();
   });
 
   it("cannot see a write that puts the old modification time back (the limit docs/components.md names)", async () => {
