@@ -16,7 +16,7 @@
 # Acceleration: KVM only when the CPU offers vmx/svm (this machine kind's /dev/kvm is PVM, on
 # which a stock kernel hangs after "Probing EDD"), else TCG software emulation: minutes, not seconds.
 # It never passes silently: no result from the guest is a FAIL with the reason and the console tail.
-# Env: E2E_VM_TIMEOUT (s, default 3000), E2E_VM_MEM (MiB, 4096), E2E_VM_CPUS (nproc), E2E_SCENARIOS,
+# Env: E2E_VM_TIMEOUT (s, default 3000), E2E_VM_MEM (MiB, 4096), E2E_VM_CPUS (nproc), E2E_SCENARIOS, E2E_FAULTS,
 # E2E_READY_TIMEOUT and E2E_CONFORMANCE_{LIST,PROCS,NODES,SHARD} (passed to the guest).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -74,7 +74,7 @@ main() {
   : >"$r/opt/rk8s-e2e/e2e/job.env"
   [ -n "${E2E_SCENARIOS:-}" ] && printf 'E2E_SCENARIOS=%q\n' "$E2E_SCENARIOS" >>"$r/opt/rk8s-e2e/e2e/job.env"
   local v
-  for v in E2E_READY_TIMEOUT E2E_CONFORMANCE_LIST E2E_CONFORMANCE_PROCS E2E_CONFORMANCE_NODES E2E_CONFORMANCE_SHARD; do
+  for v in E2E_READY_TIMEOUT E2E_FAULTS E2E_RESTART_CYCLES E2E_CONFORMANCE_LIST E2E_CONFORMANCE_PROCS E2E_CONFORMANCE_NODES E2E_CONFORMANCE_SHARD; do
     [ -n "${!v:-}" ] && printf '%s=%q\n' "$v" "${!v}" >>"$r/opt/rk8s-e2e/e2e/job.env"
   done
   kver=$(find "$r/boot" -name 'vmlinuz-*' | sed 's/.*vmlinuz-//' | sort -V | tail -1)

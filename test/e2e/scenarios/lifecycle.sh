@@ -187,6 +187,7 @@ scenario_restart() {
   sched1=$(as_user systemctl --user show -p MainPID --value rootless-k8s-kube-scheduler.service)
   check restart "the scheduler runs anew (main pid $sched0 → $sched1), and the receipt owes nothing ($(receipt_value .restartsOwed))" \
     test "$sched0" != "$sched1" -a "$(receipt_value .restartsOwed)" = undefined
+  owner_killed_while_starting
   local s t
   s=$(printf '%s\n' "${starts[@]}" | grep . | stats)
   t=$(printf '%s\n' "${stops[@]}" | grep . | stats)
@@ -197,6 +198,31 @@ scenario_restart() {
   pk=$(printf '%s\n' "${phases[@]}" | awk '{ print $3 }' | stats)
   info restart "where a start goes (median s after RootlessKit's start): etcd ${pe% *}, kube-apiserver ${pa% *} (after its etcd gate), kubelet ${pk% *} (after its /readyz gate); then the kubelet's own start to a fresh Ready"
   report "{\"route\":\"$ROUTE\",\"lifecycle\":{\"startReadyS\":[$(IFS=,; echo "${starts[*]}")],\"stopS\":[$(IFS=,; echo "${stops[*]}")],\"startMedianS\":${s% *},\"startMaxS\":${s#* },\"stopMedianS\":${t% *},\"stopMaxS\":${t#* },\"phaseMedianS\":{\"etcd\":${pe% *},\"apiserver\":${pa% *},\"kubelet\":${pk% *}}}}"
+}
+
+# The namespace owner killed while a start waits for it (#35): systemd restarts it, but the start
+# jobs queued behind it end "dependency failed", and nothing starts those units again. The start
+# that waits must start them (cli/readiness/watch.ts, Reviver), and say so.
+owner_killed_while_starting() {
+  local log=$STATE/restart-owner-killed.log owner=rootless-k8s-rootlesskit.service bgp rc pid="" state
+  rk8s stop >"$log" 2>&1 || { fail restart "stop before the owner fault exited non-zero"; return; }
+  rk8s start --timeout "$TIMEOUT" >"$log" 2>&1 &
+  bgp=$!
+  # SIGKILL to RootlessKit while its unit is activating: the runtime has not sent READY=1 yet.
+  for _ in $(seq 1 1200); do
+    state=$(as_user systemctl --user show -p ActiveState --value "$owner")
+    pid=$(as_user systemctl --user show -p MainPID --value "$owner")
+    if [ "$state" = activating ] && [ "${pid:-0}" != 0 ]; then kill -KILL "$pid" 2>/dev/null && break; fi
+    pid=""
+    kill -0 "$bgp" 2>/dev/null || break
+    sleep 0.05
+  done
+  wait "$bgp"
+  rc=$?
+  check restart "RootlessKit killed (SIGKILL, pid ${pid:-none}) while its unit was activating during a start" test -n "$pid"
+  check restart "that start still ends Ready (exit $rc), every unit active" sh -c "[ $rc = 0 ]" && check restart "every unit is active after the owner fault" units_active
+  check restart "it started again what the owner's restart dropped: $(grep -o '[^ ]* dropped from the start' "$log" | head -1)" grep -q 'dropped from the start' "$log"
+  [ "$rc" = 0 ] || { units_not_running "${UNITS[@]}" | sed 's/^/    | not running: /'; tail -20 "$log" | sed 's/^/    | start: /'; rk8s start --timeout "$TIMEOUT" >/dev/null 2>&1; }
 }
 
 scenario_interrupt_start() {
