@@ -21,7 +21,7 @@ import { fetchSet, type ComponentSource, type Components } from "./components";
 import { reconcileNode } from "./node-object";
 import { diffFiles, removeStale, toReceiptFile, writeFiles } from "./sync";
 import type { SystemdUser } from "../clients/systemd";
-import { describeUnitFailure, reviver, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
+import { describeUnitFailure, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { VERSION } from "../version";
 import { freshReceipt } from "./fresh-receipt";
 import { waitForWorkerReady } from "./worker-ready";
@@ -280,14 +280,12 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
             // it exits and systemd restarts it, maybe past its start limit. So only the runtime and
             // the kubelet are watched until the node is there; then what gave up starts again.
             const order = await unitsToRun(plan);
-            const revive = reviver(plan, (p) => h.update(p));
             const w = {
               timeoutMs: input.timeoutMs,
               signal,
               probe: unitProbe(
                 systemd,
                 order.filter((u) => u !== plan.units.kubeProxy),
-                revive,
               ),
               onPhase: (p: string) => h.update(p),
               freshSince: kubeletStartedAt,
@@ -299,7 +297,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
               await systemd.start([plan.units.target]);
             }
             h.update("every unit active");
-            await waitForUnitsActive(systemd, order, 60_000, signal, revive);
+            await waitForUnitsActive(systemd, order, 60_000, signal);
             return r;
           })
         : await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(input.timeoutMs / 1000)} s)`, async (h) => {
@@ -312,12 +310,11 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
             // that gave up are reset and started again, and every unit is watched.
             const order = await unitsToRun(plan);
             const apiUnits = order.slice(0, order.indexOf(plan.units.apiServer) + 1);
-            const revive = reviver(plan, (p) => h.update(p));
-            let probe = unitProbe(systemd, apiUnits, revive);
+            let probe = unitProbe(systemd, apiUnits);
             let restarted = false;
             const restartGaveUp = async () => {
               restarted = true;
-              probe = unitProbe(systemd, order, revive);
+              probe = unitProbe(systemd, order);
               const rest = await unitStates(
                 systemd,
                 order.filter((u) => !apiUnits.includes(u)),
@@ -348,7 +345,7 @@ async function applyOnce(ctx: Context, input: ApplyInput): Promise<ApplyResult> 
             // A component that exited while the API server bootstrapped may still be restarting: the
             // node is installed only when every unit runs.
             h.update("every unit active");
-            await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal, revive);
+            await waitForUnitsActive(systemd, order, Math.max(1000, input.timeoutMs - (Date.now() - started)), signal);
             if ((input.until ?? "ready") === "ready") await bootstrap.record();
             // The kubelet sets our labels and taints only when it registers: keep the node in line with the plan.
             const changed = await reconcileNode(client, plan, r.node);

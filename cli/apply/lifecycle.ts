@@ -20,7 +20,7 @@ import { phaseWords, waitForReady } from "../readiness/readiness";
 import { readReceipt, receiptLocation, requireReceipt, writeReceipt } from "./receipt";
 import type { SystemdUser } from "../clients/systemd";
 import { lostPortError, portsHeldByOthers } from "./port-claim";
-import { describeUnitFailure, isStopped, reviver, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
+import { describeUnitFailure, isStopped, unitProbe, unitStates, waitForUnitsActive } from "../readiness/watch";
 import { markKubeletStopping } from "./node-object";
 import { waitForWorkerReady, workerClient } from "./worker-ready";
 import { bootstrapReadiness } from "./bootstrap-marker";
@@ -170,8 +170,7 @@ async function start(ctx: Context, node: Node, progress: Progress, timeoutMs: nu
       },
     );
     await progress.step("ready", `Waiting for the node to be Ready (up to ${Math.round(timeoutMs / 1000)} s)`, async (h) => {
-      const revive = reviver(plan, (p) => h.update(p));
-      const probe = unitProbe(systemd, order, revive);
+      const probe = unitProbe(systemd, order);
       const w = { timeoutMs, signal: ctx.signal, probe, freshSince, onPhase: (p: string) => h.update(p) };
       const bootstrap = await bootstrapReadiness(plan);
       if (plan.role === "worker") await waitForWorkerReady(plan, w);
@@ -187,7 +186,7 @@ async function start(ctx: Context, node: Node, progress: Progress, timeoutMs: nu
           onPhase: (p) => h.update(phaseWords(p, plan.node.name)),
         });
       h.update("every unit active");
-      await waitForUnitsActive(systemd, order, Math.max(1000, timeoutMs - (Date.now() - t0)), ctx.signal, revive);
+      await waitForUnitsActive(systemd, order, Math.max(1000, timeoutMs - (Date.now() - t0)), ctx.signal);
       await bootstrap.record();
     });
   } catch (e) {

@@ -40,8 +40,6 @@ export interface SystemdUser {
   stop(units: string[]): Promise<void>;
   resetFailed(units: string[]): Promise<void>;
   state(unit: string): Promise<UnitState>;
-  /** The units with a job queued or running (`systemctl --user list-jobs`); absent where the manager cannot tell. */
-  queued?(): Promise<Set<string>>;
   /** Last `lines` lines of the unit's output: the journal, else its log file. */
   unitLogs(unit: string, lines: number): Promise<LogTail>;
   /** Whether `journalctl --user` has entries for this manager (cached). */
@@ -127,11 +125,6 @@ export function systemdUser(opts: SystemdOptions = {}): SystemdUser {
     async state(unit) {
       const r = await run(["show", unit, "--property=ActiveState,SubState,Result,LoadState,MainPID,NRestarts,NeedDaemonReload"]);
       return parseUnitState(unit, r.code === 0 ? r.stdout : "");
-    },
-    async queued() {
-      // (Not answered: no unit counts as queued, and a caller starts what it needs again, which merges with any job.)
-      const r = await run(["list-jobs", "--no-legend", "--plain", "--no-pager"]);
-      return parseJobUnits(r.code === 0 ? r.stdout : "");
     },
     async hasJournal() {
       if (journal === undefined) {
@@ -234,14 +227,4 @@ export async function lastLogLines(file: string, n: number, keep = LOG_GENERATIO
     out = [...lines, ...(out ?? [])];
   }
   return out;
-}
-
-/** The units of `systemctl list-jobs --no-legend --plain` ("JOB UNIT TYPE STATE" per line; "No jobs running." when none). */
-export function parseJobUnits(out: string): Set<string> {
-  const units = new Set<string>();
-  for (const line of out.split("\n")) {
-    const [id, unit] = line.trim().split(/\s+/);
-    if (id && /^\d+$/.test(id) && unit) units.add(unit);
-  }
-  return units;
 }

@@ -44,68 +44,9 @@ function throwIfFailing(states: UnitState[]): void {
   if (bad) throw new UnitFailedError(bad.unit, bad);
 }
 
-/**
- * What starts the node's units again while a start is waited for. When the namespace owner dies
- * during a start and systemd restarts it, the start jobs queued behind it end as "dependency
- * failed": those units stay inactive (dead), not failed, and nothing starts them again (PartOf=
- * restarts only what runs). So while a watched unit is inactive with no job queued for it, the
- * target is started again (`--no-block`: it merges with the jobs still queued), at most every
- * REVIVE_EVERY_MS.
- */
-export interface Reviver {
-  /** The node's target, which wants every unit. */
-  target: string;
-  /** Told which units were inactive, each time the target is started again. */
-  onRevive?: (units: string[]) => void;
-}
-
-export const REVIVE_EVERY_MS = 5_000;
-
-/** The node's reviver, whose progress line says what it started again. */
-export function reviver(plan: { units: { target: string } }, say: (line: string) => void): Reviver {
-  return {
-    target: plan.units.target,
-    onRevive: (units) =>
-      say(`${units.join(", ")} dropped from the start (a unit it needs failed or restarted): starting ${plan.units.target} again`),
-  };
-}
-
-/**
- * The units that are inactive with no job queued for them: a start dropped them. (A unit waiting
- * for another to start is inactive too, but its start job is queued.) Empty where the manager
- * cannot list its jobs.
- */
-export async function droppedUnits(systemd: SystemdUser, states: readonly UnitState[]): Promise<string[]> {
-  const inactive = states.filter((s) => s.activeState === "inactive");
-  if (inactive.length === 0 || !systemd.queued) return [];
-  const queued = await systemd.queued();
-  return inactive.filter((s) => !queued.has(s.unit)).map((s) => s.unit);
-}
-
-/** A reviver's state: when it last started the target. */
-function reviving(systemd: SystemdUser, r: Reviver | undefined) {
-  let last = 0;
-  return async (states: UnitState[]) => {
-    if (!r || Date.now() - last < REVIVE_EVERY_MS) return;
-    const dropped = await droppedUnits(systemd, states);
-    if (dropped.length === 0) return;
-    last = Date.now();
-    await systemd.start([r.target]);
-    r.onRevive?.(dropped);
-  };
-}
-
-/**
- * A readiness probe: throws UnitFailedError for the first failing unit, in start order; with a
- * reviver, starts the target again when a start dropped a unit (Reviver).
- */
-export function unitProbe(systemd: SystemdUser, units: string[], revive?: Reviver): () => Promise<void> {
-  const again = reviving(systemd, revive);
-  return async () => {
-    const states = await unitStates(systemd, units);
-    throwIfFailing(states);
-    await again(states);
-  };
+/** A readiness probe: throws UnitFailedError for the first failing unit, in start order. */
+export function unitProbe(systemd: SystemdUser, units: string[]): () => Promise<void> {
+  return async () => throwIfFailing(await unitStates(systemd, units));
 }
 
 /** "failed (exit-code)", "activating (auto-restart), 1 restart": a unit's state in a few words. */
@@ -149,19 +90,11 @@ export async function describeUnitFailure(systemd: SystemdUser, units: string[],
  * server bootstrapped is "activating" for a while after the node is Ready. A failing unit ends the
  * wait at once; one still not active after `timeoutMs` is an error naming it.
  */
-export async function waitForUnitsActive(
-  systemd: SystemdUser,
-  units: string[],
-  timeoutMs: number,
-  signal?: AbortSignal,
-  revive?: Reviver,
-): Promise<void> {
+export async function waitForUnitsActive(systemd: SystemdUser, units: string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const end = Date.now() + timeoutMs;
-  const again = reviving(systemd, revive);
   for (;;) {
     const states = await unitStates(systemd, units);
     throwIfFailing(states);
-    await again(states);
     const waiting = states.filter((s) => s.activeState !== "active");
     if (waiting.length === 0) return;
     if (Date.now() >= end) {

@@ -386,6 +386,12 @@ function ownerUnit(plan: Plan, svc: NodeService): UnitFile {
           ...svc.pre.map((cmd): [string, string] => ["ExecStartPre", commandLine(cmd)]),
           ["ExecStart", commandLine(svc.exec)],
           ...svc.post.map((cmd): [string, string] => ["ExecStartPost", commandLine(cmd)]),
+          // The target started again each time the owner is up. When the owner dies during a start
+          // and systemd restarts it, the start jobs queued behind it end "dependency failed"
+          // (Requires=), and nothing else would start those units again (PartOf= restarts only
+          // what runs): at boot the node would stay down. --job-mode=fail never turns a pending
+          // stop back into a start; "-": its failure does not fail the owner.
+          ["ExecStartPost", `-${commandLine(["systemctl", "--user", "start", "--no-block", "--job-mode=fail", plan.units.target])}`],
           ["Restart", "on-failure"],
           ["RestartSec", svc.restartSec],
           ["TimeoutStartSec", svc.startTimeoutSec],

@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { lastLogLines, parseJobUnits, parseUnitState, unitLogFile } from "../../../cli/clients/systemd";
+import { lastLogLines, parseUnitState, unitLogFile } from "../../../cli/clients/systemd";
 import { isFailing } from "../../../cli/readiness/watch";
 import { tempDir } from "../../helpers/temp";
 
@@ -41,18 +41,5 @@ describe("lastLogLines", () => {
     writeFileSync(f, Array.from({ length: 50 }, (_, i) => `line ${i}`).join("\n") + "\n\n");
     expect(await lastLogLines(f, 3)).toEqual(["line 47", "line 48", "line 49"]);
     expect(await lastLogLines(join(d, "missing.log"), 3)).toBeNull();
-  });
-});
-
-describe("parseJobUnits", () => {
-  it("reads the units of `systemctl list-jobs --no-legend --plain`", () => {
-    // Columns as systemd 252 prints them: JOB UNIT TYPE STATE.
-    const out =
-      "1571 rootless-k8s-kube-apiserver.service start waiting\n1570 rootless-k8s-etcd.service   start running\n1569 rootless-k8s.target start waiting\n";
-    expect([...parseJobUnits(out)]).toEqual(["rootless-k8s-kube-apiserver.service", "rootless-k8s-etcd.service", "rootless-k8s.target"]);
-  });
-  it("finds none in 'No jobs running.' or nothing", () => {
-    expect(parseJobUnits("No jobs running.\n").size).toBe(0);
-    expect(parseJobUnits("").size).toBe(0);
   });
 });
