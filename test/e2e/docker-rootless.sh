@@ -6,9 +6,11 @@
 # cgroup driver (none on cgroup v1), and `install --dry-run --runtime docker` must offer Docker, or
 # refuse it for the reason doctor gives. Docker is stopped and its data removed afterwards.
 #
-#   test/e2e/docker-rootless.sh ROUTE [VERDICT-FILE]   (run as root, like scenarios.sh; needs $E2E_OPT)
+#   test/e2e/docker-rootless.sh ROUTE [VERDICT-FILE [run|path|stop]]   (run as root, like scenarios.sh; needs $E2E_OPT)
 #
 # VERDICT-FILE gets one line for the runtime × network matrix: "offered REASONS" or "refused REASON".
+# With E2E_DOCKER_KEEP=1, run leaves Docker running for a node (scenario docker, scenarios/install.sh);
+# `path` prints the PATH with Docker's binaries, `stop` stops Docker and removes its data.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091 # lib/common.sh: checked on its own
@@ -18,7 +20,9 @@ VERDICT=${2:-/dev/null}
 ROOTS=$E2E_CACHE/root
 U=$(user_uid)
 H=$(user_home)
-UNIT=rk8s-e2e-docker
+# docker.service: the unit dockerd-rootless-setuptool.sh installs, which a node on --runtime docker
+# runs with (the plan's owner unit).
+UNIT=docker
 
 unpack() {
   local p deb
@@ -97,6 +101,10 @@ main() {
   else
     fail docker "install --dry-run --runtime docker (exit $rc): $verdict"
   fi
+  [ "${E2E_DOCKER_KEEP:-}" = 1 ] && return
+  stop_and_check
+}
+stop_and_check() {
   stop_docker
   check docker "Docker is stopped and its data removed" test ! -e "$H/.local/share/docker"
 }
@@ -110,6 +118,13 @@ wait_docker() {
   return 1
 }
 
-info docker "route $ROUTE"
-main
+case "${3:-run}" in
+  run)
+    info docker "route $ROUTE"
+    main
+    ;;
+  path) docker_path ;;
+  stop) stop_and_check ;;
+  *) echo "usage: $0 ROUTE [VERDICT-FILE [run|path|stop]]" >&2; exit 2 ;;
+esac
 exit "$E2E_FAILS"

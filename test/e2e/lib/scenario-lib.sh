@@ -32,8 +32,12 @@ UNITS=(rootless-k8s.target rootless-k8s-rootlesskit.service rootless-k8s-etcd.se
 SCRATCH=/tmp/rk8s-e2e-$U
 install -d -m 0700 -o "$E2E_USER" -g "$E2E_USER" "$SCRATCH"
 
-# (RK8S_PATH: folders put before the PATH rootless-k8s sees, for a host tool of one matrix cell)
-rk8s() { as_user ${RK8S_PATH:+env PATH="$RK8S_PATH:$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"} "$E2E_OPT/bin/rootless-k8s" "$@"; }
+# (RK8S_PATH: folders put before the PATH rootless-k8s sees, for a host tool of one matrix cell;
+# RK8S_ENV: one VAR=VALUE more in its environment, as DOCKER_HOST for the Docker cell)
+rk8s() {
+  as_user env ${RK8S_ENV:+"$RK8S_ENV"} ${RK8S_PATH:+PATH="$RK8S_PATH:$E2E_OPT/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"} \
+    "$E2E_OPT/bin/rootless-k8s" "$@"
+}
 # has PATTERN CMD...: CMD's output matches PATTERN. The output is read whole first: `CMD | grep -q`
 # closes the pipe at the first match, and under pipefail the writer's SIGPIPE (exit 141) decided
 # the check (seen on the slow VM: kubectl logs, status --json, doctor --json).

@@ -1,5 +1,5 @@
 // Builds the e2e loopback mirror: the upstream components built from their Go modules
-// (test/e2e/build: Kubernetes, etcd, containerd, runc, CRI-O, CNI plugins, crictl, RootlessKit) and
+// (test/e2e/build: Kubernetes, etcd, containerd, runc, CRI-O, CNI plugins, crictl, cri-dockerd, RootlessKit) and
 // the few that no Go module serves taken from Debian 12 (slirp4netns, conmon) or built from a Debian
 // source package (crun; busybox for the test images, test/e2e/build/debian-source.mjs), packed in upstream's archive layouts at upstream's URL paths, with one manifest per
 // version set (schema of cli/fetch, docs/manifest.md) whose checksums are those of the files
@@ -365,6 +365,31 @@ export async function buildMirror({
             algorithm: "sha256",
           },
         ],
+      }),
+    );
+  }
+  // cri-dockerd (--runtime docker): cri-dockerd-{version}.{arch}.tgz with cri-dockerd/cri-dockerd, as
+  // Mirantis publishes it (no checksum file upstream: the manifest holds the served file's).
+  {
+    const v = c["cri-dockerd"].version;
+    const data = tarGz(
+      [{ path: "cri-dockerd", type: "dir" }, exe("cri-dockerd/cri-dockerd", file(c["cri-dockerd"].bin["cri-dockerd"]))],
+      1,
+    );
+    m.put(`https://github.com/Mirantis/cri-dockerd/releases/download/v${v}/cri-dockerd-${v}.${ARCH}.tgz`, data);
+    note("cri-dockerd", ["cri-dockerd"]);
+    common.push(
+      artifact({
+        id: "cri-dockerd",
+        component: "cri-dockerd",
+        version: v,
+        format: "tar.gz",
+        data,
+        source: built("cri-dockerd"),
+        when: { runtime: ["docker"] },
+        url: "https://github.com/Mirantis/cri-dockerd/releases/download/v{version}/cri-dockerd-{version}.{arch}.tgz",
+        binaries: [{ name: "cri-dockerd", path: "cri-dockerd/cri-dockerd" }],
+        sideFiles: [],
       }),
     );
   }

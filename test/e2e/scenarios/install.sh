@@ -6,12 +6,35 @@
 # --- scenarios ------------------------------------------------------------------------------------
 # --- scenarios ------------------------------------------------------------------------------------
 scenario_docker() {
-  local verdict=$STATE/docker-cell result reason
+  local verdict=$STATE/docker-cell result reason out rc
   rm -f "$verdict"
-  bash "$HERE/docker-rootless.sh" "$ROUTE" "$verdict"
+  E2E_DOCKER_KEEP=1 bash "$HERE/docker-rootless.sh" "$ROUTE" "$verdict"
   E2E_FAILS=$((E2E_FAILS + $?))
   # The Docker cell of the matrix: offered or refused by install --dry-run, and why.
   if read -r result reason <"$verdict"; then cell docker "dockerd's own" "$result" "$reason"; else cell docker "dockerd's own" fail "docker-rootless.sh gave no verdict"; fi
+  # Mode none with the user's Docker (issue 42): where the plan lets it through (dockerd on the
+  # systemd driver, cgroup v2), a real node must run on it, as every matrix cell does; where it
+  # refuses, the refusal is checked with its reason.
+  if [ "$result" = offered ] || [ "$MODE" = delegated ]; then
+    local -x RK8S_PATH RK8S_ENV=DOCKER_HOST=unix:///run/user/$U/docker.sock
+    RK8S_PATH=$(bash "$HERE/docker-rootless.sh" "$ROUTE" - path)
+    out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ]; then
+      info docker "install --dry-run --runtime docker --mode none offers it: $(grep -m1 -i 'docker' <<<"$out")"
+      MODE=none matrix_cell docker docker --runtime docker --mode none
+    else
+      check docker "install --dry-run --runtime docker --mode none is refused with exit 3 (got $rc) and a reason: $(grep -m1 . <<<"$out")" test "$rc" = 3
+    fi
+  fi
+  bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
+  E2E_FAILS=$((E2E_FAILS + $?))
+}
+docker_evidence() { # the kubelet's and cri-dockerd's own words, into $STATE and the output
+  save_logs cri-dockerd "$STATE/docker-cri-dockerd.log"
+  save_logs kubelet "$STATE/docker-kubelet.log"
+  grep -iE 'error|fail' "$STATE/docker-cri-dockerd.log" | tail -8 | sed 's/^/    | cri-dockerd: /'
+  grep -iE 'error|fail' "$STATE/docker-kubelet.log" | tail -8 | sed 's/^/    | kubelet: /'
 }
 
 scenario_interrupt_fetch() {

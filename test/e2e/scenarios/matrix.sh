@@ -14,6 +14,8 @@ json_string() { "$E2E_OPT/node" -e 'process.stdout.write(JSON.stringify(process.
 cell() { report "{\"route\":\"$ROUTE\",\"mode\":\"$MODE\",\"cell\":{\"runtime\":\"$1\",\"network\":\"$2\"},\"result\":\"$3\",\"reason\":$(json_string "$4")}"; }
 both_running() { [ "$(pod_phase web) $(pod_phase client)" = "Running Running" ]; }
 client_reaches() { local out; out=$(kc -n e2e exec client -- timeout 5 wget -qO- "http://$1/hostname" 2>&1) && [ "$out" = web ]; }
+# runtime_evidence RUNTIME: a failed cell's runtime's own words (crio_evidence, docker_evidence), where there are some
+runtime_evidence() { if declare -F "$1_evidence" >/dev/null; then "$1_evidence"; fi; }
 # matrix_cell RUNTIME NETWORK INSTALL-FLAGS...: a node of that cell runs pods, Services, DNS and exec.
 matrix_cell() {
   local rt=$1 net=$2 name="$1 × $2" log f0=$E2E_FAILS agn bb ip np got f published imgs=()
@@ -21,7 +23,7 @@ matrix_cell() {
   log=$STATE/matrix-$rt-$net.log
   if ! agn=$(image_name agnhost) || ! bb=$(image_name busybox); then fail matrix "no agnhost/busybox image in $IMAGES/images.json"; return; fi
   if ! check matrix "$name: install --yes $* is Ready" install_to "$log" "${FLAGS[@]}" "$@"; then
-    [ "$rt" = crio ] && crio_evidence
+    runtime_evidence "$rt"
     cell "$rt" "$net" fail "install: $(grep -m1 '^error' "$log" || tail -1 "$log")"
     rk8s uninstall --purge --yes >/dev/null 2>&1
     return
@@ -80,7 +82,7 @@ YAML
   local what="pod, Service, DNS, exec and the NodePort from the host work"
   [ "$published" = true ] || what="pod, Service, DNS and exec work; the NodePort is not published from the host, as the plan says"
   [ "$rt" = crio ] && what+=" (images put into CRI-O's store by the e2e's loader: image load refuses CRI-O)"
-  [ "$rt" = crio ] && [ "$E2E_FAILS" != "$f0" ] && crio_evidence
+  [ "$E2E_FAILS" != "$f0" ] && runtime_evidence "$rt"
   check matrix "$name: uninstall --purge --yes leaves nothing" rk8s uninstall --purge --yes
   if [ "$E2E_FAILS" = "$f0" ]; then cell "$rt" "$net" pass "$what"; else cell "$rt" "$net" fail "$((E2E_FAILS - f0)) checks failed (see the FAIL lines of $name)"; fi
 }
