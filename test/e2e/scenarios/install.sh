@@ -18,6 +18,10 @@ scenario_docker() {
   if [ "$result" = offered ] || [ "$MODE" = delegated ]; then
     local -x RK8S_PATH RK8S_ENV=DOCKER_HOST=unix:///run/user/$U/docker.sock
     RK8S_PATH=$(bash "$HERE/docker-rootless.sh" "$ROUTE" - path)
+    # The mirror's version set, not --kubernetes-version: that would take the built-in set's
+    # cri-dockerd (0.3.26, verified by its pin), which no Go module serves to build here; the
+    # mirror serves the v0.4.0 built from its module (docs/manifest.md).
+    local FLAGS=(--yes --manifest "$MANIFESTS/k8s-$V_INSTALL.json" --timeout "$TIMEOUT" "${SOURCE[@]}")
     out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
     rc=$?
     if [ "$rc" = 0 ]; then
