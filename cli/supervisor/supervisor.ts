@@ -5,7 +5,7 @@
 //   - A service that exits is restarted with backoff (service.ts); one that keeps failing stops the
 //     whole node and the supervisor, with its last log lines.
 //   - A service the others are PartOf= (the namespace owner) that exits takes them down first, and
-//     they start again once it is back.
+//     they start again once it is back; once it is up, whatever a failed start of it dropped starts too.
 //   - A stop stops members once everything that comes after them has stopped (reverse order, the
 //     owner last); when no member runs any more, the supervisor exits.
 //   - The control socket (HTTP on a unix socket, clients/supervisor.ts) serves the calls the
@@ -70,10 +70,14 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
       void takeDown(s.name);
     });
     service.on("active", () => {
-      const held = heldDown.get(s.name);
-      if (!held || stopping) return;
+      if (stopping) return;
+      const held = heldDown.get(s.name) ?? new Set<string>();
       heldDown.delete(s.name);
-      for (const d of order().filter((m) => held.has(m))) void startOne(d);
+      // An owner (what others are PartOf=) that is up starts the members not running, as its
+      // ExecStartPost= does under systemd: a failed start of it dropped the starts waiting for it.
+      const owner = order().some((m) => svc(m)!.spec.partOf.includes(s.name));
+      for (const d of order().filter((m) => held.has(m) || (owner && m !== s.name && !svc(m)!.running && !starting.has(m))))
+        void startOne(d);
     });
     service.on("gaveUp", () => void gaveUp(s.name));
     service.on("main", () => {

@@ -143,6 +143,32 @@ describe("rootless-k8s up's supervisor", () => {
     expect(round(all.slice(3))).toEqual(["a hello world", "b"]); // both again, after the owner's
   });
 
+  it("starts what a failed first start of the owner dropped, once the owner's restart is up (as the owner's ExecStartPost= does under systemd)", async () => {
+    const sock = path.join(dir, "owner.sock");
+    const died = path.join(dir, "owner-died-once");
+    // Its first start dies before it is ready (a start timeout, a kill); the restart comes up.
+    const owner = service(
+      "owner",
+      [
+        process.execPath,
+        "-e",
+        `const fs = require("fs"); if (!fs.existsSync(${JSON.stringify(died)})) { fs.writeFileSync(${JSON.stringify(died)}, ""); process.exit(1); }
+         fs.rmSync(${JSON.stringify(sock)}, { force: true }); require("net").createServer().listen(${JSON.stringify(sock)});`,
+      ],
+      { ready: { socket: sock }, killMode: "mixed" },
+    );
+    const a = service("a", mark("a"), { requires: ["owner"], partOf: ["owner"] });
+    const b = service("b", mark("b"), { requires: ["owner"], after: ["a"], partOf: ["owner"] });
+    const s = await start([owner, a, b]);
+    await waitFor(
+      () => ["owner", "a", "b"].every((u) => state(s, u).activeState === "active"),
+      15_000,
+      () => JSON.stringify(s.units()),
+    );
+    expect(existsSync(died)).toBe(true);
+    expect(state(s, "owner").nRestarts).toBe(1);
+  });
+
   it("stops in reverse order and leaves no process, a grandchild included; then exits 0", async () => {
     const s = await start([
       service("first", ["/bin/sh", "-c", `trap "echo first-stopped >>${marks()}; exit 0" TERM; sleep 1000 & wait`]),
