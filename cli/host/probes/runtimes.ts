@@ -27,12 +27,19 @@ async function toolAt(ctx: ProbeContext, p: string, args: string[], parse: Parse
   return { path: p, version: parse(text).version, raw: firstLine(text, rawLine) };
 }
 
+/**
+ * `docker info` asks the daemon for everything it knows: 3 s was too short on a loaded machine (a VM
+ * under emulation, 2026-12-07: doctor then said the daemon did not answer, while a run right after
+ * read it). A daemon that does not answer at all costs doctor this long.
+ */
+const DOCKER_INFO_TIMEOUT_MS = 10_000;
+
 async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
   const p = await findTool(ctx.host, "docker");
   if (!p) return null;
   // One `docker info` says it all on Docker 19.03+ (client block, server version, cgroup driver,
   // security options); `docker --version` only when it printed no client version (older clients).
-  const info = await probeRun(ctx, p, ["info"], 3000);
+  const info = await probeRun(ctx, p, ["info"], DOCKER_INFO_TIMEOUT_MS);
   const reading = parseDockerInfo(outputOf(info));
   if (!reading.clientVersion) {
     const dash = await probeRun(ctx, p, ["--version"]);
