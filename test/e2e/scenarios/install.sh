@@ -22,6 +22,7 @@ scenario_docker() {
     # cri-dockerd (0.3.26, verified by its pin), which no Go module serves to build here; the
     # mirror serves the v0.4.0 built from its module (docs/manifest.md).
     local FLAGS=(--yes --manifest "$MANIFESTS/k8s-$V_INSTALL.json" --timeout "$TIMEOUT" "${SOURCE[@]}")
+    info docker "the node's tools: docker is $(rk8s_which docker), for PATH $RK8S_PATH"
     out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
     rc=$?
     if [ "$rc" = 0 ]; then
@@ -34,6 +35,8 @@ scenario_docker() {
   bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
   E2E_FAILS=$((E2E_FAILS + $?))
 }
+# shellcheck disable=SC2016 # the inner shell's $1
+rk8s_which() { as_user env ${RK8S_PATH:+PATH="$RK8S_PATH"} sh -c 'command -v "$1" || echo "not on PATH"' sh "$1"; }
 docker_evidence() { # the kubelet's and cri-dockerd's own words, into $STATE and the output
   save_logs cri-dockerd "$STATE/docker-cri-dockerd.log"
   save_logs kubelet "$STATE/docker-kubelet.log"
