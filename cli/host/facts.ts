@@ -186,6 +186,11 @@ export interface DockerFacts extends ToolFacts {
   cgroupVersion: "1" | "2" | null;
   /** The daemon's socket (DOCKER_HOST or $XDG_RUNTIME_DIR/docker.sock). */
   socket: string | null;
+  /**
+   * The address of dockerd's RootlessKit network namespace (its tap0, "10.0.2.100/24" by default),
+   * read inside that namespace; null when it could not be read (older facts have no such field).
+   */
+  namespaceAddress?: string | null;
 }
 
 export interface IptablesFacts extends ToolFacts {

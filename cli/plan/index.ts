@@ -72,7 +72,9 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
   const { cidrs, namespaceCidr } = chooseCidrs(facts, options.avoidCidrs);
   const runtime = decideRuntime(facts, options, versions, mode.name, paths);
   const network =
-    runtime.name === "docker" ? dockerNetwork(options, ports) : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
+    runtime.name === "docker"
+      ? dockerNetwork(options, ports, facts.runtimes.docker?.namespaceAddress)
+      : decideNetwork(facts, options, versions, paths, ports, namespaceCidr);
   const proxy = decideProxy(facts);
   const hostAddresses = facts.network.addresses.filter((a) => !a.startsWith("127."));
   const plan: Omit<Plan, "units"> = {
@@ -206,7 +208,10 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
       problems.push({
         id: "cidr-overlap",
         message: `the ${what} network ${cidr} overlaps the host route ${hit.join(", ")}`,
-        fix: "re-run install without the old plan so it picks free networks (rootless-k8s uninstall, then install)",
+        fix:
+          what === "namespace" && plan.network.driver === "docker"
+            ? `that network is rootless dockerd's (its RootlessKit's): give it another one, e.g. \`systemctl --user edit docker.service\` with [Service] Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS=--cidr=${chooseCidrs(facts).namespaceCidr}, then \`systemctl --user restart docker\` and install again`
+            : "re-run install without the old plan so it picks free networks (rootless-k8s uninstall, then install)",
       });
     }
   }

@@ -186,29 +186,34 @@ export function apiServerAddress(options: Pick<PlanOptions, "nodeIP">): { hostIP
       };
 }
 
+/** slirp4netns' default network, the one dockerd-rootless.sh's RootlessKit takes unless told otherwise. */
+export const DOCKER_DEFAULT_NAMESPACE = "10.0.2.100/24";
+
 /**
- * The docker runtime: dockerd-rootless.sh's RootlessKit owns the network (slirp4netns' default
- * 10.0.2.0/24, the node at .100); rootless-k8s publishes the API port through its API.
+ * The docker runtime: dockerd-rootless.sh's RootlessKit owns the network, and the node takes its
+ * address as read inside that namespace (facts), else slirp4netns' default (10.0.2.0/24, the node
+ * at .100); rootless-k8s publishes the API port through its API.
  */
-export function dockerNetwork(options: PlanOptions, ports: Ports): NetworkPlan {
+export function dockerNetwork(options: PlanOptions, ports: Ports, namespaceAddress?: string | null): NetworkPlan {
   if (options.network) {
     throw new UserError(`--network ${options.network} does not apply to --runtime docker: dockerd's own RootlessKit chose the network`, {
       exitCode: ExitCode.Refused,
       fix: "drop --network (set DOCKERD_ROOTLESS_ROOTLESSKIT_NET for dockerd instead)",
     });
   }
-  const namespaceCidr = "10.0.2.0/24";
+  const address = namespaceAddress && parseCidr(namespaceAddress) ? namespaceAddress : DOCKER_DEFAULT_NAMESPACE;
+  const namespaceCidr = formatCidr(parseCidr(address)!);
   return {
     driver: "docker",
     binary: null,
     portDriver: "builtin",
     mtu: MTU,
     namespaceCidr,
-    namespaceIP: nthAddress(namespaceCidr, 100),
+    namespaceIP: address.split("/")[0]!,
     published: [{ hostIP: apiServerAddress(options).hostIP, hostPort: ports.apiServer, namespacePort: ports.apiServer, protocol: "tcp" }],
     forwardsAllPorts: false,
     reasons: [
-      "dockerd's RootlessKit (dockerd-rootless.sh) owns the network namespace the node joins",
+      `dockerd's RootlessKit (dockerd-rootless.sh) owns the network namespace the node joins: ${namespaceCidr}${namespaceAddress ? ", read inside it" : " (slirp4netns' default: it could not be read)"}`,
       `the API server port ${ports.apiServer} is published on ${apiServerAddress(options).hostIP} through that RootlessKit's API (rootlessctl add-ports): ${apiServerAddress(options).why}`,
     ],
   };

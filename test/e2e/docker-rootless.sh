@@ -53,8 +53,9 @@ main() {
   unpack
   path=$(docker_path)
   version=$(dpkg-deb -f "$(find "$E2E_CACHE/debs" -name 'docker.io_*.deb' | head -1)" Version)
+  # E2E_DOCKER_FLAGS: RootlessKit flags for dockerd-rootless.sh (DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS), as a user sets them in docker.service
   as_user systemd-run --user --unit="$UNIT" --collect -p Delegate=yes -p KillMode=mixed \
-    -E PATH="$path" -E XDG_RUNTIME_DIR="/run/user/$U" -E HOME="$H" \
+    -E PATH="$path" -E XDG_RUNTIME_DIR="/run/user/$U" -E HOME="$H" ${E2E_DOCKER_FLAGS:+-E DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="$E2E_DOCKER_FLAGS"} \
     "$ROOTS/docker.io/usr/share/docker.io/contrib/dockerd-rootless.sh" >/dev/null 2>&1
   if ! wait_docker "$path"; then
     fail docker "rootless dockerd $version did not start: $(as_user journalctl --user -u "$UNIT" -n 5 --no-pager 2>/dev/null | tail -3 | tr '\n' ' ')"

@@ -2,6 +2,7 @@
 // found on PATH (or in the sbin folders) are run, all at once, each with a timeout.
 import type { DockerFacts, IptablesFacts, PastaFacts, RuntimeFacts, ToolFacts } from "../facts";
 import { dockerRootless, dockerVersion, parseDockerDashVersion, parseDockerInfo } from "../parse/docker";
+import { parseIpAddr } from "../parse/ip-json";
 import * as v from "../parse/versions";
 import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
 
@@ -46,6 +47,8 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
     reading.clientVersion = parseDockerDashVersion(outputOf(dash));
   }
   const env = ctx.host.env;
+  const socket = env.DOCKER_HOST ?? (env.XDG_RUNTIME_DIR ? `unix://${env.XDG_RUNTIME_DIR}/docker.sock` : null);
+  const rootless = dockerRootless(reading);
   return {
     path: p,
     version: dockerVersion(reading),
@@ -53,11 +56,27 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
     clientVersion: v.upstreamVersion(reading.clientVersion),
     serverVersion: v.upstreamVersion(reading.serverVersion),
     serverReachable: reading.serverAnswered,
-    rootless: dockerRootless(reading),
+    rootless,
     cgroupDriver: reading.cgroupDriver,
     cgroupVersion: reading.cgroupVersion,
-    socket: env.DOCKER_HOST ?? (env.XDG_RUNTIME_DIR ? `unix://${env.XDG_RUNTIME_DIR}/docker.sock` : null),
+    socket,
+    namespaceAddress: rootless && reading.serverAnswered && socket ? await dockerNamespaceAddress(ctx, socket) : null,
   };
+}
+
+/**
+ * The address of rootless dockerd's network namespace, as the node on --runtime docker will see it:
+ * dockerd-rootless.sh's RootlessKit writes dockerd's pid beside its socket (docker.pid), and its
+ * tap0 holds the address (10.0.2.100/24 unless DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS gave --cidr).
+ * Read as Docker's docs enter it: `nsenter -U --preserve-credentials -n -t PID`; nothing is changed.
+ */
+export async function dockerNamespaceAddress(ctx: ProbeContext, socket: string): Promise<string | null> {
+  const dir = socket.replace(/^unix:\/\//, "").replace(/\/[^/]*$/, "");
+  const pid = (await ctx.host.readText(`${dir}/docker.pid`))?.trim();
+  const [nsenter, ip] = await Promise.all([findTool(ctx.host, "nsenter"), findTool(ctx.host, "ip")]);
+  if (!pid || !/^\d+$/.test(pid) || !nsenter || !ip) return null;
+  const r = await probeRun(ctx, nsenter, ["-U", "--preserve-credentials", "-n", "-t", pid, ip, "-j", "-4", "addr", "show", "dev", "tap0"]);
+  return parseIpAddr(outputOf(r))?.ipv4[0] ?? null;
 }
 
 async function pasta(ctx: ProbeContext): Promise<PastaFacts | null> {

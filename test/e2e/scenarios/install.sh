@@ -25,6 +25,18 @@ scenario_docker() {
     info docker "the node's tools: docker is $(rk8s_which docker), for PATH $RK8S_PATH"
     out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
     rc=$?
+    local cidr
+    cidr=$(grep -o 'ROOTLESSKIT_FLAGS=--cidr=[0-9./]*' <<<"$out" | head -1 | sed 's/.*--cidr=//')
+    if [ "$rc" = 3 ] && [ -n "$cidr" ]; then
+      # dockerd's RootlessKit on slirp4netns' default 10.0.2.0/24, this host's own network (qemu's):
+      # refused, with the fix that moves dockerd's network; then the fix, as a user applies it.
+      pass docker "mode none on dockerd's default network is refused, as it overlaps this host's: $(grep -m1 . <<<"$out"); the fix moves it to $cidr"
+      bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
+      E2E_DOCKER_KEEP=1 E2E_DOCKER_FLAGS=--cidr=$cidr bash "$HERE/docker-rootless.sh" "$ROUTE" /dev/null
+      out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
+      rc=$?
+      check docker "with dockerd restarted on $cidr, the node's plan takes that network (read inside dockerd's namespace): $(grep -m1 -i 'namespace' <<<"$out")" grep -q "$cidr" <<<"$out"
+    fi
     if [ "$rc" = 0 ]; then
       info docker "install --dry-run --runtime docker --mode none offers it: $(grep -m1 -i 'docker' <<<"$out")"
       MODE=none matrix_cell docker docker --runtime docker --mode none

@@ -165,6 +165,30 @@ describe("runtime", () => {
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
   });
 
+  it("docker: the node's namespace network is dockerd's, as read inside it; a host route over it is refused with the fix that moves dockerd's", () => {
+    // A VM on qemu's (or VirtualBox's) user network is 10.0.2.15/24: slirp4netns' default network too.
+    const onQemu = (namespaceAddress?: string) =>
+      withFacts(baseFacts(), (x) => {
+        x.cgroup.mode = "v2";
+        x.network.routes.push({ cidr: "10.0.2.0/24", iface: "enp0s2" });
+        x.runtimes.docker = rootlessDocker({ cgroupDriver: "systemd", cgroupVersion: "2", namespaceAddress });
+      });
+    const unread = onQemu();
+    const plan = buildPlan(unread, { runtime: "docker", mode: "none" }, versions);
+    expect(plan.network).toMatchObject({ namespaceCidr: "10.0.2.0/24", namespaceIP: "10.0.2.100" });
+    expect(plan.network.reasons[0]).toContain("slirp4netns' default: it could not be read");
+    const [overlap] = planProblems(plan, unread).filter((p) => p.id === "cidr-overlap");
+    expect(overlap?.message).toBe("the namespace network 10.0.2.0/24 overlaps the host route 10.0.2.0/24");
+    expect(overlap?.fix).toContain("Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS=--cidr=10.0.3.0/24");
+    expect(overlap?.fix).toContain("systemctl --user restart docker");
+    // dockerd started with --cidr=10.0.3.0/24: the node takes that network, and nothing overlaps.
+    const moved = onQemu("10.0.3.100/24");
+    const plan2 = buildPlan(moved, { runtime: "docker", mode: "none" }, versions);
+    expect(plan2.network).toMatchObject({ namespaceCidr: "10.0.3.0/24", namespaceIP: "10.0.3.100" });
+    expect(plan2.network.reasons[0]).toContain("10.0.3.0/24, read inside it");
+    expect(planProblems(plan2, moved).filter((p) => p.id === "cidr-overlap")).toEqual([]);
+  });
+
   it("refuses rootless Docker reporting cgroup driver none for a kubelet >= 1.34: cri-dockerd answers its RuntimeConfig with an error", () => {
     const docker = rootlessDocker({ cgroupDriver: "none" });
     const hybrid = withFacts(baseFacts(), (x) => (x.runtimes.docker = docker));
