@@ -17,7 +17,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSy
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildImages, containerdSandboxImage, criDockerdSandboxImage } from "./images/build-images.mjs";
+import { buildImages, containerdSandboxImage } from "./images/build-images.mjs";
 import { prepareConformance } from "../conformance/prepare.mjs";
 import { buildMirror } from "./mirror/build-mirror.mjs";
 
@@ -73,7 +73,6 @@ const built = (id) => {
 };
 const agn = built("agnhost");
 const ctd = built("containerd");
-const crid = built("cri-dockerd");
 const dns = built("coredns");
 const lpp = built("local-path-provisioner");
 const ms = built("metrics-server");
@@ -86,8 +85,7 @@ const images = buildImages({
   coredns: { path: dns.binaries.find((x) => x.name === "coredns").path, version: dns.version },
   localPath: { path: lpp.binaries.find((x) => x.name === "local-path-provisioner").path, version: lpp.version },
   metricsServer: { path: ms.binaries.find((x) => x.name === "metrics-server").path, version: ms.version },
-  // The runtimes' own default sandbox images (the product names none): containerd's, and cri-dockerd's for --runtime docker.
-  sandboxImages: [containerdSandboxImage(ctd.module, ctd.version), criDockerdSandboxImage(crid.module, crid.version)],
+  sandboxImages: [containerdSandboxImage(ctd.module, ctd.version)],
 });
 console.log(`images: ${images.map((i) => i.names.join(" = ")).join("; ")}`);
 // The add-on images the node runs, pinned by the digests of the archives built here (as the

@@ -122,7 +122,7 @@ export function buildImages({ out, kubernetes, agnhost, busybox, debs, coredns, 
       ["-Os", "-Wall", "-Werror", "-static", `-DVERSION=v${tag}-rk8s-e2e`, "-o", bin, join(src, "build/pause/linux/pause.c")],
       { stdio: ["ignore", "inherit", "inherit"] },
     );
-    const names = [...new Set([pauseName, ...sandboxImages])];
+    const names = [pauseName, ...sandboxImages.filter((n) => n !== pauseName)];
     write(
       "pause",
       names,
@@ -210,11 +210,4 @@ export function containerdSandboxImage(module, version) {
     } catch {}
   }
   throw new Error(`${module}@${version}: no DefaultSandboxImage found`);
-}
-
-/** cri-dockerd's default sandbox image (defaultSandboxImage in core/sandbox_helpers.go) at `version`. */
-export function criDockerdSandboxImage(module, version) {
-  const m = /defaultSandboxImage\s*=\s*"([^"]+)"/.exec(readFileSync(join(moduleDir(module, version), "core/sandbox_helpers.go"), "utf8"));
-  if (!m) throw new Error(`${module}@${version}: no defaultSandboxImage found`);
-  return m[1];
 }
