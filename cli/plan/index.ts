@@ -11,11 +11,11 @@ import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import { NFTABLES_PROXY, nftablesProxyBlocker } from "../host/kube-proxy";
 import { decideAddons } from "./addons";
-import { overlapping } from "./cidr";
+import { firstFree, overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
 import { evictionProblem } from "./eviction";
 import { decideMode } from "./mode";
-import { DEFAULT_PORTS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
+import { DEFAULT_PORTS, NAMESPACE_CIDRS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
 import { decideNode, decideNodeIP } from "./node";
 import { DEFAULT_NODE_PORTS } from "./node-ports";
 import { OVERLAY_UNIT, decideOverlay } from "./overlay";
@@ -210,7 +210,7 @@ export function planProblems(plan: Plan, facts: Facts, opts: ValidateOptions = {
         message: `the ${what} network ${cidr} overlaps the host route ${hit.join(", ")}`,
         fix:
           what === "namespace" && plan.network.driver === "docker"
-            ? `that network is rootless dockerd's (its RootlessKit's): give it another one, e.g. \`systemctl --user edit docker.service\` with [Service] Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS=--cidr=${chooseCidrs(facts).namespaceCidr}, then \`systemctl --user restart docker\` and install again`
+            ? `that network is rootless dockerd's (its RootlessKit's): give it another one, e.g. \`systemctl --user edit docker.service\` with [Service] Environment=DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS=--cidr=${firstFree(NAMESPACE_CIDRS, [...routes, plan.cidrs.pods, plan.cidrs.services]) ?? "<a free /24>"}, then \`systemctl --user restart docker\` and install again`
             : "re-run install without the old plan so it picks free networks (rootless-k8s uninstall, then install)",
       });
     }

@@ -3,6 +3,7 @@
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
+import { dockerPidFile, dockerSocketPath } from "../host/parse/docker";
 import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
 import { KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast, majorOf } from "./rules";
 import { requireVersion } from "./versions";
@@ -159,7 +160,7 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
     );
   }
   const runtimeBase = path.dirname(paths.runtimeDir);
-  const socket = d.socket?.replace(/^unix:\/\//, "") ?? path.join(runtimeBase, "docker.sock");
+  const socket = d.socket ? dockerSocketPath(d.socket) : path.join(runtimeBase, "docker.sock");
   const version = d.serverVersion ?? d.version ?? "0";
   return {
     name: "docker",
@@ -173,9 +174,7 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
     keyringPerContainer: true,
     docker: {
       socket,
-      // dockerd writes its pid next to its socket; Docker's rootless docs enter its namespaces
-      // with `nsenter -U --preserve-credentials -n -t $(cat $XDG_RUNTIME_DIR/docker.pid)`.
-      pidFile: path.join(path.dirname(socket), "docker.pid"),
+      pidFile: dockerPidFile(socket),
       unit: "docker.service",
     },
     snapshotter: null,

@@ -76,8 +76,7 @@ export async function createSupervisor(o: SupervisorOptions): Promise<Supervisor
       // An owner (what others are PartOf=) that is up starts the members not running, as its
       // ExecStartPost= does under systemd: a failed start of it dropped the starts waiting for it.
       const owner = order().some((m) => svc(m)!.spec.partOf.includes(s.name));
-      for (const d of order().filter((m) => held.has(m) || (owner && m !== s.name && !svc(m)!.running && !starting.has(m))))
-        void startOne(d);
+      for (const d of order().filter((m) => held.has(m) || (owner && !svc(m)!.running && !starting.has(m)))) void startOne(d);
     });
     service.on("gaveUp", () => void gaveUp(s.name));
     service.on("main", () => {

@@ -31,6 +31,7 @@ SUMMARY=()
 ROUTE_REPORTS=()
 # shellcheck disable=SC2317 # called from the traps below
 cleanup() {
+  [ -n "${VM_BG:-}" ] && kill "$VM_BG" 2>/dev/null # the VM route beside the host route (E2E_PARALLEL)
   bash "$HERE/vm-env.sh" down >/dev/null 2>&1
   bash "$HERE/host-env.sh" down >/dev/null 2>&1
 }
@@ -121,8 +122,6 @@ if [ "${E2E_PARALLEL:-0}" = 1 ] && [[ " $ROUTES " == *" vm "* ]] && [[ " $ROUTES
     echo $? >"$VM_LOG.rc"
   ) &
   VM_BG=$!
-  trap 'echo "e2e interrupted: stopping the VM and the test user manager" >&2; kill "$VM_BG" 2>/dev/null; cleanup; exit 130' INT
-  trap 'echo "e2e killed: stopping the VM and the test user manager" >&2; kill "$VM_BG" 2>/dev/null; cleanup; exit 143' TERM
   rm -f "$VM_LOG.rc"
   host_route
   info e2e "host route done; waiting for the VM route"

@@ -4,7 +4,22 @@
 //                        flat pre-1.8 form "Client version: 1.0.0" / "Server version: 1.0.0"
 //   `docker info`        "Server Version:", "Cgroup Driver:", "Cgroup Version:", "Security Options:"
 //                        (one line before 1.13, a list after), client block from 19.03
+import { posix } from "node:path";
 import { upstreamVersion } from "./versions";
+
+/** The file path of a Docker socket address ("unix:///run/user/1000/docker.sock" → "/run/user/1000/docker.sock"). */
+export function dockerSocketPath(socket: string): string {
+  return socket.replace(/^unix:\/\//, "");
+}
+
+/**
+ * Where rootless dockerd's pid is: beside its socket (dockerd-rootless.sh's RootlessKit writes
+ * docker.pid there); Docker's rootless docs enter its namespaces with
+ * `nsenter -U --preserve-credentials -n -t $(cat $XDG_RUNTIME_DIR/docker.pid)`.
+ */
+export function dockerPidFile(socketPath: string): string {
+  return posix.join(posix.dirname(socketPath), "docker.pid");
+}
 
 export interface DockerReading {
   clientVersion: string | null;

@@ -1,7 +1,7 @@
 // Container tools on the host and their versions, read from the plain text they print. Only tools
 // found on PATH (or in the sbin folders) are run, all at once, each with a timeout.
 import type { DockerFacts, IptablesFacts, PastaFacts, RuntimeFacts, ToolFacts } from "../facts";
-import { dockerRootless, dockerVersion, parseDockerDashVersion, parseDockerInfo } from "../parse/docker";
+import { dockerPidFile, dockerRootless, dockerSocketPath, dockerVersion, parseDockerDashVersion, parseDockerInfo } from "../parse/docker";
 import { parseIpAddr } from "../parse/ip-json";
 import * as v from "../parse/versions";
 import { findTool, outputOf, probeRun, type ProbeContext } from "./context";
@@ -66,13 +66,11 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
 
 /**
  * The address of rootless dockerd's network namespace, as the node on --runtime docker will see it:
- * dockerd-rootless.sh's RootlessKit writes dockerd's pid beside its socket (docker.pid), and its
- * tap0 holds the address (10.0.2.100/24 unless DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS gave --cidr).
+ * entered through dockerd's pid (dockerPidFile), its tap0 holds the address (10.0.2.100/24 unless DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS gave --cidr).
  * Read as Docker's docs enter it: `nsenter -U --preserve-credentials -n -t PID`; nothing is changed.
  */
 export async function dockerNamespaceAddress(ctx: ProbeContext, socket: string): Promise<string | null> {
-  const dir = socket.replace(/^unix:\/\//, "").replace(/\/[^/]*$/, "");
-  const pid = (await ctx.host.readText(`${dir}/docker.pid`))?.trim();
+  const pid = (await ctx.host.readText(dockerPidFile(dockerSocketPath(socket))))?.trim();
   const [nsenter, ip] = await Promise.all([findTool(ctx.host, "nsenter"), findTool(ctx.host, "ip")]);
   if (!pid || !/^\d+$/.test(pid) || !nsenter || !ip) return null;
   const r = await probeRun(ctx, nsenter, ["-U", "--preserve-credentials", "-n", "-t", pid, ip, "-j", "-4", "addr", "show", "dev", "tap0"]);

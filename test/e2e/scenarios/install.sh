@@ -23,7 +23,7 @@ scenario_docker() {
     # mirror serves the v0.4.0 built from its module (docs/manifest.md).
     local FLAGS=(--yes --manifest "$MANIFESTS/k8s-$V_INSTALL.json" --timeout "$TIMEOUT" "${SOURCE[@]}")
     info docker "the node's tools: docker is $(rk8s_which docker), for PATH $RK8S_PATH"
-    out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
+    out=$(docker_none_plan)
     rc=$?
     local cidr
     cidr=$(grep -o 'ROOTLESSKIT_FLAGS=--cidr=[0-9./]*' <<<"$out" | head -1 | sed 's/.*--cidr=//')
@@ -33,7 +33,7 @@ scenario_docker() {
       pass docker "mode none on dockerd's default network is refused, as it overlaps this host's: $(grep -m1 . <<<"$out"); the fix moves it to $cidr"
       bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
       E2E_DOCKER_KEEP=1 E2E_DOCKER_FLAGS=--cidr=$cidr bash "$HERE/docker-rootless.sh" "$ROUTE" /dev/null
-      out=$(rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1)
+      out=$(docker_none_plan)
       rc=$?
       check docker "with dockerd restarted on $cidr, the node's plan takes that network (read inside dockerd's namespace): $(grep -m1 -i 'namespace' <<<"$out")" grep -q "$cidr" <<<"$out"
     fi
@@ -47,6 +47,7 @@ scenario_docker() {
   bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
   E2E_FAILS=$((E2E_FAILS + $?))
 }
+docker_none_plan() { rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1; } # (FLAGS: the caller's)
 # shellcheck disable=SC2016 # the inner shell's $1
 rk8s_which() { as_user env ${RK8S_PATH:+PATH="$RK8S_PATH"} sh -c 'command -v "$1" || echo "not on PATH"' sh "$1"; }
 docker_evidence() { # the kubelet's and cri-dockerd's own words, into $STATE and the output
