@@ -8,7 +8,10 @@
 //               also tagged REPO@sha256:<its target digest>, as a pull names it, so a pod that
 //               names its image by digest (the add-ons', pinned) finds the loaded one (ctr's own
 //               --digests names the archive's index in containerd 2, not the image);
-//   docker      `docker load -i` on the user's rootless dockerd (cri-dockerd serves its images);
+//   docker      `docker load` on the user's rootless dockerd (cri-dockerd serves its images): with
+//               --input FILE, or, for an OCI layout without a `docker save` manifest.json (which
+//               `docker load` before Docker 25 needs), the archive on its stdin with one put in
+//               front (cli/fetch/docker-load.ts);
 //   crio        refused: loading into CRI-O's storage needs skopeo, which is not part of the set.
 // The socket lies in $XDG_RUNTIME_DIR on the host's side too (`status` talks CRI to it the same
 // way), so the loader runs on the host; the runtime reads the streamed archive and unpacks inside
@@ -17,7 +20,9 @@ import { spawn } from "node:child_process";
 import { constants, promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { ExitCode, UserError, messageOf } from "../errors";
+import type { Readable } from "node:stream";
 import { extractBundleImages } from "../fetch/bundle";
+import { dockerLoadStream } from "../fetch/docker-load";
 import { readImageArchive, type ArchiveImage, type ImageArchive } from "../fetch/image-archive";
 import { normalizeImageRef, parseImageRef } from "../fetch/image-ref";
 import type { Plan } from "../plan/plan";
@@ -55,8 +60,11 @@ export function targetDigest(listing: string, name: string): string | null {
   return null;
 }
 
-/** The exact command that loads `file` into the node's runtime. Pure: a function of the plan. */
-export function imageLoader(plan: Plan, file: string): LoaderCommand {
+/**
+ * The exact command that loads `file` into the node's runtime. Pure: a function of the plan.
+ * `stdin`: docker reads the archive from its standard input instead (dockerLoadStream).
+ */
+export function imageLoader(plan: Plan, file: string, { stdin = false }: { stdin?: boolean } = {}): LoaderCommand {
   const rt = plan.runtime;
   switch (rt.name) {
     case "containerd":
@@ -79,7 +87,7 @@ export function imageLoader(plan: Plan, file: string): LoaderCommand {
       };
     case "docker": {
       const socket = rt.docker?.socket ?? "";
-      return { cmd: "docker", argv: ["--host", `unix://${socket}`, "load", "--input", file], socket };
+      return { cmd: "docker", argv: ["--host", `unix://${socket}`, "load", ...(stdin ? [] : ["--input", file])], socket };
     }
     case "crio":
       throw new UserError(
@@ -150,14 +158,27 @@ async function preflight(plan: Plan, loader: LoaderCommand): Promise<void> {
   }
 }
 
-/** Runs one loader; resolves with its output, rejects with the last lines of its errors. */
-function runLoader(loader: LoaderCommand, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<string> {
+/** Runs one loader (`input`: its standard input); resolves with its output, rejects with the last lines of its errors. */
+function runLoader(loader: LoaderCommand, env: NodeJS.ProcessEnv, signal?: AbortSignal, input?: Readable | null): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(loader.cmd, loader.argv, { env, stdio: ["ignore", "pipe", "pipe"], ...(signal ? { signal } : {}) });
+    const child = spawn(loader.cmd, loader.argv, {
+      env,
+      stdio: [input ? "pipe" : "ignore", "pipe", "pipe"],
+      ...(signal ? { signal } : {}),
+    });
+    if (input && child.stdin) {
+      // A loader that stops reading (it failed) ends the pipe: its exit status says why, not EPIPE.
+      child.stdin.on("error", () => {});
+      input.on("error", (e) => {
+        child.stdin?.destroy();
+        reject(e);
+      });
+      input.pipe(child.stdin);
+    }
     let out = "";
     let err = "";
-    child.stdout.on("data", (d: Buffer) => (out = (out + d.toString("utf8")).slice(-65536)));
-    child.stderr.on("data", (d: Buffer) => (err = (err + d.toString("utf8")).slice(-65536)));
+    child.stdout?.on("data", (d: Buffer) => (out = (out + d.toString("utf8")).slice(-65536)));
+    child.stderr?.on("data", (d: Buffer) => (err = (err + d.toString("utf8")).slice(-65536)));
     child.on("error", (e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT") {
         reject(
@@ -208,10 +229,16 @@ const sameName = (tag: string, name: string) => normalizeImageRef(tag) === name;
 export async function loadImages(plan: Plan, archives: readonly ImageArchive[], opts: LoadOptions): Promise<LoadedImage[]> {
   const loaded: LoadedImage[] = [];
   for (const a of archives) {
-    const loader = imageLoader(plan, path.resolve(a.file));
-    await preflight(plan, loader);
+    const input = plan.runtime.name === "docker" ? await dockerLoadStream(a) : null;
+    const loader = imageLoader(plan, path.resolve(a.file), { stdin: input !== null });
     try {
-      await runLoader(loader, opts.env, opts.signal);
+      await preflight(plan, loader);
+    } catch (e) {
+      input?.destroy();
+      throw e;
+    }
+    try {
+      await runLoader(loader, opts.env, opts.signal, input);
     } catch (e) {
       if (e instanceof UserError) throw e;
       throw new UserError(`loading ${a.file} into ${plan.runtime.name} failed: ${messageOf(e)}`, {

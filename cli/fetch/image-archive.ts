@@ -29,12 +29,22 @@ export interface ArchiveImage {
    * `docker save` archive, which carries no manifest: the runtime makes one up on import.
    */
   digest: string | null;
+  /**
+   * OCI layouts only: the members holding the node's platform's config and layers, in order (what
+   * a `docker save` manifest.json names for the image); null for a `docker save` archive.
+   */
+  blobs: { config: string; layers: string[] } | null;
 }
 
 export interface ImageArchive {
   file: string;
   format: ImageArchiveFormat;
   images: ArchiveImage[];
+  /**
+   * Whether the archive has a `docker save` manifest.json (a classic one, or beside the OCI layout
+   * as Docker 25+ writes): what `docker load` before Docker 25 reads, and needs.
+   */
+  dockerManifest: boolean;
   /** sha256 of the whole file (only when read with `hash: true`, else null). */
   sha256: string | null;
   size: number;
@@ -133,7 +143,14 @@ export async function readImageArchive(file: string, opts: { arch: string; signa
         : "a tar without manifest.json (docker save) or oci-layout and index.json (OCI image layout)";
     throw bad(file, `not an image archive: ${what}`);
   }
-  return { file, format: oci ? "oci-layout" : "docker-save", images, sha256: opts.hash ? whole.digest("hex") : null, size: st.size };
+  return {
+    file,
+    format: oci ? "oci-layout" : "docker-save",
+    images,
+    dockerManifest: members.has("manifest.json"),
+    sha256: opts.hash ? whole.digest("hex") : null,
+    size: st.size,
+  };
 }
 
 interface Archive {
@@ -230,7 +247,12 @@ function ociName(a: Archive, d: Descriptor): string {
 }
 
 /** The config of the image for linux/<arch>, following an index if the descriptor is one. */
-function resolvePlatform(a: Archive, d: Descriptor, name: string, depth = 0): { id: string; platform: string } {
+function resolvePlatform(
+  a: Archive,
+  d: Descriptor,
+  name: string,
+  depth = 0,
+): { id: string; platform: string; blobs: { config: string; layers: string[] } } {
   const want = `linux/${a.arch}`;
   if (d.mediaType && INDEX_TYPES.has(d.mediaType)) {
     if (depth > 2) throw bad(a.file, `${name}: indexes nested too deep`);
@@ -250,8 +272,11 @@ function resolvePlatform(a: Archive, d: Descriptor, name: string, depth = 0): { 
   const manifest = jsonBlob(a, d, `${name}: the manifest`);
   const config = descriptor(a, manifest.config, `${name}: the manifest's config`);
   const cfg = jsonBlob(a, config, `${name}: the config`);
-  const layers = Array.isArray(manifest.layers) ? manifest.layers : [];
-  layers.forEach((l, i) => requireBlob(a, descriptor(a, l, `${name}: layer ${i + 1}`), `${name}: layer ${i + 1}`));
+  const layers = (Array.isArray(manifest.layers) ? manifest.layers : []).map((l, i) => {
+    const layer = descriptor(a, l, `${name}: layer ${i + 1}`);
+    requireBlob(a, layer, `${name}: layer ${i + 1}`);
+    return blobPath(a, layer.digest, `${name}: layer ${i + 1}`);
+  });
   const platform = platformOf(cfg as { os?: unknown; architecture?: unknown });
   if (platform !== want)
     throw bad(
@@ -259,7 +284,7 @@ function resolvePlatform(a: Archive, d: Descriptor, name: string, depth = 0): { 
       `${name} is an image for ${platform}, but the node runs ${want}`,
       `save the ${want} image: docker save --platform ${want} NAME:TAG`,
     );
-  return { id: config.digest, platform };
+  return { id: config.digest, platform, blobs: { config: blobPath(a, config.digest, `${name}: the config`), layers } };
 }
 
 // ---- docker save (manifest.json) ----------------------------------------------------------------
@@ -299,7 +324,7 @@ function dockerImages(a: Archive): ArchiveImage[] {
           `${name} is an image for ${platform}, but the node runs ${want}`,
           `save the ${want} image: docker save --platform ${want} NAME:TAG`,
         );
-      images.push({ name, id: `sha256:${configMember?.sha256 ?? ""}`, platform, digest: null });
+      images.push({ name, id: `sha256:${configMember?.sha256 ?? ""}`, platform, digest: null, blobs: null });
     }
   });
   return images;

@@ -53,6 +53,8 @@ describe("imageLoader", () => {
       argv: ["--host", "unix:///run/user/1000/docker.sock", "load", "--input", "/x"],
       socket: "/run/user/1000/docker.sock",
     });
+    // An OCI layout without manifest.json goes in on stdin, with one put in front (dockerLoadStream).
+    expect(imageLoader(plan, "/x", { stdin: true }).argv).toEqual(["--host", "unix:///run/user/1000/docker.sock", "load"]);
     const crio = buildPlan(baseFacts(), { runtime: "crio" }, versions);
     const e = userErrorFrom(() => imageLoader(crio, "/x"));
     expect(e.exitCode).toBe(3);

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { UserError } from "../../../cli/errors";
 import { readImageArchive } from "../../../cli/fetch/image-archive";
 import { normalizeImageRef } from "../../../cli/fetch/image-ref";
-import { dockerSaveArchive, ociArchive, ociImage, ociIndex, sha256 } from "../../helpers/image-archives";
+import { type BuiltImage, dockerSaveArchive, ociArchive, ociImage, ociIndex, sha256 } from "../../helpers/image-archives";
 import { tarBuffer } from "../../helpers/tar.mjs";
 import { tempDir } from "../../helpers/temp";
 
@@ -19,6 +19,8 @@ const file = (body: Buffer) => {
   return f;
 };
 const read = (body: Buffer, arch = "amd64") => readImageArchive(file(body), { arch });
+/** An ociImage's config and layer members, as the archive names them (blobs: [layer, config, manifest]). */
+const blobsOf = (img: BuiltImage) => ({ config: img.blobs[1]!.path, layers: [img.blobs[0]!.path] });
 
 async function refusal(body: Buffer, arch = "amd64"): Promise<UserError> {
   const e = await read(body, arch).then(
@@ -57,10 +59,11 @@ describe("docker save archives", () => {
     const a = await read(tar);
     expect(a.format).toBe("docker-save");
     expect(a.images).toEqual([
-      { name: "docker.io/library/busybox:1.36.1", id: ids[0], platform: "linux/amd64", digest: null },
-      { name: "example.com/team/tool:2", id: ids[0], platform: "linux/amd64", digest: null },
-      { name: "registry.k8s.io/pause:3.10", id: ids[1], platform: "linux/amd64", digest: null },
+      { name: "docker.io/library/busybox:1.36.1", id: ids[0], platform: "linux/amd64", digest: null, blobs: null },
+      { name: "example.com/team/tool:2", id: ids[0], platform: "linux/amd64", digest: null, blobs: null },
+      { name: "registry.k8s.io/pause:3.10", id: ids[1], platform: "linux/amd64", digest: null, blobs: null },
     ]);
+    expect(a.dockerManifest).toBe(true);
     expect(a.sha256).toBeNull();
   });
 
@@ -97,8 +100,9 @@ describe("OCI image layouts", () => {
       ]),
     );
     expect(a.format).toBe("oci-layout");
+    expect(a.dockerManifest).toBe(false);
     expect(a.images).toEqual([
-      { name: "docker.io/library/busybox:1.36.1", id: img.id, platform: "linux/amd64", digest: img.manifest.digest },
+      { name: "docker.io/library/busybox:1.36.1", id: img.id, platform: "linux/amd64", digest: img.manifest.digest, blobs: blobsOf(img) },
     ]);
   });
 
@@ -118,8 +122,12 @@ describe("OCI image layouts", () => {
     const body = ociArchive([{ image: index, annotations: { "io.containerd.image.name": "example.com/app:1" } }]);
     const digest = index.manifest.digest;
     expect(digest).not.toBe(amd.manifest.digest);
-    expect((await read(body, "amd64")).images).toEqual([{ name: "example.com/app:1", id: amd.id, platform: "linux/amd64", digest }]);
-    expect((await read(body, "arm64")).images).toEqual([{ name: "example.com/app:1", id: arm.id, platform: "linux/arm64", digest }]);
+    expect((await read(body, "amd64")).images).toEqual([
+      { name: "example.com/app:1", id: amd.id, platform: "linux/amd64", digest, blobs: blobsOf(amd) },
+    ]);
+    expect((await read(body, "arm64")).images).toEqual([
+      { name: "example.com/app:1", id: arm.id, platform: "linux/arm64", digest, blobs: blobsOf(arm) },
+    ]);
     const only = ociArchive([
       { image: ociIndex([{ image: arm, arch: "arm64" }]), annotations: { "io.containerd.image.name": "example.com/app:1" } },
     ]);
