@@ -186,6 +186,8 @@ export interface DockerFacts extends ToolFacts {
   cgroupVersion: "1" | "2" | null;
   /** The daemon's socket (DOCKER_HOST or $XDG_RUNTIME_DIR/docker.sock). */
   socket: string | null;
+  /** The uid that owns that socket file (stat); null when it is not a unix socket one can stat. */
+  socketOwner?: number | null;
   /**
    * The address of dockerd's RootlessKit network namespace (its tap0, "10.0.2.100/24" by default),
    * read inside that namespace; null when it could not be read (older facts have no such field).

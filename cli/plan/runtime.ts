@@ -132,6 +132,19 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
       "install rootless Docker (dockerd-rootless-setuptool.sh install), or use --runtime containerd",
     );
   }
+  // The node enters dockerd's namespaces through docker.pid beside its socket, and runs every pod in
+  // that daemon: it must be the user's own, on a unix socket.
+  const own =
+    "unset DOCKER_HOST, or point it at your own rootless dockerd (unix://$XDG_RUNTIME_DIR/docker.sock), or use --runtime containerd";
+  if (d.socket && !d.socket.startsWith("unix://") && d.socket.includes("://")) {
+    return refuse(`DOCKER_HOST is ${d.socket}, not a unix socket: the node must reach dockerd's own namespaces beside its socket`, own);
+  }
+  if (d.socketOwner != null && d.socketOwner !== facts.user.uid) {
+    return refuse(
+      `${d.socket ?? "the Docker socket"} belongs to uid ${d.socketOwner}, not to you (uid ${facts.user.uid}): the node would run in another user's dockerd`,
+      own,
+    );
+  }
   if (!d.serverReachable) {
     return refuse("the Docker daemon does not answer", "start it with `systemctl --user start docker`, or use --runtime containerd");
   }

@@ -60,6 +60,7 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
     cgroupDriver: reading.cgroupDriver,
     cgroupVersion: reading.cgroupVersion,
     socket,
+    socketOwner: socket?.startsWith("unix://") ? ((await ctx.host.stat(dockerSocketPath(socket)))?.uid ?? null) : null,
     namespaceAddress: rootless && reading.serverAnswered && socket ? await dockerNamespaceAddress(ctx, socket) : null,
   };
 }

@@ -12,6 +12,7 @@ scenario_docker() {
   E2E_FAILS=$((E2E_FAILS + $?))
   # The Docker cell of the matrix: offered or refused by install --dry-run, and why.
   if read -r result reason <"$verdict"; then cell docker "dockerd's own" "$result" "$reason"; else cell docker "dockerd's own" fail "docker-rootless.sh gave no verdict"; fi
+  docker_other_socket
   # Mode none with the user's Docker (issue 42): where the plan lets it through (dockerd on the
   # systemd driver, cgroup v2), a real node must run on it, as every matrix cell does; where it
   # refuses, the refusal is checked with its reason.
@@ -47,9 +48,32 @@ scenario_docker() {
   bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
   E2E_FAILS=$((E2E_FAILS + $?))
 }
+# Bad input (issue 42): DOCKER_HOST at another user's socket (one root binds here) is refused with
+# exit 3 and its reason, before anything is written.
+docker_other_socket() {
+  local sock=/tmp/rk8s-e2e-other-docker.sock out rc
+  rm -f "$sock"
+  python3 -c 'import os, socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666)' "$sock" || { fail docker "could not bind $sock"; return; }
+  out=$(RK8S_ENV=DOCKER_HOST=unix://$sock RK8S_PATH=$(bash "$HERE/docker-rootless.sh" "$ROUTE" - path) rk8s install --dry-run --runtime docker "${SOURCE[@]}" 2>&1)
+  rc=$?
+  rm -f "$sock"
+  check docker "DOCKER_HOST at root's socket is refused with exit 3 (got $rc): $(grep -m1 . <<<"$out")" test "$rc" = 3
+  check docker "the refusal names the socket's owner" grep -q "belongs to uid 0, not to you" <<<"$out"
+  check docker "nothing was written" test -z "$(ours_left)"
+}
 docker_none_plan() { rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1; } # (FLAGS: the caller's)
 # shellcheck disable=SC2016 # the inner shell's $1
 rk8s_which() { as_user env ${RK8S_PATH:+PATH="$RK8S_PATH"} sh -c 'command -v "$1" || echo "not on PATH"' sh "$1"; }
+# docker_sandbox CELL: the product sets no sandbox image, as for containerd and CRI-O: cri-dockerd's
+# default (its --help: --pod-infra-container-image) names it. The pause built here (Kubernetes'
+# pause.c, loaded under Kubernetes' tag) is tagged so too, as the registry would serve it.
+docker_sandbox() {
+  local want
+  want=$(as_user "$(receipt_value .plan.runtime.binary)" --help 2>&1 | grep -o 'pod-infra-container-image.*(default "[^"]*")' | sed 's/.*(default "//; s/")$//')
+  if [ -z "$want" ]; then fail matrix "$1: cri-dockerd --help names no default sandbox image"; return; fi
+  check matrix "$1: the pause image is also $want in dockerd (cri-dockerd's default sandbox image)" \
+    as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker tag "$(image_name pause)" "$want"
+}
 docker_evidence() { # the kubelet's and cri-dockerd's own words, into $STATE and the output
   save_logs cri-dockerd "$STATE/docker-cri-dockerd.log"
   save_logs kubelet "$STATE/docker-kubelet.log"

@@ -35,6 +35,7 @@ matrix_cell() {
   if [ "$rt" = crio ]; then crio_images "$name"; else
     for f in "$IMAGES"/*.tar; do imgs+=("$f"); done
     check matrix "$name: rootless-k8s image load (${#imgs[@]} archives)" rk8s image load "${imgs[@]}"
+    [ "$rt" = docker ] && docker_sandbox "$name"
   fi
   kc create namespace e2e >/dev/null 2>&1
   wait_for 60 kc -n e2e get serviceaccount default

@@ -5,7 +5,7 @@ import { firstFree, nthAddress, overlapping, parseCidr } from "../../../cli/plan
 import type { PlanOptions } from "../../../cli/plan/plan";
 import { userErrorFrom } from "../../helpers/errors";
 import { baseFacts, delegatedFacts, rootlessDocker, upstreamVersions, withFacts } from "./facts-builder";
-import type { Facts } from "../../../cli/host/facts";
+import type { DockerFacts, Facts } from "../../../cli/host/facts";
 import { firstNodeRange } from "../../../cli/plan/network";
 
 const versions = upstreamVersions();
@@ -163,6 +163,27 @@ describe("runtime", () => {
     );
     expect(plan.units.owner).toBe("docker.service");
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
+  });
+
+  it("refuses a DOCKER_HOST that is another user's socket, or not a unix socket (exit 3, one line, before anything is written)", () => {
+    const on = (over: Partial<DockerFacts>) =>
+      withFacts(baseFacts(), (x) => (x.runtimes.docker = rootlessDocker({ cgroupDriver: "systemd", cgroupVersion: "2", ...over })));
+    let e = userErrorFrom(() =>
+      buildPlan(on({ socket: "unix:///run/user/1002/docker.sock", socketOwner: 1002 }), { runtime: "docker", mode: "none" }, versions),
+    );
+    expect(e.exitCode).toBe(3);
+    expect(e.message).toBe(
+      "--runtime docker: unix:///run/user/1002/docker.sock belongs to uid 1002, not to you (uid 1000): the node would run in another user's dockerd",
+    );
+    expect(e.fix).toMatch(/^unset DOCKER_HOST, or point it at your own rootless dockerd/);
+    e = userErrorFrom(() =>
+      buildPlan(on({ socket: "tcp://127.0.0.1:2375", socketOwner: null }), { runtime: "docker", mode: "none" }, versions),
+    );
+    expect(e.exitCode).toBe(3);
+    expect(e.message).toMatch(/DOCKER_HOST is tcp:\/\/127.0.0.1:2375, not a unix socket/);
+    // The user's own socket: planned.
+    const plan = buildPlan(on({ socketOwner: 1000 }), { runtime: "docker", mode: "none" }, versions);
+    expect(plan.runtime.name).toBe("docker");
   });
 
   it("docker: the node's namespace network is dockerd's, as read inside it; a host route over it is refused with the fix that moves dockerd's", () => {
