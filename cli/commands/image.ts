@@ -60,10 +60,14 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
       }
     },
   });
-  // A loaded add-on image its pod cannot use: the pod names the pinned digest, the archive another.
-  const loaded = archives.flatMap((a, n) => a.images.map((i) => ({ name: i.name, digest: i.digest, file: files[n] as string })));
+  // A loaded add-on image its pod cannot use: the pod names the pinned digest, the archive another
+  // (or none: Docker's classic image store keeps no registry digest for a loaded image).
+  const docker = plan.runtime.name === "docker";
+  const loaded = archives.flatMap((a, n) =>
+    a.images.map((i) => ({ name: i.name, digest: docker ? null : i.digest, file: files[n] as string })),
+  );
   for (const g of addonImageGaps(addonImagePins(plan.addons), loaded).filter((g) => g.kind === "other-digest"))
-    ctx.out.err(`note: ${addonImageGapNote(g, "node")}`);
+    ctx.out.err(`note: ${addonImageGapNote(g, docker ? "docker" : "node")}`);
   if (unverified)
     ctx.out.err(
       `note: the runtime's CRI (${plan.runtime.criSocket}) did not answer, so the names were not checked against what the kubelet sees`,

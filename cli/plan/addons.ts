@@ -181,9 +181,10 @@ export function addonImageGaps(
 
 /**
  * What the user reads about one gap: why the add-on's pod cannot start offline, and the exact fix.
- * `where`: the archives go into a bundle, or were loaded into the node (only other-digest applies).
+ * `where`: the archives go into a bundle, or were loaded into the node (only other-digest applies),
+ * or into the user's Docker, which keeps no registry digest for what it loads (every pinned one).
  */
-export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node"): string {
+export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node" | "docker"): string {
   const use = ADDON_OF_IMAGE[g.id];
   const addon = `the ${use?.addon ?? g.id} add-on's image`;
   const off = use?.flag ?? "that add-on off";
@@ -194,6 +195,8 @@ export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node"): s
       : `docker save ${g.name} -o ${g.id}.tar`;
   if (g.kind === "missing")
     return `the bundle carries no ${g.name} (${addon}): offline its pod cannot start; add it with --image FILE (for example \`${save(g.digest)}\`), or install with ${off}`;
+  if (where === "docker")
+    return `Docker's classic image store keeps no registry digest for a loaded image, and the version set pins ${g.name}@${g.digest.slice(0, 19)}… (${addon}): its pod makes dockerd pull that digest; let dockerd reach the registry (\`docker pull ${g.name}@${g.digest}\`), or install with ${off}`;
   const held = g.have.map((d) => (d ? `as ${d.slice(0, 19)}…` : "with no registry digest (a classic docker save)")).join(", ");
   const short = g.digest.slice(0, 19);
   const into = where === "bundle" ? "the bundle" : "the node";

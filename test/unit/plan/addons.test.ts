@@ -288,6 +288,13 @@ describe("add-on images that archives do not provide as their pods name them", (
     );
   });
 
+  it("loaded into Docker, a pinned image loses its digest: the note says dockerd pulls it, and how to let it", () => {
+    const [g] = addonImageGaps([dns], [{ name: dns.name, digest: null, file: "coredns.tar" }]);
+    expect(addonImageGapNote(g!, "docker")).toBe(
+      `Docker's classic image store keeps no registry digest for a loaded image, and the version set pins ${dns.name}@${A.slice(0, 19)}… (the dns add-on's image): its pod makes dockerd pull that digest; let dockerd reach the registry (\`docker pull ${dns.name}@${A}\`), or install with --no-dns`,
+    );
+  });
+
   it("a missing image: a pinned one is saved with its registry digest, one by tag with docker save", () => {
     const [pinned, byTag] = addonImageGaps([dns, helper], []);
     expect(addonImageGapNote(pinned!, "bundle")).toContain(
