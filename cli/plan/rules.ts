@@ -14,7 +14,8 @@ export interface Floor {
  * Minimum runtime versions per mode. `none`: running without any cgroup permission
  * (kubernetes/enhancements#1084: Docker 19.03 moby#38050, containerd 1.3 containerd/cri#970,
  * CRI-O 1.12 cri-o#1729). `delegated`: cgroup v2 limits (kubelet-in-userns docs: containerd 1.4,
- * CRI-O 1.22; rootlesscontaine.rs: Docker 20.10).
+ * CRI-O 1.22). Docker in both: 23.0, the least cri-dockerd talks to (rootless Docker itself needs
+ * 19.03, and 20.10 for cgroup v2 limits).
  * The versions are the doctor's (cli/doctor/checks/runtimes.ts), so doctor and plan never disagree.
  */
 export const RUNTIME_FLOORS: Record<RuntimeName, Record<Mode, Floor>> = {
@@ -27,8 +28,14 @@ export const RUNTIME_FLOORS: Record<RuntimeName, Record<Mode, Floor>> = {
     delegated: { version: FLOORS.crio.delegated, why: "CRI-O enforces limits rootless from 1.22 (cri-o/cri-o#4528)" },
   },
   docker: {
-    none: { version: FLOORS.docker.none, why: "rootless Docker exists from 19.03 (moby/moby#38050)" },
-    delegated: { version: FLOORS.docker.delegated, why: "rootless Docker applies cgroup v2 limits from 20.10" },
+    none: {
+      version: FLOORS.docker.none,
+      why: "cri-dockerd needs Docker API 1.42, which Docker serves from 23.0 (Mirantis/cri-dockerd#346)",
+    },
+    delegated: {
+      version: FLOORS.docker.delegated,
+      why: "cri-dockerd needs Docker API 1.42, which Docker serves from 23.0 (Mirantis/cri-dockerd#346)",
+    },
   },
 };
 

@@ -5,7 +5,7 @@ import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import { dockerPidFile, dockerSocketPath } from "../host/parse/docker";
 import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
-import { KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast, majorOf } from "./rules";
+import { KUBELET_CGROUP_DRIVER_FROM_CRI, RUNTIME_FLOORS, atLeast, majorOf } from "./rules";
 import { requireVersion } from "./versions";
 
 /**
@@ -152,6 +152,15 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
     return refuse(
       d.rootless === false ? "the Docker daemon is not rootless" : "could not tell whether the Docker daemon is rootless",
       "point DOCKER_HOST at your rootless dockerd (unix://$XDG_RUNTIME_DIR/docker.sock), or use --runtime containerd",
+    );
+  }
+  // Before anything else about this daemon: cri-dockerd will not talk to it at all (it exits).
+  const floor = RUNTIME_FLOORS.docker[mode];
+  const have = d.serverVersion ?? d.version;
+  if (have && !atLeast(have, floor.version)) {
+    return refuse(
+      `Docker ${have} is older than ${floor.version}: ${floor.why}; cri-dockerd would exit at its start ("docker API version is older than 1.42.0")`,
+      "upgrade rootless Docker to 23.0 or later (Docker's own packages), or use --runtime containerd",
     );
   }
   // Since 1.34 the kubelet takes its cgroup driver from the runtime; cri-dockerd passes on dockerd's,

@@ -1,7 +1,7 @@
 // Container tools already on the host. The node brings its own containerd, runc, RootlessKit and
 // slirp4netns, so none of these is required; each is judged against what a node would need from
-// it in this host's mode (Docker >= 19.03, CRI-O >= 1.12, containerd >= 1.3 without cgroups;
-// Docker >= 20.10, CRI-O >= 1.22, containerd >= 1.4 with delegated cgroup v2), and kube-proxy
+// it in this host's mode (CRI-O >= 1.12, containerd >= 1.3 without cgroups; CRI-O >= 1.22,
+// containerd >= 1.4 with delegated cgroup v2; Docker >= 23.0 in both, as cri-dockerd needs), and kube-proxy
 // needs iptables inside the node's namespaces, or else nftables (kernel 5.13+, nft 1.0.1+).
 import { ok, skip, warn, type Check, type CheckResult } from "../check";
 import { cgroupAllows } from "../../host/cgroups";
@@ -19,7 +19,11 @@ export function cgroupCapability(f: Facts): CgroupCapability {
 }
 
 export const FLOORS: Record<"docker" | "containerd" | "crio", Record<CgroupCapability, string>> = {
-  docker: { none: "19.03", delegated: "20.10" },
+  // Rootless Docker exists from 19.03 (moby/moby#38050) and limits with cgroup v2 from 20.10, but a
+  // node reaches it through cri-dockerd, which needs Docker API 1.42, Docker 23 (Mirantis/cri-dockerd#346;
+  // seen on the e2e's VM: cri-dockerd 0.4.0 on Debian 12's 20.10.24 exits "docker API version is
+  // older than 1.42.0", 2026-12-07).
+  docker: { none: "23.0", delegated: "23.0" },
   containerd: { none: "1.3", delegated: "1.4" },
   crio: { none: "1.12", delegated: "1.22" },
 };

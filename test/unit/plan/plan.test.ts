@@ -390,15 +390,23 @@ describe("validatePlan refuses bad plans before anything is written", () => {
     expect(planProblems(plan, old).map((p) => p.id)).toContain("runtime-too-old");
   });
 
-  it("rootless Docker below 19.03 (none) or 20.10 (delegated)", () => {
+  it("rootless Docker below 23.0, the least cri-dockerd talks to: refused up front in both modes (exit 3), naming cri-dockerd's own error", () => {
     const docker = (v: string, f = baseFacts()) =>
       withFacts(f, (x) => {
-        x.runtimes.docker = rootlessDocker({ version: v, clientVersion: v, serverVersion: v, cgroupVersion: "2", socket: null });
+        x.runtimes.docker = rootlessDocker({ version: v, clientVersion: v, serverVersion: v, cgroupDriver: "systemd", cgroupVersion: "2" });
       });
-    const f1 = docker("19.03.15", delegatedFacts());
-    expect(planProblems(buildPlan(f1, { runtime: "docker" }, versions), f1)[0]?.message).toMatch(/docker 19\.03\.15 is below 20\.10,/);
-    const f2 = docker("19.03.15");
-    expect(planProblems(buildPlan(f2, { runtime: "docker" }, versions), f2)).toEqual([]);
+    for (const [f, mode] of [
+      [docker("20.10.24"), "none"],
+      [docker("22.06.0", delegatedFacts()), "delegated"],
+    ] as const) {
+      const e = userErrorFrom(() => buildPlan(f, { runtime: "docker", mode }, versions));
+      expect(e.exitCode).toBe(3);
+      expect(e.message).toMatch(/^--runtime docker: Docker (20\.10\.24|22\.06\.0) is older than 23\.0: cri-dockerd needs Docker API 1\.42/);
+      expect(e.message).toContain('"docker API version is older than 1.42.0"');
+      expect(e.fix).toMatch(/upgrade rootless Docker to 23\.0 or later/);
+    }
+    const f = docker("23.0.0");
+    expect(planProblems(buildPlan(f, { runtime: "docker", mode: "none" }, versions), f)).toEqual([]);
   });
 
   it("CRI-O in mode none on cgroup v2, v1 and hybrid alike: planned with an infra container for every pod, not refused", () => {
