@@ -24,19 +24,26 @@ H=$(user_home)
 # runs with (the plan's owner unit).
 UNIT=docker
 
+# Each package unpacked into $ROOTS/<its .deb's name>, so another version is another folder.
+root_of() { local deb; deb=$(cached_deb "$1") && echo "$ROOTS/$(basename "$deb" .deb)"; }
+
 unpack() {
-  local p deb
+  local p deb r
   for p in "${DOCKER_DEBS[@]}"; do
-    [ -e "$ROOTS/$p/.done" ] && continue
-    deb=$(cached_deb "$p")
-    rm -rf "${ROOTS:?}/$p" && mkdir -p "$ROOTS/$p" && dpkg-deb -x "$deb" "$ROOTS/$p" && touch "$ROOTS/$p/.done"
+    deb=$(cached_deb "$p") || { fail docker "cannot download $p (apt-get download)"; return 1; }
+    r=$ROOTS/$(basename "$deb" .deb)
+    [ -e "$r/.done" ] && continue
+    rm -rf "$r" && mkdir -p "$r" && dpkg-deb -x "$deb" "$r" && touch "$r/.done"
   done
   chmod -R a+rX "$ROOTS"
 }
 
 docker_path() {
-  local p d out=""
-  for p in "${DOCKER_DEBS[@]}"; do for d in usr/bin usr/sbin; do [ -d "$ROOTS/$p/$d" ] && out="$out:$ROOTS/$p/$d"; done; done
+  local p d r out=""
+  for p in "${DOCKER_DEBS[@]}"; do
+    r=$(root_of "$p")
+    for d in usr/bin usr/sbin; do [ -d "$r/$d" ] && out="$out:$r/$d"; done
+  done
   echo "${out#:}:/usr/sbin:/usr/bin:/sbin:/bin"
 }
 
@@ -50,13 +57,13 @@ stop_docker() {
 
 main() {
   local path version out json
-  unpack
+  unpack || return 1
   path=$(docker_path)
-  version=$(dpkg-deb -f "$(find "$E2E_CACHE/debs" -name 'docker.io_*.deb' | head -1)" Version)
+  version=$(dpkg-deb -f "$(cached_deb "${DOCKER_DEBS[0]}")" Version)
   # E2E_DOCKER_FLAGS: RootlessKit flags for dockerd-rootless.sh (DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS), as a user sets them in docker.service
   as_user systemd-run --user --unit="$UNIT" --collect -p Delegate=yes -p KillMode=mixed \
     -E PATH="$path" -E XDG_RUNTIME_DIR="/run/user/$U" -E HOME="$H" ${E2E_DOCKER_FLAGS:+-E DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="$E2E_DOCKER_FLAGS"} \
-    "$ROOTS/docker.io/usr/share/docker.io/contrib/dockerd-rootless.sh" >/dev/null 2>&1
+    "$(root_of "${DOCKER_DEBS[0]}")/usr/share/docker.io/contrib/dockerd-rootless.sh" >/dev/null 2>&1
   if ! wait_docker "$path"; then
     fail docker "rootless dockerd $version did not start: $(as_user journalctl --user -u "$UNIT" -n 5 --no-pager 2>/dev/null | tail -3 | tr '\n' ' ')"
     stop_docker

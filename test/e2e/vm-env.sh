@@ -41,12 +41,13 @@ down() {
   rm -f "$PIDFILE"
 }
 
-# guest_docker_debs DIR: the .debs docker-rootless.sh unpacks (DOCKER_DEBS), from the host's cache, into DIR.
+# guest_docker_debs CACHE: the .debs docker-rootless.sh unpacks (DOCKER_DEBS), from the host's cache,
+# into the guest's CACHE, each in the folder cached_deb looks in (deb_dir).
 guest_docker_debs() {
   local p deb
-  mkdir -p "$1"
   for p in "${DOCKER_DEBS[@]}"; do
-    deb=$(cached_deb "$p") && cp "$deb" "$1/" || return 1
+    deb=$(cached_deb "$p") || return 1
+    mkdir -p "$1/$(basename "$(deb_dir "$p")")" && cp "$deb" "$1/$(basename "$(deb_dir "$p")")/" || return 1
   done
 }
 
@@ -68,7 +69,7 @@ main() {
   # The docker scenario unpacks Debian's docker.io and its helpers from $E2E_CACHE/debs; the guest
   # reaches no archive, so the host downloads them and they go into the guest's cache.
   case " ${E2E_SCENARIOS:-} " in *" docker "*)
-    guest_docker_debs "$r/var/tmp/rk8s-e2e/debs" || { fail vm "cannot download Debian's docker.io and its helpers for the guest (apt-get download)"; return 1; } ;;
+    guest_docker_debs "$r/var/tmp/rk8s-e2e" || { fail vm "cannot download Debian's docker.io and its helpers for the guest (apt-get download)"; return 1; } ;;
   esac
   # Only what was chosen on the host; guest-job.sh has the defaults.
   : >"$r/opt/rk8s-e2e/e2e/job.env"

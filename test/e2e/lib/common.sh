@@ -64,16 +64,33 @@ apt_install() {
 }
 
 # Debian's docker.io and the helpers its dockerd-rootless.sh runs: the docker scenario unpacks them.
+# docker.io and its CLI (docker-cli) from Debian 13: Docker 26.1, whose dockerd and docker need only
+# glibc 2.34 and run on Debian 12. Debian 12's own docker.io is 20.10, which cri-dockerd refuses
+# (Docker API 1.42, Docker 23, is its least: Mirantis/cri-dockerd#346). The helpers are Debian 12's.
+# PKG@SUITE names a package of another suite.
 # shellcheck disable=SC2034 # used by docker-rootless.sh and vm-env.sh, which source this file
-DOCKER_DEBS=(docker.io tini containerd runc rootlesskit slirp4netns)
-# cached_deb PKG: the path of PKG's .deb in $E2E_CACHE/debs, downloaded there first (apt-get download) when missing.
+DOCKER_DEBS=(docker.io@trixie docker-cli@trixie tini containerd runc rootlesskit slirp4netns)
+# deb_dir PKG[@SUITE]: where cached_deb keeps it ($E2E_CACHE/debs, or debs-SUITE).
+deb_dir() { case $1 in *@*) echo "$E2E_CACHE/debs-${1#*@}" ;; *) echo "$E2E_CACHE/debs" ;; esac; }
+# cached_deb PKG[@SUITE]: the path of PKG's .deb in deb_dir, downloaded there first (apt-get download;
+# another suite through its own apt lists in $E2E_CACHE/apt-SUITE, signed as the machine's own are,
+# by debian-archive-keyring) when missing.
 cached_deb() {
-  local deb
-  mkdir -p "$E2E_CACHE/debs"
-  deb=$(find "$E2E_CACHE/debs" -name "${1}_*.deb" | head -1)
+  local deb dir pkg=${1%@*} suite apt=()
+  dir=$(deb_dir "$1")
+  mkdir -p "$dir"
+  deb=$(find "$dir" -name "${pkg}_*.deb" | head -1)
   if [ -z "$deb" ]; then
-    (cd "$E2E_CACHE/debs" && { apt-get download "$1" >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get download "$1" >/dev/null 2>&1; }; })
-    deb=$(find "$E2E_CACHE/debs" -name "${1}_*.deb" | head -1)
+    if [[ $1 == *@* ]]; then
+      suite=${1#*@}
+      mkdir -p "$E2E_CACHE/apt-$suite/lists/partial" "$E2E_CACHE/apt-$suite/archives/partial"
+      echo "deb http://deb.debian.org/debian $suite main" >"$E2E_CACHE/apt-$suite/sources.list"
+      apt=(-o "Dir::Etc::SourceList=$E2E_CACHE/apt-$suite/sources.list" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::State=$E2E_CACHE/apt-$suite" -o "Dir::Cache=$E2E_CACHE/apt-$suite" -o APT::Sandbox::User=root)
+      compgen -G "$E2E_CACHE/apt-$suite/lists/*_Packages*" >/dev/null || apt-get "${apt[@]}" update >/dev/null 2>&1
+    fi
+    (cd "$dir" && { apt-get "${apt[@]}" download "$pkg" >/dev/null 2>&1 || { apt-get "${apt[@]}" update >/dev/null 2>&1 && apt-get "${apt[@]}" download "$pkg" >/dev/null 2>&1; }; })
+    deb=$(find "$dir" -name "${pkg}_*.deb" | head -1)
   fi
   [ -n "$deb" ] && echo "$deb"
 }
