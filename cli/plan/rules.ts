@@ -18,6 +18,9 @@ export interface Floor {
  * 19.03, and 20.10 for cgroup v2 limits).
  * The versions are the doctor's (cli/doctor/checks/runtimes.ts), so doctor and plan never disagree.
  */
+/** Why Docker's floor is the same in both modes: what cri-dockerd talks to. */
+const CRI_DOCKERD_NEEDS = "cri-dockerd needs Docker API 1.42, which Docker serves from 23.0 (Mirantis/cri-dockerd#346)";
+
 export const RUNTIME_FLOORS: Record<RuntimeName, Record<Mode, Floor>> = {
   containerd: {
     none: { version: FLOORS.containerd.none, why: "rootless containerd without cgroups needs 1.3 (containerd/cri#970)" },
@@ -28,14 +31,8 @@ export const RUNTIME_FLOORS: Record<RuntimeName, Record<Mode, Floor>> = {
     delegated: { version: FLOORS.crio.delegated, why: "CRI-O enforces limits rootless from 1.22 (cri-o/cri-o#4528)" },
   },
   docker: {
-    none: {
-      version: FLOORS.docker.none,
-      why: "cri-dockerd needs Docker API 1.42, which Docker serves from 23.0 (Mirantis/cri-dockerd#346)",
-    },
-    delegated: {
-      version: FLOORS.docker.delegated,
-      why: "cri-dockerd needs Docker API 1.42, which Docker serves from 23.0 (Mirantis/cri-dockerd#346)",
-    },
+    none: { version: FLOORS.docker.none, why: CRI_DOCKERD_NEEDS },
+    delegated: { version: FLOORS.docker.delegated, why: CRI_DOCKERD_NEEDS },
   },
 };
 

@@ -160,7 +160,7 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
   if (have && !atLeast(have, floor.version)) {
     return refuse(
       `Docker ${have} is older than ${floor.version}: ${floor.why}; cri-dockerd would exit at its start ("docker API version is older than 1.42.0")`,
-      "upgrade rootless Docker to 23.0 or later (Docker's own packages), or use --runtime containerd",
+      `upgrade rootless Docker to ${floor.version} or later (Docker's own packages), or use --runtime containerd`,
     );
   }
   // Since 1.34 the kubelet takes its cgroup driver from the runtime; cri-dockerd passes on dockerd's,
