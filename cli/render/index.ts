@@ -17,7 +17,14 @@ import { renderNetworkPolicyConfig } from "./network-policy";
 import { PORTS_USER, renderPortsConfig } from "./ports";
 import { APPROVER_USER } from "./approver-rbac";
 import { cniConflist, containerdConfig, crioConfig, crioPolicy, renderToml } from "./runtime-configs";
-import { ociRuntimeWrapper, renderChildScript, renderEnterScript, renderNetwatchScript, renderPublishScript } from "./scripts";
+import {
+  ociRuntimeWrapper,
+  renderChildScript,
+  renderEnterScript,
+  renderKubeletNsScript,
+  renderNetwatchScript,
+  renderPublishScript,
+} from "./scripts";
 import { renderUnits } from "./units";
 import { hasAuthenticationConfig, renderAuthenticationConfig } from "./authentication";
 
@@ -111,13 +118,10 @@ function renderScripts(plan: Plan): RenderedFile[] {
   const l = layout(plan);
   const files: RenderedFile[] = [{ path: l.scripts.enter, content: renderEnterScript(plan), mode: EXECUTABLE, kind: "script" }];
   if (plan.runtime.name === "docker")
-    files.push({
-      path: l.scripts.publish,
-      content: renderPublishScript(plan),
-      mode: EXECUTABLE,
-      kind: "script",
-      unit: plan.units.apiServer,
-    });
+    files.push(
+      { path: l.scripts.publish, content: renderPublishScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.apiServer },
+      { path: l.scripts.kubeletNs, content: renderKubeletNsScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.kubelet },
+    );
   else files.push({ path: l.scripts.child, content: renderChildScript(plan), mode: EXECUTABLE, kind: "script", unit: plan.units.owner });
   const netwatch = renderNetwatchScript(plan);
   if (netwatch) files.push({ path: l.scripts.netwatch, content: netwatch, mode: EXECUTABLE, kind: "script", unit: plan.units.owner });

@@ -47,6 +47,8 @@ export function layout(plan: Plan) {
       enter: path.join(libexecDir, "rootless-k8s-enter"),
       /** docker runtime: publishes the API port through dockerd's RootlessKit. */
       publish: path.join(libexecDir, "rootless-k8s-publish"),
+      /** docker runtime: the kubelet's own mount namespace under dockerd's (its own /var/lib). */
+      kubeletNs: path.join(libexecDir, "rootless-k8s-kubelet-ns"),
       /** The owner unit's watch on the network driver RootlessKit started (slirp4netns, pasta). */
       netwatch: path.join(libexecDir, "rootless-k8s-netwatch"),
       /** containerd 2 in mode none: crun with --cgroup-manager=disabled, as the shim's BinaryName. */
@@ -67,6 +69,8 @@ export function layout(plan: Plan) {
     run: {
       containerd: path.join(runtimeDir, "containerd"),
       crio: path.join(runtimeDir, "crio"),
+      /** docker runtime: where the kubelet's mount namespace keeps dockerd's /var/lib under its own. */
+      kubeletHostVarLib: path.join(runtimeDir, "kubelet-host-var-lib"),
       /** What the port publisher published, skipped and could not publish (read by `status`). */
       portsState: path.join(runtimeDir, "ports-state.json"),
       /** The overlay's peers and whether each answered through it (read by join and status). */

@@ -176,6 +176,59 @@ export function renderEnterScript(plan: Plan): string {
   ].join("\n");
 }
 
+/** The first word after which rootless-k8s-kubelet-ns knows it runs in the kubelet's own namespace. */
+const IN_OWN_NAMESPACE = "--in-own-mount-namespace";
+
+/**
+ * docker runtime only: the kubelet enters dockerd's namespaces, where /var/lib is the host's and not
+ * ours to write, yet the kubelet's device manager keeps its socket under /var/lib/kubelet/device-plugins
+ * whatever its --root-dir (pluginapi.DevicePluginPath); it stopped there with "mkdir /var/lib/kubelet:
+ * permission denied". So the kubelet gets a mount namespace of its own below dockerd's, with its own
+ * /var/lib: a tmpfs whose entries link to dockerd's (as RootlessKit's --copy-up does) and whose kubelet
+ * folder is the node's. Its --root-dir stays the node's real folder, the path dockerd resolves when it
+ * bind-mounts a pod's volumes, and that folder is a shared mount in dockerd's namespace: the volumes the
+ * kubelet mounts (Secrets, projected tokens) reach dockerd.
+ */
+export function renderKubeletNsScript(plan: Plan): string {
+  const l = layout(plan);
+  const name = "rootless-k8s-kubelet-ns";
+  return [
+    HEADER(name, [
+      "docker runtime: runs the kubelet in a mount namespace of its own, below dockerd's, whose /var/lib is",
+      "the node's (the device manager's socket folder /var/lib/kubelet/device-plugins is fixed).",
+      `Usage (inside dockerd's namespaces): ${name} KUBELET [ARG...]`,
+    ]),
+    `state=${shQuote(l.data.kubelet)}`,
+    `if [ "\${1:-}" != ${IN_OWN_NAMESPACE} ]; then`,
+    "  # In dockerd's mount namespace: the kubelet's folder, a shared mount, so that what the kubelet",
+    "  # mounts there from its own namespace (Secret and token volumes) is what dockerd bind-mounts.",
+    '  if ! findmnt --mountpoint "$state" >/dev/null 2>&1; then mount --bind "$state" "$state"; fi',
+    '  mount --make-shared "$state"',
+    `  exec unshare --mount --propagation unchanged "$0" ${IN_OWN_NAMESPACE} "$@"`,
+    "fi",
+    "shift",
+    "",
+    "# The kubelet's own namespace. The mount that holds /var/lib stops sending to dockerd's namespace",
+    "# (in case it was shared), then /var/lib becomes a tmpfs linking to dockerd's entries.",
+    'mount --make-slave "$(findmnt -n -o TARGET --target /var/lib)"',
+    `host=${shQuote(l.run.kubeletHostVarLib)}`,
+    'mkdir -p "$host"',
+    'mount --rbind /var/lib "$host"',
+    "mount -t tmpfs -o mode=0755 rootless-k8s /var/lib",
+    'for e in "$host"/* "$host"/.[!.]*; do',
+    '  if [ -e "$e" ] || [ -L "$e" ]; then ln -s "$e" "/var/lib/${e##*/}"; fi',
+    "done",
+    "rm -f /var/lib/kubelet",
+    "mkdir /var/lib/kubelet",
+    'mount --bind "$state" /var/lib/kubelet',
+    "",
+    "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
+    "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
+    'exec "$@"',
+    "",
+  ].join("\n");
+}
+
 /** The name of the network driver process RootlessKit runs and the owner unit watches, or null (builtin, docker). */
 export function watchedDriver(plan: Plan): string | null {
   return plan.network.binary && !plan.runtime.docker ? path.basename(plan.network.binary) : null;

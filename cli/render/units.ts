@@ -127,7 +127,8 @@ function componentUnits(plan: Plan): ComponentUnit[] {
       unit: u.kubelet,
       description: `kubelet ${k8s} (mode ${plan.mode.name})`,
       documentation: docs("kubelet"),
-      args: kubeletArgs(plan),
+      // docker: through its own mount namespace below dockerd's (cli/render/scripts.ts).
+      args: [...(plan.runtime.docker ? [layout(plan).scripts.kubeletNs] : []), ...kubeletArgs(plan)],
       extraArgs: "KUBELET_EXTRA_ARGS",
       after: [...(worker ? [] : [u.apiServer]), ...(u.criDockerd ? [u.criDockerd] : [])],
       kubeconfig: layout(plan).kubeconfigs.kubelet,

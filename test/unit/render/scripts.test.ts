@@ -2,7 +2,7 @@
 // installed; CI installs it) finds nothing, for every combination's scripts. The child script's
 // Service-range guard runs with the real iptables in a new user and network namespace.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { closeSync, copyFileSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { generatePki, renderNode } from "../../../cli/render/index";
@@ -35,10 +35,13 @@ describe("rendered helper scripts", () => {
       const { plan } = planCombo(combo, await comboFacts(combo));
       if (!plan) continue;
       const scripts = renderNode(plan, await generatePki(plan)).filter((f) => f.kind === "script");
-      // the enter script, the child (or docker's publish) script, in mode none with containerd 2 crun's
-      // wrapper, and the network driver's watch where RootlessKit runs a driver process
+      // the enter script, the child (or docker's publish and kubelet-ns) script, in mode none with
+      // containerd 2 crun's wrapper, and the network driver's watch where RootlessKit runs a driver process
       expect(scripts.length).toBe(
-        2 + (plan.runtime.ociRuntime?.cgroupManager ? 1 : 0) + (plan.network.binary && !plan.runtime.docker ? 1 : 0),
+        2 +
+          (plan.runtime.docker ? 1 : 0) +
+          (plan.runtime.ociRuntime?.cgroupManager ? 1 : 0) +
+          (plan.network.binary && !plan.runtime.docker ? 1 : 0),
       );
       for (const s of scripts) {
         const text = s.content.toString();
@@ -87,6 +90,52 @@ describe("rendered helper scripts", () => {
     expect(guardOf(text)).toBe("");
     expect(text).not.toContain("iptables");
   });
+
+  it("docker: gives the kubelet its own /var/lib below dockerd's mount namespace, and its volume mounts reach dockerd's", async () => {
+    const combo = COMBOS.find((c) => c.name === "none-docker");
+    if (!combo) throw new Error("no combination none-docker");
+    const { plan } = planCombo(combo, await comboFacts(combo));
+    const file = renderNode(plan!, await generatePki(plan!)).find((f) => f.path.endsWith("/rootless-k8s-kubelet-ns"));
+    if (!file) throw new Error("no kubelet-ns script");
+    const dir = tempDir();
+    const state = join(dir, "kubelet");
+    mkdirSync(state);
+    // The node's folders, moved into the test's temporary folder.
+    const script = file.content
+      .toString()
+      .replace(/^state=.*$/m, `state=${shQuote(state)}`)
+      .replace(/^host=.*$/m, `host=${shQuote(join(dir, "host-var-lib"))}`);
+    writeFileSync(join(dir, "kubelet-ns"), script, { mode: 0o755 });
+    // What the "kubelet" does in its namespace: writes the device manager's folder through
+    // /var/lib/kubelet, mounts a Secret-like tmpfs under its root dir, and looks at /var/lib.
+    const kubelet = [
+      `[ "$(stat -c %d:%i /var/lib/kubelet)" = "$(stat -c %d:%i ${state})" ] && echo own-kubelet-folder`,
+      "mkdir -p /var/lib/kubelet/device-plugins && : > /var/lib/kubelet/device-plugins/kubelet.sock",
+      "[ -L /var/lib/dpkg ] && [ -d /var/lib/dpkg/info ] && echo host-entries-linked",
+      `mkdir -p ${state}/pods/v && mount -t tmpfs secret ${state}/pods/v && echo token > ${state}/pods/v/token`,
+      `: > ${state}/mounted`,
+      "exec sleep 5",
+    ].join("\n");
+    writeFileSync(join(dir, "fake-kubelet"), kubelet);
+    // The outer namespaces stand in for dockerd's: a user and mount namespace whose / is not shared.
+    const outer = [
+      `sh ${join(dir, "kubelet-ns")} sh ${join(dir, "fake-kubelet")} &`,
+      `i=0; until [ -e ${state}/mounted ] || [ $i -gt 50 ]; do sleep 0.1; i=$((i+1)); done`,
+      `echo "dockerd sees: $(cat ${state}/pods/v/token)"`,
+      "findmnt -n --mountpoint /var/lib >/dev/null || echo dockerd-var-lib-untouched",
+      "kill $!; wait",
+    ].join("\n");
+    const r = spawnSync("unshare", ["--user", "--map-root-user", "--mount", "sh", "-c", outer], { encoding: "utf8", timeout: 20_000 });
+    expect(r.stderr, r.stdout).toBe("");
+    expect(r.stdout.split("\n").filter(Boolean)).toEqual([
+      "own-kubelet-folder",
+      "host-entries-linked",
+      "dockerd sees: token",
+      "dockerd-var-lib-untouched",
+    ]);
+    // The device manager's socket landed in the node's own folder, on disk.
+    expect(existsSync(join(state, "device-plugins", "kubelet.sock"))).toBe(true);
+  }, 30_000);
 
   it("quotes words for sh so that any path survives", () => {
     expect(shQuote("/home/alice/x")).toBe("/home/alice/x");
