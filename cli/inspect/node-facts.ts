@@ -1,6 +1,7 @@
 // What `doctor --node` judges (cli/doctor/checks/node.ts), read from the node as it runs: the
 // units and readiness (as `status` reads them), the owner unit's cgroup files, the snapshotter the
 // runtime reports over CRI, /readyz through every published port, and the linger flag. Changes nothing.
+import { ANSWER_MS } from "./answer";
 import { promises as fsp } from "node:fs";
 import { serviceManager } from "../clients/supervisor";
 import { selfCommand } from "../self-command";
@@ -90,7 +91,7 @@ async function askPorts(plan: Plan): Promise<NodeFacts["ports"]> {
     const host = p.hostIP === "0.0.0.0" ? "127.0.0.1" : p.hostIP;
     const client = apiClient({ ...creds, server: `https://${host}:${p.hostPort}` });
     try {
-      const r = await client.get("/readyz", 3000);
+      const r = await client.get("/readyz", ANSWER_MS);
       answers.push({ host, hostPort: p.hostPort, namespacePort: p.namespacePort, status: r.status, error: null });
     } catch (e) {
       answers.push({

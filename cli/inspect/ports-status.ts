@@ -4,6 +4,7 @@
 // with the reason the publisher recorded (taken on the host, below ip_unprivileged_port_start,
 // another owner, SCTP). Read-only. The state file, not a recomputation from the API, because only
 // the publisher saw RootlessKit's refusals and the sysctl it judged by.
+import { ANSWER_MS } from "./answer";
 import * as path from "node:path";
 import type { PortsState, UnpublishedPort } from "../agents/ports-controller";
 import { describePortSpec, rootlessKitClient, type RootlessKitClient } from "../clients/rootlesskit";
@@ -62,7 +63,7 @@ export async function portsStatus(plan: Plan, client?: RootlessKitClient): Promi
     : null;
   if (!p?.enabled) return { publisher, published: null, unpublished: [], updated: null, detail: null };
   const state = await readStateFile<PortsState>(layout(plan).run.portsState);
-  const rk = client ?? rootlessKitClient(path.join(plan.paths.rootlesskitStateDir, "api.sock"), { timeoutMs: 3000 });
+  const rk = client ?? rootlessKitClient(path.join(plan.paths.rootlesskitStateDir, "api.sock"), { timeoutMs: ANSWER_MS });
   const apiPorts = plan.network.published.map((x) => x.hostPort);
   let published: PublishedPortView[] | null = null;
   let detail: string | null = state ? state.error : `${plan.units.ports ?? "the ports unit"} has written no state yet`;

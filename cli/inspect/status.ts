@@ -1,6 +1,7 @@
 // The state of the installed node, read without changing anything: the receipt (what was
 // installed), systemd (what runs), the API (readiness and the node's conditions) and the runtime
 // (answering CRI). `status` prints it; `doctor --node` and upgrade build on it.
+import { ANSWER_MS } from "./answer";
 import { nodePortsOf, rangeText } from "../plan/node-ports";
 import { supervisorOf, type SupervisorKind } from "../plan/supervisor";
 import { serviceManager } from "../clients/supervisor";
@@ -92,11 +93,11 @@ export async function nodeStatus(
     const client = plan.role === "worker" ? await workerClient(plan) : apiClient(await readKubeconfig(plan.paths.adminKubeconfig));
     if (!client) throw new Error("the kubelet has no certificate yet (TLS bootstrap did not finish)");
     api.url = client.server;
-    const r = await client.get("/readyz", 3000);
+    const r = await client.get("/readyz", ANSWER_MS);
     api.ready = r.status === 200;
     api.detail = api.ready ? "/readyz ok" : `/readyz HTTP ${r.status}: ${r.body.trim().split("\n").slice(-2).join(" ")}`;
     if (api.ready) {
-      const n = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, 3000);
+      const n = await client.get(`/api/v1/nodes/${encodeURIComponent(plan.node.name)}`, ANSWER_MS);
       if (n.status === 200) nodeView = parseNode(n.body);
       else problems.push(`the node ${plan.node.name} is not registered (HTTP ${n.status})`);
       if (plan.role !== "worker") addons = await addonReadiness(client, plan);
@@ -114,7 +115,7 @@ export async function nodeStatus(
 
   const cri = { answering: false, version: null as string | null, detail: null as string | null };
   if (plan.runtime.name !== "docker" || plan.runtime.criSocket) {
-    const c = criClient(plan.runtime.criSocket, 3000);
+    const c = criClient(plan.runtime.criSocket, ANSWER_MS);
     try {
       const v = await c.version();
       cri.answering = true;
