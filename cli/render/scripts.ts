@@ -185,9 +185,10 @@ const IN_OWN_NAMESPACE = "--in-own-mount-namespace";
  * whatever its --root-dir (pluginapi.DevicePluginPath); it stopped there with "mkdir /var/lib/kubelet:
  * permission denied". So the kubelet gets a mount namespace of its own below dockerd's, with its own
  * /var/lib: a tmpfs whose entries link to dockerd's (as RootlessKit's --copy-up does) and whose kubelet
- * folder is the node's. Its --root-dir stays the node's real folder, the path dockerd resolves when it
- * bind-mounts a pod's volumes, and that folder is a shared mount in dockerd's namespace: the volumes the
- * kubelet mounts (Secrets, projected tokens) reach dockerd.
+ * folder is the node's; /var/log/containers is fixed too ("mkdir /var/log/containers: permission
+ * denied" next), so its /var/log is the node's. Its --root-dir stays the node's real folder, the path
+ * dockerd resolves when it bind-mounts a pod's volumes, and that folder is a shared mount in dockerd's
+ * namespace: the volumes the kubelet mounts (Secrets, projected tokens) reach dockerd.
  */
 export function renderKubeletNsScript(plan: Plan): string {
   const l = layout(plan);
@@ -221,6 +222,9 @@ export function renderKubeletNsScript(plan: Plan): string {
     "rm -f /var/lib/kubelet",
     "mkdir /var/lib/kubelet",
     'mount --bind "$state" /var/lib/kubelet',
+    "# Its /var/log too: it links each container's log into /var/log/containers, a fixed path",
+    "# (kuberuntime's ContainerLogsDir); the pods' logs are under the node's real folder (podLogsDir).",
+    `mount --bind ${shQuote(l.data.log)} /var/log`,
     "",
     "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
     "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",

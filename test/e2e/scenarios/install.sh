@@ -74,6 +74,31 @@ docker_sandbox() {
   check matrix "$1: the pause image is also $want in dockerd (cri-dockerd's default sandbox image)" \
     as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker tag "$(image_name pause)" "$want"
 }
+# docker_cell_more CELL BUSYBOX: what the docker cell proves beyond the others' (issue 42): kubectl logs
+# through cri-dockerd's log links, and where a container's limit lands: with dockerd on the systemd
+# driver, the container's own docker-<id>.scope in the user's systemd, set by dockerd itself.
+docker_cell_more() {
+  local name=$1 id pid cg max
+  check matrix "$name: kubectl logs reads the container's log (cri-dockerd's link under the kubelet's podLogsDir)" \
+    has "Started HTTP server" kc -n e2e logs web
+  apply <<YAML || return
+apiVersion: v1
+kind: Pod
+metadata: {name: limited, namespace: e2e}
+spec:
+  containers:
+  - {name: c, image: $2, imagePullPolicy: Never, command: ["sleep", "86400"], resources: {limits: {memory: 64Mi, cpu: 250m}}}
+YAML
+  check matrix "$name: a pod with limits runs" wait_for "$TIMEOUT" phase_is limited Running
+  id=$(as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker ps -q --filter label=io.kubernetes.pod.name=limited --filter label=io.kubernetes.container.name=c)
+  pid=$(as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker inspect -f '{{.State.Pid}}' "$id" 2>&1)
+  cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2>/dev/null)
+  max=$(cat "/sys/fs/cgroup$cg/memory.max" 2>&1)
+  report "{\"route\":\"$ROUTE\",\"dockerLimitedContainer\":{\"cgroup\":\"$cg\",\"memoryMax\":\"$max\"}}"
+  check matrix "$name: dockerd put the limited container in its own scope ($cg)" grep -q "docker-$id.*\\.scope$" <<<"$cg"
+  check matrix "$name: its memory.max is the pod's limit, 64Mi ($max)" test "$max" = 67108864
+  kc -n e2e delete pod limited --wait=false >/dev/null 2>&1
+}
 docker_evidence() { # the kubelet's and cri-dockerd's own words, into $STATE and the output
   save_logs cri-dockerd "$STATE/docker-cri-dockerd.log"
   save_logs kubelet "$STATE/docker-kubelet.log"

@@ -69,6 +69,7 @@ YAML
   check matrix "$name: the client reaches it by name (web.e2e.svc, the dns add-on)" wait_for 180 client_reaches web.e2e.svc.cluster.local
   got=$(kc -n e2e exec client -- hostname 2>&1)
   check matrix "$name: kubectl exec runs in the container (hostname: $got)" test "$got" = client
+  [ "$rt" = docker ] && docker_cell_more "$name" "$bb"
   np=$(kc -n e2e get svc web -o 'jsonpath={.spec.ports[0].nodePort}')
   published=$(receipt_value .plan.publish.enabled)
   if [ "$published" = true ]; then

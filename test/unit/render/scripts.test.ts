@@ -99,18 +99,22 @@ describe("rendered helper scripts", () => {
     if (!file) throw new Error("no kubelet-ns script");
     const dir = tempDir();
     const state = join(dir, "kubelet");
+    const log = join(dir, "log");
     mkdirSync(state);
+    mkdirSync(log);
     // The node's folders, moved into the test's temporary folder.
     const script = file.content
       .toString()
       .replace(/^state=.*$/m, `state=${shQuote(state)}`)
-      .replace(/^host=.*$/m, `host=${shQuote(join(dir, "host-var-lib"))}`);
+      .replace(/^host=.*$/m, `host=${shQuote(join(dir, "host-var-lib"))}`)
+      .replace(/^mount --bind \S+ \/var\/log$/m, `mount --bind ${shQuote(log)} /var/log`);
     writeFileSync(join(dir, "kubelet-ns"), script, { mode: 0o755 });
     // What the "kubelet" does in its namespace: writes the device manager's folder through
-    // /var/lib/kubelet, mounts a Secret-like tmpfs under its root dir, and looks at /var/lib.
+    // /var/lib/kubelet and its log links' folder in /var/log, mounts a Secret-like tmpfs under its root dir, and looks at /var/lib.
     const kubelet = [
       `[ "$(stat -c %d:%i /var/lib/kubelet)" = "$(stat -c %d:%i ${state})" ] && echo own-kubelet-folder`,
       "mkdir -p /var/lib/kubelet/device-plugins && : > /var/lib/kubelet/device-plugins/kubelet.sock",
+      "mkdir /var/log/containers",
       "[ -L /var/lib/dpkg ] && [ -d /var/lib/dpkg/info ] && echo host-entries-linked",
       `mkdir -p ${state}/pods/v && mount -t tmpfs secret ${state}/pods/v && echo token > ${state}/pods/v/token`,
       `: > ${state}/mounted`,
@@ -135,6 +139,8 @@ describe("rendered helper scripts", () => {
     ]);
     // The device manager's socket landed in the node's own folder, on disk.
     expect(existsSync(join(state, "device-plugins", "kubelet.sock"))).toBe(true);
+    // and the kubelet's fixed /var/log/containers in the node's log folder.
+    expect(existsSync(join(log, "containers"))).toBe(true);
   }, 30_000);
 
   it("quotes words for sh so that any path survives", () => {
