@@ -7,7 +7,7 @@ import { fsStats } from "../host/fs-stats";
 import { KUBELET_MAX_PODS, podBoundOfLimits } from "../doctor/checks/limits";
 import { evictionDecision } from "./eviction";
 import type { KubeletPlan, Mode, PlanOptions, VersionSet } from "./plan";
-import { FAIL_CGROUP_V1_SINCE, KUBELET_CGROUP_DRIVER_FROM_CRI, atLeast } from "./rules";
+import { FAIL_CGROUP_V1_SINCE, KUBELET_CGROUP_DRIVER_FROM_CRI, KUBELET_WEBSOCKETS_SINCE, atLeast } from "./rules";
 
 /** maxPods, when the user's limits allow fewer than the kubelet's 110 pods for this runtime; with its reason. */
 function maxPodsDecision(facts: Facts, runtime: string): { maxPods?: number; reasons: string[] } {
@@ -34,6 +34,12 @@ export function decideKubelet(facts: Facts, mode: Mode, options: PlanOptions, ve
   const { maxPods, reasons: maxPodsReasons } = maxPodsDecision(facts, runtime);
   reasons.push(...maxPodsReasons);
   const pods = maxPods === undefined ? {} : { maxPods };
+  if (runtime === "docker" && atLeast(options.kubelet?.version ?? k8s, KUBELET_WEBSOCKETS_SINCE)) {
+    featureGates.ExtendWebSocketsToKubelet = false;
+    reasons.push(
+      "ExtendWebSocketsToKubelet: false: the kubelet would dial cri-dockerd's streaming URL, which has no scheme, as https and kubectl exec and attach would fail (Mirantis/cri-dockerd#560); the API server translates them instead",
+    );
+  }
   const localStorageCapacityIsolation = stats.readable;
   reasons.push(
     stats.readable

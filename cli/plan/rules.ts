@@ -73,6 +73,16 @@ export const ROOTLESSKIT_NETWORK_FLOORS: Record<NetworkDriver, Floor> = {
 export const KUBELET_CGROUP_DRIVER_FROM_CRI = "1.34.0";
 
 /**
+ * Since 1.36 (ExtendWebSocketsToKubelet, beta and on, a feature the node declares) the API server
+ * hands kubectl's WebSocket exec and attach to the kubelet, whose translator dials the runtime's
+ * streaming URL. cri-dockerd's URL has no scheme ("//[::]:PORT/cri/exec/TOKEN", a relative BaseURL
+ * from dockershim's days) and is dialled as https: "server gave HTTP response to HTTPS client"
+ * (Mirantis/cri-dockerd#560, #569; seen on the e2e's VM). With the gate off in the kubelet the node
+ * does not declare it, and the API server translates, as before 1.36.
+ */
+export const KUBELET_WEBSOCKETS_SINCE = "1.36.0";
+
+/**
  * The API server takes anonymous.conditions in --authentication-config (AnonymousAuthConfigurableEndpoints,
  * GA and locked on in 1.34; apiserver.config.k8s.io/v1 AuthenticationConfiguration, GA in 1.34).
  */

@@ -186,6 +186,18 @@ describe("runtime", () => {
     expect(plan.runtime.name).toBe("docker");
   });
 
+  it("docker with a kubelet >= 1.36: ExtendWebSocketsToKubelet off, so the API server translates exec (cri-dockerd's streaming URL has no scheme)", () => {
+    const facts = withFacts(baseFacts(), (x) => (x.runtimes.docker = rootlessDocker({ cgroupDriver: "systemd", cgroupVersion: "2" })));
+    const plan = buildPlan(facts, { runtime: "docker", mode: "none" }, versions);
+    expect(versions.components.kubernetes).toMatch(/^1\.(3[6-9]|[4-9]\d)\./);
+    expect(plan.kubelet.featureGates).toEqual({ KubeletInUserNamespace: true, ExtendWebSocketsToKubelet: false });
+    expect(plan.kubelet.reasons.join("\n")).toContain("Mirantis/cri-dockerd#560");
+    // Only for cri-dockerd: containerd's and CRI-O's URLs carry their scheme.
+    expect(buildPlan(facts, { runtime: "containerd", mode: "none" }, versions).kubelet.featureGates).toEqual({
+      KubeletInUserNamespace: true,
+    });
+  });
+
   it("docker: the node's namespace network is dockerd's, as read inside it; a host route over it is refused with the fix that moves dockerd's", () => {
     // A VM on qemu's (or VirtualBox's) user network is 10.0.2.15/24: slirp4netns' default network too.
     const onQemu = (namespaceAddress?: string) =>
