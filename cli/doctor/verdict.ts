@@ -16,6 +16,19 @@ export const NONE_GIVES_UP: readonly string[] = [
   "no per-pod metrics: kubectl top pods shows every pod with the CPU and memory of the cgroup all pods share, not its own (kubectl top nodes is right)",
 ];
 
+/**
+ * What replaces the first of NONE_GIVES_UP when the node runs in the user's dockerd on its systemd
+ * cgroup driver: dockerd puts each container in a docker-<id>.scope of the user's systemd with its
+ * limits (on the e2e's VM a pod limited to 64Mi had memory.max 67108864 there).
+ */
+export const NONE_DOCKER_LIMITS =
+  "per-container limits only: dockerd (its systemd cgroup driver) sets each container's CPU and memory limits in its own docker-<id>.scope; no pod-level cgroup or limit";
+
+/** Mode none's list, for a node whose containers dockerd limits (dockerdLimits) or not. */
+export function noneGivesUp(dockerdLimits: boolean): string[] {
+  return dockerdLimits ? [NONE_DOCKER_LIMITS, ...NONE_GIVES_UP.slice(1)] : [...NONE_GIVES_UP];
+}
+
 export function decideMode(facts: Facts, outcomes: readonly CheckOutcome[]): { mode: Mode; reasons: string[]; givesUp: string[] } {
   const blockers = outcomes.filter((o) => o.blocks && o.status === "fail");
   if (blockers.length) return { mode: "blocked", reasons: blockers.map((o) => `${o.label}: ${o.summary}`), givesUp: [] };

@@ -34,7 +34,11 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     rt.source === "host" ? `the user's (${t(rt.binary)})` : "bundled",
     rt.containerdConfigVersion ? `config version ${rt.containerdConfigVersion}` : null,
     rt.snapshotter ? `snapshotter ${rt.snapshotter.name}` : null,
-    rt.disableCgroup ? "no cgroup writes" : "cgroups of the delegated subtree",
+    rt.docker?.cgroupDriver === "systemd"
+      ? "container limits by dockerd (a docker-<id>.scope each, through your systemd)"
+      : rt.disableCgroup
+        ? "no cgroup writes"
+        : "cgroups of the delegated subtree",
   ].filter(Boolean);
   item("Runtime", `${rt.name} ${rt.version}: ${runtimeDetails.join(", ")}`, [...rt.reasons, ...(rt.snapshotter?.reasons ?? [])]);
   item(

@@ -14,6 +14,7 @@ import { decideAddons } from "./addons";
 import { firstFree, overlapping } from "./cidr";
 import { decideKubelet } from "./kubelet";
 import { evictionProblem } from "./eviction";
+import { noneGivesUp } from "../doctor/verdict";
 import { decideMode } from "./mode";
 import { DEFAULT_PORTS, NAMESPACE_CIDRS, chooseCidrs, decideNetwork, dockerNetwork, hostRouteCidrs } from "./network";
 import { decideNode, decideNodeIP } from "./node";
@@ -81,7 +82,8 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
     schemaVersion: PLAN_SCHEMA_VERSION,
     user: { name: facts.user.name, uid: facts.user.uid, gid: facts.user.gid },
     arch: facts.arch,
-    mode,
+    // dockerd on its systemd driver limits each container: mode none gives up less (doctor/verdict.ts).
+    mode: mode.name === "none" && runtime.docker?.cgroupDriver === "systemd" ? { ...mode, givesUp: noneGivesUp(true) } : mode,
     versions,
     rootlesskit: {
       version: requireVersion(versions, "rootlesskit"),

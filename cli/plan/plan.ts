@@ -127,7 +127,8 @@ export interface RuntimePlan extends Reasoned {
    * docker only: the user's rootless dockerd: its socket, its pid file (dockerd runs inside its
    * RootlessKit's namespaces, so its pid is the way in), and its systemd user unit.
    */
-  docker: { socket: string; pidFile: string; unit: string } | null;
+  /** cgroupDriver: dockerd's (its `docker info`); "systemd" puts each container in its own scope with its limits. */
+  docker: { socket: string; pidFile: string; unit: string; cgroupDriver?: string | null } | null;
   /** Snapshotter (containerd) or storage driver (CRI-O); null for docker (dockerd decides). */
   snapshotter: { name: Snapshotter; reasons: string[]; fuseOverlayfs: string | null } | null;
 }

@@ -198,6 +198,7 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
       socket,
       pidFile: dockerPidFile(socket),
       unit: "docker.service",
+      cgroupDriver: d.cgroupDriver ?? null,
     },
     snapshotter: null,
     reasons: [

@@ -7,6 +7,8 @@ import { userErrorFrom } from "../../helpers/errors";
 import { baseFacts, delegatedFacts, rootlessDocker, upstreamVersions, withFacts } from "./facts-builder";
 import type { DockerFacts, Facts } from "../../../cli/host/facts";
 import { firstNodeRange } from "../../../cli/plan/network";
+import { describePlan } from "../../../cli/plan/describe";
+import { NONE_GIVES_UP } from "../../../cli/doctor";
 
 const versions = upstreamVersions();
 
@@ -156,6 +158,7 @@ describe("runtime", () => {
       socket: "/run/user/1000/docker.sock",
       pidFile: "/run/user/1000/docker.pid",
       unit: "docker.service",
+      cgroupDriver: "systemd",
     });
     expect(plan.network).toMatchObject({ driver: "docker", namespaceIP: "10.0.2.100" });
     expect(userErrorFrom(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(
@@ -196,6 +199,18 @@ describe("runtime", () => {
     expect(buildPlan(facts, { runtime: "containerd", mode: "none" }, versions).kubelet.featureGates).toEqual({
       KubeletInUserNamespace: true,
     });
+  });
+
+  it("docker on dockerd's systemd driver in mode none: the plan says dockerd limits each container, not that nothing is limited", () => {
+    const facts = withFacts(baseFacts(), (x) => (x.runtimes.docker = rootlessDocker({ cgroupDriver: "systemd", cgroupVersion: "2" })));
+    const docker = buildPlan(facts, { runtime: "docker", mode: "none" }, versions);
+    expect(docker.mode.givesUp[0]).toMatch(/^per-container limits only: dockerd .* docker-<id>\.scope; no pod-level cgroup/);
+    expect(docker.mode.givesUp.slice(1)).toEqual(NONE_GIVES_UP.slice(1));
+    expect(describePlan(docker).join("\n")).toContain("container limits by dockerd");
+    // The bundled containerd in mode none: nothing limited, as before.
+    const own = buildPlan(facts, { runtime: "containerd", mode: "none" }, versions);
+    expect(own.mode.givesUp).toEqual([...NONE_GIVES_UP]);
+    expect(describePlan(own).join("\n")).toContain("no cgroup writes");
   });
 
   it("docker: the node's namespace network is dockerd's, as read inside it; a host route over it is refused with the fix that moves dockerd's", () => {
