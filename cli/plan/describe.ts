@@ -4,6 +4,7 @@ import { nodePortsOf, rangeText } from "./node-ports";
 import { clientAddressWords } from "../doctor/checks/node";
 import type { Style } from "../ui/output";
 import type { Plan } from "./plan";
+import { dockerdLimitsContainers } from "./runtime";
 
 const PLAIN: Pick<Style, "bold" | "dim"> = { bold: (s) => s, dim: (s) => s };
 
@@ -34,7 +35,7 @@ export function describePlan(plan: Plan, style: Pick<Style, "bold" | "dim"> = PL
     rt.source === "host" ? `the user's (${t(rt.binary)})` : "bundled",
     rt.containerdConfigVersion ? `config version ${rt.containerdConfigVersion}` : null,
     rt.snapshotter ? `snapshotter ${rt.snapshotter.name}` : null,
-    rt.docker?.cgroupDriver === "systemd"
+    dockerdLimitsContainers(rt)
       ? "container limits by dockerd (a docker-<id>.scope each, through your systemd)"
       : rt.disableCgroup
         ? "no cgroup writes"

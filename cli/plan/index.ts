@@ -25,7 +25,7 @@ import { planPaths } from "./paths";
 import { PORTS_UNIT, decidePublish } from "./publish";
 import { PLAN_SCHEMA_VERSION, type Plan, type PlanOptions, type Ports, type UnitNames, type VersionSet } from "./plan";
 import { CONTAINERD_2_FOR_KUBERNETES, CONTAINERD_CRI_V1, RUNTIME_FLOORS, atLeast } from "./rules";
-import { decideRuntime } from "./runtime";
+import { decideRuntime, dockerdLimitsContainers } from "./runtime";
 import { requireVersion } from "./versions";
 
 export type * from "./plan";
@@ -83,7 +83,7 @@ export function buildPlan(facts: Facts, options: PlanOptions, versions: VersionS
     user: { name: facts.user.name, uid: facts.user.uid, gid: facts.user.gid },
     arch: facts.arch,
     // dockerd on its systemd driver limits each container: mode none gives up less (doctor/verdict.ts).
-    mode: mode.name === "none" && runtime.docker?.cgroupDriver === "systemd" ? { ...mode, givesUp: noneGivesUp(true) } : mode,
+    mode: mode.name === "none" && dockerdLimitsContainers(runtime) ? { ...mode, givesUp: noneGivesUp(true) } : mode,
     versions,
     rootlesskit: {
       version: requireVersion(versions, "rootlesskit"),

@@ -233,3 +233,8 @@ export function chooseSnapshotter(facts: Facts, runtime: "containerd" | "crio"):
   }
   return { name: "native", reasons: [why, fuse ? "/dev/fuse is missing" : "fuse-overlayfs is not installed"], fuseOverlayfs: null };
 }
+
+/** dockerd on its systemd cgroup driver puts each container in its own docker-<id>.scope with its limits. */
+export function dockerdLimitsContainers(rt: Pick<RuntimePlan, "docker">): boolean {
+  return rt.docker?.cgroupDriver === "systemd";
+}

@@ -50,6 +50,12 @@ const HOST_STATE_LINKS = [
   "/var/lib/kubelet",
 ];
 
+/** The kubelet watches /dev/kmsg for OOM kills: in the mount namespace it runs in, /dev/null where it may not open it. */
+const KMSG_FOR_KUBELET = [
+  "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
+  "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
+];
+
 /** The runtime's command line inside the namespaces. */
 export function runtimeCommand(plan: Plan): string[] {
   const l = layout(plan);
@@ -127,8 +133,7 @@ export function renderChildScript(plan: Plan): string {
     `bind ${shQuote(l.data.cni)} /var/lib/cni`,
     `bind ${shQuote(l.data.log)} /var/log`,
     "",
-    "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
-    "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
+    ...KMSG_FOR_KUBELET,
     "",
     ...serviceRangeGuard(plan),
     ...nodeAddress(plan),
@@ -226,8 +231,7 @@ export function renderKubeletNsScript(plan: Plan): string {
     "# (kuberuntime's ContainerLogsDir); the pods' logs are under the node's real folder (podLogsDir).",
     `mount --bind ${shQuote(l.data.log)} /var/log`,
     "",
-    "# The kubelet watches /dev/kmsg for OOM kills; a user namespace usually may not open it.",
-    "if ! (exec </dev/kmsg) 2>/dev/null; then mount --bind /dev/null /dev/kmsg; fi",
+    ...KMSG_FOR_KUBELET,
     'exec "$@"',
     "",
   ].join("\n");

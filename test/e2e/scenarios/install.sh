@@ -64,6 +64,8 @@ docker_other_socket() {
 docker_none_plan() { rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1; } # (FLAGS: the caller's)
 # shellcheck disable=SC2016 # the inner shell's $1
 rk8s_which() { as_user env ${RK8S_PATH:+PATH="$RK8S_PATH"} sh -c 'command -v "$1" || echo "not on PATH"' sh "$1"; }
+# user_docker ARG...: the test user's docker CLI on the node's dockerd (RK8S_ENV's DOCKER_HOST, RK8S_PATH's tools).
+user_docker() { as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker "$@"; }
 # docker_sandbox CELL: the product sets no sandbox image, as for containerd and CRI-O: cri-dockerd's
 # default (its --help: --pod-infra-container-image) names it. The pause built here (Kubernetes'
 # pause.c, loaded under Kubernetes' tag) is tagged so too, as the registry would serve it.
@@ -72,7 +74,7 @@ docker_sandbox() {
   want=$(as_user "$(receipt_value .plan.runtime.binary)" --help 2>&1 | grep -o 'pod-infra-container-image.*(default "[^"]*")' | sed 's/.*(default "//; s/")$//')
   if [ -z "$want" ]; then fail matrix "$1: cri-dockerd --help names no default sandbox image"; return; fi
   check matrix "$1: the pause image is also $want in dockerd (cri-dockerd's default sandbox image)" \
-    as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker tag "$(image_name pause)" "$want"
+    user_docker tag "$(image_name pause)" "$want"
 }
 # docker_cell_more CELL BUSYBOX: what the docker cell proves beyond the others' (issue 42): kubectl logs
 # through cri-dockerd's log links, and where a container's limit lands: with dockerd on the systemd
@@ -90,8 +92,8 @@ spec:
   - {name: c, image: $2, imagePullPolicy: Never, command: ["sleep", "86400"], resources: {limits: {memory: 64Mi, cpu: 250m}}}
 YAML
   check matrix "$name: a pod with limits runs" wait_for "$TIMEOUT" phase_is limited Running
-  id=$(as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker ps -q --filter label=io.kubernetes.pod.name=limited --filter label=io.kubernetes.container.name=c)
-  pid=$(as_user env "$RK8S_ENV" PATH="$RK8S_PATH:/usr/bin:/bin" docker inspect -f '{{.State.Pid}}' "$id" 2>&1)
+  id=$(user_docker ps -q --filter label=io.kubernetes.pod.name=limited --filter label=io.kubernetes.container.name=c)
+  pid=$(user_docker inspect -f '{{.State.Pid}}' "$id" 2>&1)
   cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2>/dev/null)
   max=$(cat "/sys/fs/cgroup$cg/memory.max" 2>&1)
   report "{\"route\":\"$ROUTE\",\"dockerLimitedContainer\":{\"cgroup\":\"$cg\",\"memoryMax\":\"$max\"}}"
