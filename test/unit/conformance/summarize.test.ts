@@ -2,12 +2,12 @@
 // cases cut from the report ginkgo 2.28.1 wrote for upstream's e2e.test v1.36.3 against this
 // project's e2e node (test/fixtures/conformance/junit-excerpt.xml; the logs inside are trimmed).
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readNames, readReasons } from "../../conformance/lists.mjs";
 import { readJunit, summarize } from "../../conformance/summarize.mjs";
+import { tempDir } from "../../helpers/temp";
 
 const xml = readFileSync(join(__dirname, "..", "..", "fixtures", "conformance", "junit-excerpt.xml"), "utf8");
 const POD = "[sig-node] Pods should be submitted and removed [NodeConformance] [Conformance]";
@@ -44,7 +44,7 @@ describe("summarize", () => {
     expect(s.rows[0]?.reason).toMatch(/^not run/);
   });
   it("reads the lists: names a line, reasons after a tab, comments ignored", () => {
-    const dir = mkdtempSync(join(tmpdir(), "rk8s-conf-"));
+    const dir = tempDir("rk8s-conf-");
     writeFileSync(join(dir, "l.txt"), `# comment\n\n${POD}\n`);
     writeFileSync(join(dir, "r.txt"), `# comment\n${SVC}\tno image\n`);
     writeFileSync(join(dir, "bad.txt"), `${SVC} no tab\n`);
@@ -65,7 +65,7 @@ describe("summarize.mjs, the command the conformance scenario runs", () => {
       return { code: err.status, out: err.stdout };
     }
   };
-  const dir = mkdtempSync(join(tmpdir(), "rk8s-conf-cli-"));
+  const dir = tempDir("rk8s-conf-cli-");
   const junit = join(dir, "junit.xml");
   writeFileSync(junit, xml);
   writeFileSync(join(dir, "list.txt"), `${POD}\n${SKIPPED}\n`);

@@ -5,9 +5,9 @@ import { parseKeyUsers, parseMaxProcesses, threadsOf } from "../../../cli/host/p
 import { gatherFacts } from "../../../cli/host/gather";
 import { FileRoot, type Host, localHost } from "../../../cli/host/host";
 import { userLimitFacts } from "../../../cli/host/probes/limits";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { tempDir } from "../../helpers/temp";
 
 describe("per-user limits", () => {
   it("reads a uid's keys and quota from /proc/key-users", () => {
@@ -25,7 +25,7 @@ describe("per-user limits", () => {
     expect(threadsOf("Name:\tcontainerd\nThreads:\t12\n")).toBe(12);
   });
   it("reads the lowest pids.max of the user's slice and manager in the v2 tree; max is no bound", async () => {
-    const root = mkdtempSync(join(tmpdir(), "rk8s-pids-"));
+    const root = tempDir("rk8s-pids-");
     const put = (p: string, text: string) => {
       mkdirSync(join(root, dirname(p)), { recursive: true });
       writeFileSync(join(root, p), text);

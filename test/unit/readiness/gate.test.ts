@@ -5,13 +5,13 @@
 import * as https from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdirSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { apiGate, etcdGate, waitForGate } from "../../../cli/readiness/gate";
 import { POLLED_BOOTSTRAP_HOOKS } from "../../../cli/readiness/bootstrap";
 import { ExitCode, InterruptedError, UserError } from "../../../cli/errors";
 import { freePort, listen, type Listening } from "../../helpers/net";
 import { makeTlsFixture, type TlsFixture } from "../../helpers/tls-fixture";
+import { tempDir } from "../../helpers/temp";
 
 let tls: TlsFixture;
 let server: Listening;
@@ -97,7 +97,7 @@ describe("waitForGate", () => {
   });
 
   describe("a node bootstrapped before (the marker beside etcd's data, cli/readiness/bootstrap.ts)", () => {
-    const dir = mkdtempSync(join(tmpdir(), "rk8s-gate-"));
+    const dir = tempDir("rk8s-gate-");
     const marker = join(dir, "bootstrapped");
     const member = join(dir, "etcd", "member");
     mkdirSync(member, { recursive: true });
