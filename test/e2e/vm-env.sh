@@ -52,7 +52,7 @@ guest_docker_debs() {
 }
 
 main() {
-  local t0 t r kver accel cpu
+  local t0 t r kver accel cpu clock=""
   # Killed or interrupted: the VM goes with us.
   trap 'down; exit 130' INT
   trap 'down; exit 143' TERM
@@ -93,12 +93,20 @@ main() {
   fi
   local accel_args
   if [ "$accel" = kvm ]; then accel_args=(-accel kvm); cpu=host,-arch-capabilities
-  else accel_args=(-accel "tcg,thread=multi,tb-size=1024"); cpu=max; fi
+  else
+    accel_args=(-accel "tcg,thread=multi,tb-size=1024")
+    cpu=max
+    # Under emulation the guest kernel (Debian 12's 6.1) logs "Marking TSC unstable due to TSCs
+    # unsynchronized" and switches to the HPET, whose every read is an emulated device access and
+    # which the vDSO cannot serve: each clock read of the Go components becomes a system call. With
+    # these two words it keeps the TSC ("Switched to clocksource tsc-early"; both read on its console).
+    clock="clocksource=tsc tsc=reliable"
+  fi
   t=$(ts)
   if ! qemu-system-x86_64 "${accel_args[@]}" -cpu "$cpu" -smp "${E2E_VM_CPUS:-$(nproc)}" -m "${E2E_VM_MEM:-4096}" -machine q35 \
     -display none -monitor none -serial "file:$STATE/console.log" -no-reboot \
     -kernel "$STATE/vmlinuz-$kver" -initrd "$STATE/initrd.img-$kver" \
-    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 systemd.show_status=1 panic=-1" \
+    -append "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 systemd.show_status=1 panic=-1${clock:+ $clock}" \
     -drive "file=$STATE/disk.img,if=virtio,format=raw,cache=unsafe,aio=threads" \
     -virtfs "local,path=$STATE/out,mount_tag=rk8se2e,security_model=none,id=rk8se2e" \
     -nic user,model=virtio-net-pci,restrict=on -pidfile "$PIDFILE" -daemonize; then

@@ -20,7 +20,7 @@ u=$(id -u k8sdev)
 for _ in $(seq 1 240); do systemctl is-active -q "user@$u.service" && [ -S "/run/user/$u/bus" ] && break; sleep 0.5; done
 # shellcheck disable=SC1091
 {
-  echo "INFO (vm) guest $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime)s, $(systemctl --version | head -1)"
+  echo "INFO (vm) guest $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime)s, $(systemctl --version | head -1), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
   echo "INFO (vm) user@$u.service: $(systemctl is-active "user@$u.service"), linger: $(loginctl show-user k8sdev -p Linger --value 2>/dev/null), delegated: $(cat "/sys/fs/cgroup/user.slice/user-$u.slice/user@$u.service/cgroup.controllers" 2>/dev/null)"
   bash /opt/rk8s-e2e/e2e/scenarios.sh vm delegated
   echo "rc=$?" >"$OUT/job.rc.tmp"

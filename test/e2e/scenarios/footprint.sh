@@ -20,6 +20,21 @@ status_waits_for_nodes() { local o; o=$(rk8s status) || { echo "$o"; return 1; }
 addons_available() { coredns_available && provisioner_available && metrics_server_available; }
 footprint_gone() { ! kc -n e2e-footprint get pods -o name 2>/dev/null | grep -q .; }
 footprint_available() { [ "$(kc -n e2e-footprint get deploy load -o 'jsonpath={.status.availableReplicas}' 2>/dev/null)" = "$FOOTPRINT_PODS" ]; }
+# log_sizes: "FILE BYTES" per log file of the node (every generation), when its units log to files.
+log_sizes() { as_user find "$(receipt_value .plan.paths.logDir)" -maxdepth 1 -type f -name '*.log*' -printf '%f %s\n' 2>/dev/null | sort; }
+# log_rate BEFORE AFTER SECONDS: the bytes the node's units wrote in SECONDS, and the biggest writer (JSON).
+log_rate() {
+  python3 -c 'import json, sys
+def sizes(t): return {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in t.splitlines() if l.strip()}
+a, b, s = sizes(sys.argv[1]), sizes(sys.argv[2]), float(sys.argv[3])
+d = {f: b.get(f, 0) - a.get(f, 0) for f in set(a) | set(b)}
+unit = lambda f: f.split(".log")[0]
+per = {}
+for f, n in d.items(): per[unit(f)] = per.get(unit(f), 0) + n
+top = max(per, key=per.get) if per else None
+total = sum(per.values())
+print(json.dumps({"seconds": s, "bytes": total, "bytesPerDay": round(total * 86400 / s), "topUnit": top, "topUnitBytesPerDay": round(per.get(top, 0) * 86400 / s) if top else 0}))' "$1" "$2" "$3"
+}
 # go_env_of EXE VAR: VAR's value in the environment of the running EXE (as root, /proc/PID/environ).
 go_env_of() {
   local p
@@ -55,10 +70,18 @@ scenario_footprint() {
   check footprint "the $FOOTPRINT_PODS pods are Running" wait_for 300 footprint_available
   kc delete namespace e2e-footprint --wait=false >/dev/null 2>&1
   check footprint "and gone once deleted" wait_for 300 footprint_gone
+  # What the node at rest writes to its log files (issue 43: a day's worth against the rotation's cap).
+  local logs0 logs1 rate=null
+  [ "$(receipt_value .plan.logging.to)" = file ] && logs0=$(log_sizes)
   sleep "$FOOTPRINT_IDLE"
   after=$(footprint_json)
+  if [ -n "${logs0:-}" ]; then
+    logs1=$(log_sizes)
+    rate=$(log_rate "$logs0" "$logs1" "$FOOTPRINT_IDLE")
+    info footprint "the node's log files at rest: $(footprint_get "$rate" 'd["bytes"]') bytes in ${FOOTPRINT_IDLE}s, about $(footprint_get "$rate" 'round(d["bytesPerDay"] / 1048576, 1)') MiB a day (most from $(footprint_get "$rate" 'd["topUnit"]'): $(footprint_get "$rate" 'round(d["topUnitBytesPerDay"] / 1048576, 1)') MiB a day); each unit's file is rotated past 10 MiB, two generations kept"
+  fi
   info footprint "at rest, ${FOOTPRINT_IDLE}s after the add-ons were available, and ${FOOTPRINT_IDLE}s after a workload of $FOOTPRINT_PODS pods came and went (MiB):"
   footprint_table "$idle" "$after"
   info footprint "total PSS $(footprint_get "$idle" 'd["totalPssMiB"]') MiB at rest, $(footprint_get "$after" 'd["totalPssMiB"]') MiB after the workload (mode $MODE, GOGC=$gogc)"
-  report "{\"route\":\"$ROUTE\",\"footprint\":{\"idleSeconds\":$FOOTPRINT_IDLE,\"goGC\":${gogc:-null},\"idle\":$idle,\"afterWorkload\":$after}}"
+  report "{\"route\":\"$ROUTE\",\"footprint\":{\"idleSeconds\":$FOOTPRINT_IDLE,\"goGC\":${gogc:-null},\"idle\":$idle,\"afterWorkload\":$after,\"logsAtRest\":$rate}}"
 }
