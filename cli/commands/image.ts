@@ -27,7 +27,8 @@ and cannot start from that copy offline; the note says how to save the pinned im
 
   containerd  ctr images import into namespace k8s.io, for the node's platform, unpacked into the
               node's snapshotter
-  docker      docker load on your rootless dockerd
+  docker      docker load on your rootless dockerd; its classic image store keeps no registry
+              digest, so add-on images pinned by digest need its containerd image store
   crio        refused: it needs skopeo, which rootless-k8s does not install
 
 Exit status: 0 loaded, 1 the runtime failed to load, 2 a bad archive or usage, 3 no node
@@ -61,13 +62,14 @@ export async function run(ctx: Context, parsed: Parsed): Promise<number> {
     },
   });
   // A loaded add-on image its pod cannot use: the pod names the pinned digest, the archive another
-  // (or none: Docker's classic image store keeps no registry digest for a loaded image).
-  const docker = plan.runtime.name === "docker";
+  // (or none: Docker's classic image store keeps no registry digest for a loaded image; its
+  // containerd store keeps the archive's, as containerd does).
+  const classicDocker = plan.runtime.name === "docker" && plan.runtime.docker?.imageStore !== "containerd";
   const loaded = archives.flatMap((a, n) =>
-    a.images.map((i) => ({ name: i.name, digest: docker ? null : i.digest, file: files[n] as string })),
+    a.images.map((i) => ({ name: i.name, digest: classicDocker ? null : i.digest, file: files[n] as string })),
   );
   for (const g of addonImageGaps(addonImagePins(plan.addons), loaded).filter((g) => g.kind === "other-digest"))
-    ctx.out.err(`note: ${addonImageGapNote(g, docker ? "docker" : "node")}`);
+    ctx.out.err(`note: ${addonImageGapNote(g, classicDocker ? "docker" : "node")}`);
   if (unverified)
     ctx.out.err(
       `note: the runtime's CRI (${plan.runtime.criSocket}) did not answer, so the names were not checked against what the kubelet sees`,

@@ -21,8 +21,10 @@ export function doctorJson(facts: Facts, d: Diagnosis): object {
       ...tool(r.docker),
       rootless: r.docker.rootless,
       cgroupDriver: r.docker.cgroupDriver,
+      imageStore: r.docker.imageStore ?? null,
       clientVersion: r.docker.clientVersion,
       serverVersion: r.docker.serverVersion,
+      namespaceAddress: r.docker.namespaceAddress ?? null,
     };
   }
   const c = facts.cgroup;

@@ -184,6 +184,8 @@ export interface DockerFacts extends ToolFacts {
   /** "none", "cgroupfs" or "systemd"; null if unknown. */
   cgroupDriver: string | null;
   cgroupVersion: "1" | "2" | null;
+  /** Where dockerd keeps images (parse/docker.ts DockerReading.imageStore); absent in older facts. */
+  imageStore?: "containerd" | "classic" | null;
   /** The daemon's socket (DOCKER_HOST or $XDG_RUNTIME_DIR/docker.sock). */
   socket: string | null;
   /** The uid that owns that socket file (stat); null when it is not a unix socket one can stat. */

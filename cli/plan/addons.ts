@@ -1,6 +1,7 @@
 // The add-ons a node gets (issue: cluster essentials): which are on, and what they are built from.
 // Pure: the plan's service network and the version set's pinned images in, decisions out.
 import { nthAddress } from "./cidr";
+import { DOCKER_CONTAINERD_STORE_FIX } from "./rules";
 import type {
   AddonImage,
   AddonsPlan,
@@ -182,7 +183,8 @@ export function addonImageGaps(
 /**
  * What the user reads about one gap: why the add-on's pod cannot start offline, and the exact fix.
  * `where`: the archives go into a bundle, or were loaded into the node (only other-digest applies),
- * or into the user's Docker, which keeps no registry digest for what it loads (every pinned one).
+ * or into the user's Docker on its classic image store, which keeps no registry digest for what it
+ * loads (every pinned one).
  */
 export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node" | "docker"): string {
   const use = ADDON_OF_IMAGE[g.id];
@@ -196,7 +198,7 @@ export function addonImageGapNote(g: AddonImageGap, where: "bundle" | "node" | "
   if (g.kind === "missing")
     return `the bundle carries no ${g.name} (${addon}): offline its pod cannot start; add it with --image FILE (for example \`${save(g.digest)}\`), or install with ${off}`;
   if (where === "docker")
-    return `Docker's classic image store keeps no registry digest for a loaded image, and the version set pins ${g.name}@${g.digest.slice(0, 19)}… (${addon}): its pod makes dockerd pull that digest; let dockerd reach the registry (\`docker pull ${g.name}@${g.digest}\`), or install with ${off}`;
+    return `Docker's classic image store keeps no registry digest for a loaded image, and the version set pins ${g.name}@${g.digest.slice(0, 19)}… (${addon}): its pod makes dockerd pull that digest; let dockerd reach the registry (\`docker pull ${g.name}@${g.digest}\`), or ${DOCKER_CONTAINERD_STORE_FIX} and load the archive again, or install with ${off}`;
   const held = g.have.map((d) => (d ? `as ${d.slice(0, 19)}…` : "with no registry digest (a classic docker save)")).join(", ");
   const short = g.digest.slice(0, 19);
   const into = where === "bundle" ? "the bundle" : "the node";

@@ -128,7 +128,14 @@ export interface RuntimePlan extends Reasoned {
    * RootlessKit's namespaces, so its pid is the way in), and its systemd user unit.
    */
   /** cgroupDriver: dockerd's (its `docker info`); "systemd" puts each container in its own scope with its limits. */
-  docker: { socket: string; pidFile: string; unit: string; cgroupDriver?: string | null } | null;
+  /** imageStore: where dockerd keeps images ("containerd" keeps a loaded image's digest; "classic" none). */
+  docker: {
+    socket: string;
+    pidFile: string;
+    unit: string;
+    cgroupDriver?: string | null;
+    imageStore?: "containerd" | "classic" | null;
+  } | null;
   /** Snapshotter (containerd) or storage driver (CRI-O); null for docker (dockerd decides). */
   snapshotter: { name: Snapshotter; reasons: string[]; fuseOverlayfs: string | null } | null;
 }

@@ -94,3 +94,13 @@ export const FAIL_CGROUP_V1_SINCE = "1.35.0";
 export function majorOf(version: string): number {
   return versionTuple(version)?.[0] ?? 0;
 }
+
+/**
+ * How a user turns on dockerd's containerd image store, which keeps the registry digest of what
+ * `docker load` reads (an OCI archive's manifest digest); the classic store keeps none. Measured
+ * with rootless Docker 26.1.5 (Debian 13) on Debian 12's containerd 1.6.20, 2026-12-08: a loaded
+ * image answered `docker image inspect NAME@DIGEST` only with this feature on. Docker 29 turns it on
+ * for new installs.
+ */
+export const DOCKER_CONTAINERD_STORE_FIX =
+  'turn on dockerd\'s containerd image store: "features": {"containerd-snapshotter": true} in ~/.config/docker/daemon.json, then systemctl --user restart docker (images kept in the classic store stay there, unseen until you switch back)';

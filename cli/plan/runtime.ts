@@ -5,7 +5,7 @@ import { ExitCode, UserError } from "../errors";
 import type { Facts } from "../host/facts";
 import { dockerPidFile, dockerSocketPath } from "../host/parse/docker";
 import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
-import { KUBELET_CGROUP_DRIVER_FROM_CRI, RUNTIME_FLOORS, atLeast, majorOf } from "./rules";
+import { DOCKER_CONTAINERD_STORE_FIX, KUBELET_CGROUP_DRIVER_FROM_CRI, RUNTIME_FLOORS, atLeast, majorOf } from "./rules";
 import { requireVersion } from "./versions";
 
 /**
@@ -199,11 +199,13 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
       pidFile: dockerPidFile(socket),
       unit: "docker.service",
       cgroupDriver: d.cgroupDriver ?? null,
+      imageStore: d.imageStore ?? null,
     },
     snapshotter: null,
     reasons: [
       `the user's rootless Docker ${version} (cgroup driver ${d.cgroupDriver ?? "unknown"}) through cri-dockerd`,
       "kubelet and cri-dockerd enter dockerd's RootlessKit namespaces; no anchor covers this path (experimental)",
+      ...dockerImageStoreReasons(d.imageStore ?? null),
     ],
   };
 }
@@ -232,6 +234,23 @@ export function chooseSnapshotter(facts: Facts, runtime: "containerd" | "crio"):
     };
   }
   return { name: "native", reasons: [why, fuse ? "/dev/fuse is missing" : "fuse-overlayfs is not installed"], fuseOverlayfs: null };
+}
+
+/**
+ * What dockerd's image store means for the add-ons' images, which the version set pins by digest:
+ * the containerd store resolves a loaded image by its digest, the classic store only by pulling it.
+ */
+export function dockerImageStoreReasons(store: "containerd" | "classic" | null): string[] {
+  if (store === "containerd")
+    return [
+      "dockerd's containerd image store keeps the digest of what `image load` gives it: add-on images pinned by digest can come from archives",
+    ];
+  if (store === "classic")
+    return [
+      "dockerd's classic image store keeps no registry digest for a loaded image: the add-ons' images, pinned by digest, are pulled from their registry, so offline their pods cannot start",
+      `offline: ${DOCKER_CONTAINERD_STORE_FIX}`,
+    ];
+  return [];
 }
 
 /** dockerd on its systemd cgroup driver puts each container in its own docker-<id>.scope with its limits. */

@@ -10,6 +10,7 @@
 #
 # VERDICT-FILE gets one line for the runtime × network matrix: "offered REASONS" or "refused REASON".
 # With E2E_DOCKER_KEEP=1, run leaves Docker running for a node (scenario docker, scenarios/install.sh);
+# E2E_DOCKER_STORE=containerd starts it on its containerd image store;
 # `path` prints the PATH with Docker's binaries, `stop` stops Docker and removes its data.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -60,6 +61,10 @@ main() {
   unpack || return 1
   path=$(docker_path)
   version=$(dpkg-deb -f "$(cached_deb "${DOCKER_DEBS[0]}")" Version)
+  # E2E_DOCKER_STORE=containerd: dockerd's containerd image store, as a user turns it on (Docker 29's default)
+  if [ "${E2E_DOCKER_STORE:-}" = containerd ]; then
+    as_user mkdir -p "$H/.config/docker" && echo '{"features": {"containerd-snapshotter": true}}' | as_user tee "$H/.config/docker/daemon.json" >/dev/null
+  fi
   # E2E_DOCKER_FLAGS: RootlessKit flags for dockerd-rootless.sh (DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS), as a user sets them in docker.service
   as_user systemd-run --user --unit="$UNIT" --collect -p Delegate=yes -p KillMode=mixed \
     -E PATH="$path" -E XDG_RUNTIME_DIR="/run/user/$U" -E HOME="$H" ${E2E_DOCKER_FLAGS:+-E DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS="$E2E_DOCKER_FLAGS"} \
@@ -69,7 +74,7 @@ main() {
     stop_docker
     return 1
   fi
-  pass docker "rootless dockerd (Debian docker.io $version) runs as $E2E_USER: $(as_user env PATH="$path" DOCKER_HOST="unix:///run/user/$U/docker.sock" docker info --format '{{.ServerVersion}} rootless={{range .SecurityOptions}}{{.}} {{end}}cgroup-driver={{.CgroupDriver}}' 2>&1 | tr -s ' ')"
+  pass docker "rootless dockerd (Debian docker.io $version) runs as $E2E_USER: $(as_user env PATH="$path" DOCKER_HOST="unix:///run/user/$U/docker.sock" docker info --format '{{.ServerVersion}} rootless={{range .SecurityOptions}}{{.}} {{end}}cgroup-driver={{.CgroupDriver}} storage={{.Driver}} {{.DriverStatus}}' 2>&1 | tr -s ' ')"
 
   # As Docker's rootless docs tell users: DOCKER_HOST points the client at the user's daemon.
   local dh=DOCKER_HOST=unix:///run/user/$U/docker.sock

@@ -30,6 +30,13 @@ export interface DockerReading {
   cgroupDriver: string | null;
   cgroupVersion: "1" | "2" | null;
   securityOptions: string[];
+  /**
+   * Where dockerd keeps images: "containerd" when its storage driver is a containerd snapshotter
+   * (`driver-type: io.containerd.snapshotter.v1` under "Storage Driver:", Docker 29's default for
+   * new installs, `features.containerd-snapshotter` before), which keeps the digests of what it
+   * loads; "classic" for a graph driver (overlay2, fuse-overlayfs, ...), which keeps none.
+   */
+  imageStore: "containerd" | "classic" | null;
   /** The text had a Server section with a version (the daemon answered). */
   serverAnswered: boolean;
 }
@@ -43,6 +50,7 @@ export function emptyDockerReading(): DockerReading {
     cgroupDriver: null,
     cgroupVersion: null,
     securityOptions: [],
+    imageStore: null,
     serverAnswered: false,
   };
 }
@@ -152,7 +160,14 @@ export function parseDockerInfo(text: string, into: DockerReading = emptyDockerR
   const cv = field(lines, "Cgroup Version");
   if (cv === "1" || cv === "2") into.cgroupVersion ??= cv;
   into.securityOptions.push(...securityOptions(lines));
+  into.imageStore ??= imageStore(lines);
   return into;
+}
+
+function imageStore(lines: readonly string[]): DockerReading["imageStore"] {
+  const at = lines.findIndex((l) => /^\s*Storage Driver:/.test(l));
+  if (at < 0) return null;
+  return nested(lines, at).some((l) => /^\s*driver-type:\s*io\.containerd\.snapshotter\./.test(l)) ? "containerd" : "classic";
 }
 
 function securityOptions(lines: readonly string[]): string[] {

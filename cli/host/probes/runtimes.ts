@@ -59,6 +59,7 @@ async function docker(ctx: ProbeContext): Promise<DockerFacts | null> {
     rootless,
     cgroupDriver: reading.cgroupDriver,
     cgroupVersion: reading.cgroupVersion,
+    imageStore: reading.imageStore,
     socket,
     socketOwner: socket?.startsWith("unix://") ? ((await ctx.host.stat(dockerSocketPath(socket)))?.uid ?? null) : null,
     namespaceAddress: rootless && reading.serverAnswered && socket ? await dockerNamespaceAddress(ctx, socket) : null,

@@ -11,7 +11,8 @@
 # libyajl2 and libglib2.0-0: the e2e's CRI-O bundle has a crun built here from Debian's source and
 # Debian's conmon, both linked against these (upstream's static bundle needs none); the host route
 # installs them with scripts/test-deps.sh. openssl: the join scenario's CSR and certificate checks.
-GUEST_PKGS=systemd-sysv,systemd,dbus,dbus-user-session,libpam-systemd,uidmap,iptables,libslirp0,libyajl2,libglib2.0-0,openssl,python3,iproute2,procps,util-linux,kmod,udev,ca-certificates,linux-image-amd64,initramfs-tools
+# nftables: the netpol-nft scenario, whose node runs kube-proxy and the NetworkPolicy enforcer on nft.
+GUEST_PKGS=systemd-sysv,systemd,dbus,dbus-user-session,libpam-systemd,uidmap,iptables,nftables,libslirp0,libyajl2,libglib2.0-0,openssl,python3,iproute2,procps,util-linux,kmod,udev,ca-certificates,linux-image-amd64,initramfs-tools
 
 apt_mirror() { # the Debian mirror apt uses on this machine
   local m

@@ -40,6 +40,16 @@ scenario_docker() {
     fi
     if [ "$rc" = 0 ]; then
       info docker "install --dry-run --runtime docker --mode none offers it: $(grep -m1 -i 'docker' <<<"$out")"
+      # Docker's default (classic) image store keeps no digest for a loaded image, so the add-ons'
+      # pinned images could not come from archives: the plan says so, with the fix; the node runs
+      # with the fix applied, as Docker 29 does for new installs (its containerd image store).
+      check docker "the plan: dockerd's classic image store cannot hold the add-ons' pinned images offline, and names the fix" \
+        docker_store_words classic "$out"
+      bash "$HERE/docker-rootless.sh" "$ROUTE" - stop
+      E2E_DOCKER_KEEP=1 E2E_DOCKER_STORE=containerd E2E_DOCKER_FLAGS=${cidr:+--cidr=$cidr} bash "$HERE/docker-rootless.sh" "$ROUTE" /dev/null
+      out=$(docker_none_plan)
+      check docker "dockerd restarted on its containerd image store: the plan says loaded images keep their digests" \
+        docker_store_words containerd "$out"
       MODE=none matrix_cell docker docker --runtime docker --mode none
     else
       check docker "install --dry-run --runtime docker --mode none is refused with exit 3 (got $rc) and a reason: $(grep -m1 . <<<"$out")" test "$rc" = 3
@@ -60,6 +70,13 @@ docker_other_socket() {
   check docker "DOCKER_HOST at root's socket is refused with exit 3 (got $rc): $(grep -m1 . <<<"$out")" test "$rc" = 3
   check docker "the refusal names the socket's owner" grep -q "belongs to uid 0, not to you" <<<"$out"
   check docker "nothing was written" test -z "$(ours_left)"
+}
+# docker_store_words STORE PLAN-TEXT: the plan's words for dockerd's image store (classic: no digest, and the fix)
+docker_store_words() {
+  case $1 in
+    classic) grep -q 'classic image store keeps no registry digest' <<<"$2" && grep -q 'containerd-snapshotter' <<<"$2" ;;
+    containerd) grep -q 'containerd image store keeps the digest' <<<"$2" ;;
+  esac
 }
 docker_none_plan() { rk8s install --dry-run "${FLAGS[@]}" --runtime docker --mode none 2>&1; } # (FLAGS: the caller's)
 # shellcheck disable=SC2016 # the inner shell's $1

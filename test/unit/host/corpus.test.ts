@@ -68,6 +68,7 @@ describe("docker outputs (shared corpus and gathered)", () => {
       if ("rootless" in e) expect(dockerRootless(r.reading)).toBe(e.rootless);
       if ("cgroup_driver" in e) expect(r.reading.cgroupDriver).toBe(e.cgroup_driver);
       if ("cgroup_version" in e) expect(r.reading.cgroupVersion).toBe(e.cgroup_version);
+      if ("image_store" in e) expect(r.reading.imageStore).toBe(e.image_store);
       if (e.version) expect(dockerVersion(r.reading)).toBe(v.upstreamVersion(e.version as string));
     } else if (e.version) {
       expect(v.upstreamVersion(r.clientVersion)).toBe(v.upstreamVersion(e.version as string));

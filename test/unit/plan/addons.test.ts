@@ -9,6 +9,7 @@ import { addons } from "../../../cli/render/addons";
 import { kubeletConfiguration } from "../../../cli/render/kube-configs";
 import { generatePki, renderNode } from "../../../cli/render/index";
 import { baseFacts, delegatedFacts, upstreamVersions } from "./facts-builder";
+import { DOCKER_CONTAINERD_STORE_FIX } from "../../../cli/plan/rules";
 
 const versions = upstreamVersions();
 const DIGEST = `sha256:${"ab".repeat(32)}`;
@@ -291,8 +292,9 @@ describe("add-on images that archives do not provide as their pods name them", (
   it("loaded into Docker, a pinned image loses its digest: the note says dockerd pulls it, and how to let it", () => {
     const [g] = addonImageGaps([dns], [{ name: dns.name, digest: null, file: "coredns.tar" }]);
     expect(addonImageGapNote(g!, "docker")).toBe(
-      `Docker's classic image store keeps no registry digest for a loaded image, and the version set pins ${dns.name}@${A.slice(0, 19)}… (the dns add-on's image): its pod makes dockerd pull that digest; let dockerd reach the registry (\`docker pull ${dns.name}@${A}\`), or install with --no-dns`,
+      `Docker's classic image store keeps no registry digest for a loaded image, and the version set pins ${dns.name}@${A.slice(0, 19)}… (the dns add-on's image): its pod makes dockerd pull that digest; let dockerd reach the registry (\`docker pull ${dns.name}@${A}\`), or ${DOCKER_CONTAINERD_STORE_FIX} and load the archive again, or install with --no-dns`,
     );
+    expect(DOCKER_CONTAINERD_STORE_FIX).toContain('"features": {"containerd-snapshotter": true} in ~/.config/docker/daemon.json');
   });
 
   it("a missing image: a pinned one is saved with its registry digest, one by tag with docker save", () => {

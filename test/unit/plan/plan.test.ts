@@ -9,6 +9,7 @@ import type { DockerFacts, Facts } from "../../../cli/host/facts";
 import { firstNodeRange } from "../../../cli/plan/network";
 import { describePlan } from "../../../cli/plan/describe";
 import { NONE_GIVES_UP } from "../../../cli/doctor";
+import { DOCKER_CONTAINERD_STORE_FIX } from "../../../cli/plan/rules";
 
 const versions = upstreamVersions();
 
@@ -159,6 +160,7 @@ describe("runtime", () => {
       pidFile: "/run/user/1000/docker.pid",
       unit: "docker.service",
       cgroupDriver: "systemd",
+      imageStore: null,
     });
     expect(plan.network).toMatchObject({ driver: "docker", namespaceIP: "10.0.2.100" });
     expect(userErrorFrom(() => buildPlan(rootless, { runtime: "docker", network: "pasta" }, versions)).message).toMatch(
@@ -166,6 +168,29 @@ describe("runtime", () => {
     );
     expect(plan.units.owner).toBe("docker.service");
     expect(plan.units.criDockerd).toBe("rootless-k8s-cri-dockerd.service");
+  });
+
+  it("says what dockerd's image store means for the add-ons' pinned images: the classic one needs the registry, with the fix", () => {
+    const on = (imageStore: DockerFacts["imageStore"]) =>
+      buildPlan(
+        withFacts(baseFacts(), (x) => {
+          x.cgroup.mode = "v2";
+          x.runtimes.docker = rootlessDocker({ cgroupDriver: "systemd", cgroupVersion: "2", imageStore });
+        }),
+        { runtime: "docker", mode: "none" },
+        versions,
+      ).runtime;
+    const classic = on("classic");
+    expect(classic.docker?.imageStore).toBe("classic");
+    expect(classic.reasons).toContain(
+      "dockerd's classic image store keeps no registry digest for a loaded image: the add-ons' images, pinned by digest, are pulled from their registry, so offline their pods cannot start",
+    );
+    expect(classic.reasons).toContain(`offline: ${DOCKER_CONTAINERD_STORE_FIX}`);
+    const c8d = on("containerd");
+    expect(c8d.docker?.imageStore).toBe("containerd");
+    expect(c8d.reasons.join("\n")).toMatch(/containerd image store keeps the digest/);
+    expect(c8d.reasons.join("\n")).not.toMatch(/classic/);
+    expect(on(undefined).reasons.join("\n")).not.toMatch(/image store/);
   });
 
   it("refuses a DOCKER_HOST that is another user's socket, or not a unix socket (exit 3, one line, before anything is written)", () => {
