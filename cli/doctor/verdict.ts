@@ -24,6 +24,10 @@ export const NONE_GIVES_UP: readonly string[] = [
 export const NONE_DOCKER_LIMITS =
   "per-container limits only: dockerd (its systemd cgroup driver) sets each container's CPU and memory limits in its own docker-<id>.scope; no pod-level cgroup or limit";
 
+/** What a node on dockerd's systemd cgroup driver gets instead of pod cgroups (doctor's docker check, the plan's refusal of mode delegated). */
+export const DOCKERD_LIMITS_WORDS =
+  "dockerd still limits each container in its own docker-<id>.scope through your systemd (no pod or QoS cgroups)";
+
 /** Mode none's list, for a node whose containers dockerd limits (dockerdLimits) or not. */
 export function noneGivesUp(dockerdLimits: boolean): string[] {
   return dockerdLimits ? [NONE_DOCKER_LIMITS, ...NONE_GIVES_UP.slice(1)] : [...NONE_GIVES_UP];

@@ -2,6 +2,7 @@
 // (the static bundle), or the user's running rootless Docker through cri-dockerd.
 import * as path from "node:path";
 import { ExitCode, UserError } from "../errors";
+import { DOCKERD_LIMITS_WORDS } from "../doctor/verdict";
 import type { Facts } from "../host/facts";
 import { dockerPidFile, dockerSocketPath } from "../host/parse/docker";
 import type { Mode, Paths, PlanOptions, RuntimePlan, VersionSet } from "./plan";
@@ -171,8 +172,8 @@ function docker(facts: Facts, versions: VersionSet, mode: Mode, paths: Paths): R
     return refuse(
       "dockerd uses the systemd cgroup driver, which the kubelet cannot share from inside dockerd's namespace",
       driverFromCri
-        ? `use --runtime containerd (rootless dockerd's only other driver is reported as "none", which kubelet ${k8s} cannot use)`
-        : 'add "exec-opts": ["native.cgroupdriver=cgroupfs"] to ~/.config/docker/daemon.json and restart docker, or use --runtime containerd',
+        ? `use --mode none, in which ${DOCKERD_LIMITS_WORDS}, or --runtime containerd (rootless dockerd's only other driver is reported as "none", which kubelet ${k8s} cannot use)`
+        : `use --mode none, in which ${DOCKERD_LIMITS_WORDS}; or add "exec-opts": ["native.cgroupdriver=cgroupfs"] to ~/.config/docker/daemon.json and restart docker, or use --runtime containerd`,
     );
   }
   if (d.cgroupDriver === "none" && driverFromCri) {

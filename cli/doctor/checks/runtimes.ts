@@ -10,6 +10,7 @@ import { nftablesProxyBlocker } from "../../host/kube-proxy";
 import { pastaBlocker } from "../../host/pasta";
 import { atLeast, isBadIptablesNft } from "../../host/parse/versions";
 import { installPackage } from "../fixes";
+import { DOCKERD_LIMITS_WORDS } from "../verdict";
 
 type CgroupCapability = "delegated" | "none";
 
@@ -50,7 +51,7 @@ export const runtimeChecks: Check[] = [
       if (!d) return judged("Docker", "docker", null, f);
       const daemon = !d.serverReachable
         ? "; daemon not reachable"
-        : `; ${d.rootless ? "rootless" : "rootful"} daemon${d.cgroupDriver ? `, cgroup driver ${d.cgroupDriver}` : ""}`;
+        : `; ${d.rootless ? "rootless" : "rootful"} daemon${d.cgroupDriver ? `, cgroup driver ${d.cgroupDriver}` : ""}${d.imageStore ? `, ${d.imageStore} image store` : ""}`;
       const judgedDocker = judged("Docker", "docker", d, f, daemon);
       // Kubelet >= 1.34 takes its cgroup driver from the runtime; cri-dockerd answers an error for "none".
       if (judgedDocker.status === "ok" && d.serverReachable && d.rootless && d.cgroupDriver === "none") {
@@ -59,6 +60,9 @@ export const runtimeChecks: Check[] = [
           { user: ["# install without --runtime docker: the bundled containerd needs no cgroup driver from dockerd"] },
         );
       }
+      // The variant issue 42 asked for: dockerd's own per-container limits, in mode none.
+      if (judgedDocker.status === "ok" && d.serverReachable && d.rootless && d.cgroupDriver === "systemd")
+        return ok(`${judgedDocker.summary}: with --runtime docker --mode none, ${DOCKERD_LIMITS_WORDS}`);
       return judgedDocker;
     },
   },

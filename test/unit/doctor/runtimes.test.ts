@@ -2,6 +2,7 @@
 // driver is "none" and about a containerd 1.x, each read in upstream's source (docs/upstream-notes.md).
 import { describe, expect, it } from "vitest";
 import { runtimeChecks } from "../../../cli/doctor/checks/runtimes";
+import { DOCKERD_LIMITS_WORDS } from "../../../cli/doctor/verdict";
 import type { DockerFacts, Facts } from "../../../cli/host/facts";
 import { baseFacts, rootlessDocker, withFacts } from "../plan/facts-builder";
 
@@ -23,12 +24,26 @@ describe("Docker", () => {
     expect(r.summary).toMatch(/^Docker 24\.0\.7; rootless daemon, cgroup driver none: --runtime docker cannot serve Kubernetes 1\.34\+/);
     expect(r.fix?.user.join(" ")).toMatch(/without --runtime docker/);
   });
-  it("is fine with the systemd driver", () => {
+  it("is fine with the systemd driver, and says what a node on it gets: dockerd's per-container limits in mode none", () => {
     const r = check(
       "docker",
       withFacts(baseFacts(), (f) => (f.runtimes.docker = { ...dockerd("systemd"), cgroupVersion: "2" })),
     );
-    expect(r).toMatchObject({ status: "ok", summary: "Docker 24.0.7; rootless daemon, cgroup driver systemd", fix: null });
+    expect(r).toMatchObject({
+      status: "ok",
+      summary: `Docker 24.0.7; rootless daemon, cgroup driver systemd: with --runtime docker --mode none, ${DOCKERD_LIMITS_WORDS}`,
+      fix: null,
+    });
+  });
+
+  it("names dockerd's image store where docker info gives it", () => {
+    const on = (imageStore: "containerd" | "classic") =>
+      check(
+        "docker",
+        withFacts(baseFacts(), (f) => (f.runtimes.docker = { ...dockerd("cgroupfs"), imageStore })),
+      ).summary;
+    expect(on("classic")).toBe("Docker 24.0.7; rootless daemon, cgroup driver cgroupfs, classic image store");
+    expect(on("containerd")).toBe("Docker 24.0.7; rootless daemon, cgroup driver cgroupfs, containerd image store");
   });
 });
 
