@@ -79,6 +79,9 @@ configure_guest() {
   printf '[Match]\nName=en*\n[Network]\nAddress=10.0.2.15/24\nLinkLocalAddressing=no\n' >"$r/etc/systemd/network/10-e2e.network"
   chroot "$r" systemctl enable systemd-networkd.service >/dev/null 2>&1
   chroot "$r" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer >/dev/null 2>&1 || true
+  # br_netfilter at boot, as doctor's network-policy fix tells root (Debian's kernel builds it as a
+  # module and loads it only when asked): without it the node enforces no NetworkPolicy and says so.
+  echo br_netfilter >"$r/etc/modules-load.d/rk8s-e2e.conf"
   rm -rf "$r/opt/rk8s-e2e" && mkdir -p "$r/opt/rk8s-e2e"
   cp -a "$E2E_OPT/." "$r/opt/rk8s-e2e/"
   mkdir -p "$r/opt/rk8s-e2e/e2e/lib" "$r/opt/rk8s-e2e/e2e/scenarios"
