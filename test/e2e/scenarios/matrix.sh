@@ -66,7 +66,11 @@ YAML
   check matrix "$name: both pods Running" wait_for "$TIMEOUT" both_running
   ip=$(kc -n e2e get svc web -o 'jsonpath={.spec.clusterIP}')
   check matrix "$name: the client reaches the Service's ClusterIP $ip:80 (kube-proxy)" wait_for 60 client_reaches "$ip"
-  check matrix "$name: the client reaches it by name (web.e2e.svc, the dns add-on)" wait_for 180 client_reaches web.e2e.svc.cluster.local
+  if ! check matrix "$name: the client reaches it by name (web.e2e.svc, the dns add-on)" wait_for 180 client_reaches web.e2e.svc.cluster.local; then
+    # What DNS rests on, for the failure's cause: CoreDNS's pod and events, the client's resolver and answer.
+    { kc -n kube-system get pods -l k8s-app=kube-dns -o wide; kc -n kube-system describe pods -l k8s-app=kube-dns | tail -15
+      kc -n e2e exec client -- cat /etc/resolv.conf; kc -n e2e exec client -- nslookup web.e2e.svc.cluster.local; } 2>&1 | sed 's/^/    | /'
+  fi
   got=$(kc -n e2e exec client -- hostname 2>&1)
   check matrix "$name: kubectl exec runs in the container (hostname: $got)" test "$got" = client
   [ "$rt" = docker ] && docker_cell_more "$name" "$bb"
